@@ -1,0 +1,60 @@
+"""deltaexplore: understand a Delta Lake table from a notebook.
+
+The protocol core reads (and, for maintenance, writes) the Delta transaction log; inspection,
+charts, widgets, magics and the Spark pipeline build on it.
+
+    >>> import deltaexplore as dx
+    >>> table = dx.open_table("path/to/table")
+    >>> snap = table.snapshot()            # or snapshot(version=3) / snapshot(timestamp="2024-05-01")
+    >>> snap.files(), snap.to_arrow(), table.history()
+"""
+
+from __future__ import annotations
+
+from deltaexplore.core.catalog import CatalogClient, FileCatalog, RatifiedCommit, RatifiedCommits
+from deltaexplore.core.snapshot import CatalogManagedWarning, Snapshot
+from deltaexplore.core.table import Table, open_table
+from deltaexplore.errors import (
+    ColumnNotFoundError,
+    CommitConflictError,
+    DeletionVectorError,
+    DeltaExploreError,
+    DeltaProtocolError,
+    InvalidCheckpointError,
+    InvalidLogError,
+    MissingDependencyError,
+    SparkError,
+    StorageError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+    WriteRefusedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CatalogClient",
+    "CatalogManagedWarning",
+    "ColumnNotFoundError",
+    "CommitConflictError",
+    "DeletionVectorError",
+    "DeltaExploreError",
+    "DeltaProtocolError",
+    "FileCatalog",
+    "InvalidCheckpointError",
+    "InvalidLogError",
+    "MissingDependencyError",
+    "RatifiedCommit",
+    "RatifiedCommits",
+    "Snapshot",
+    "SparkError",
+    "StorageError",
+    "Table",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+    "WriteRefusedError",
+    "__version__",
+    "open_table",
+]

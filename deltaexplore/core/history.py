@@ -1,0 +1,243 @@
+"""Table history: one row per retained commit, newest first.
+
+Provenance comes from `commitInfo` (whatever the writer recorded); the counts of files, bytes
+and rows added and removed are derived from the commit's own actions, so they are there even
+when the writer recorded no metrics. Works without a schema (metaData without schemaString).
+
+Schema:
+
+| column | type |
+|---|---|
+| version | int64 |
+| timestamp | timestamp[ms, UTC] (in-commit timestamp aware, monotonic) |
+| operation | string |
+| parameters, metrics | map<string, string> |
+| user, user_id, user_name, engine, isolation_level, user_metadata, txn_id, cluster_id | string |
+| read_version | int64 |
+| is_blind_append | bool |
+| files_added, files_removed, bytes_added, bytes_removed, rows_added, rows_removed | int64 |
+| dv_files_added, cdc_files | int64 |
+| metadata_changed, protocol_changed | bool |
+| commit_info | string (raw JSON) |
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.actions import STRING_MAP, Metadata, Protocol
+from deltaexplore.core.files import num_records_of
+from deltaexplore.core.json_log import read_log_files
+from deltaexplore.core.timestamps import CommitClock, ict_config
+from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.table import Table
+
+__all__ = ["HISTORY_SCHEMA", "history"]
+
+HISTORY_SCHEMA = pa.schema(
+    [
+        ("version", pa.int64()),
+        ("timestamp", pa.timestamp("ms", tz="UTC")),
+        ("operation", pa.string()),
+        ("parameters", STRING_MAP),
+        ("metrics", STRING_MAP),
+        ("user", pa.string()),
+        ("user_id", pa.string()),
+        ("user_name", pa.string()),
+        ("engine", pa.string()),
+        ("read_version", pa.int64()),
+        ("isolation_level", pa.string()),
+        ("is_blind_append", pa.bool_()),
+        ("user_metadata", pa.string()),
+        ("txn_id", pa.string()),
+        ("cluster_id", pa.string()),
+        ("files_added", pa.int64()),
+        ("files_removed", pa.int64()),
+        ("bytes_added", pa.int64()),
+        ("bytes_removed", pa.int64()),
+        ("rows_added", pa.int64()),
+        ("rows_removed", pa.int64()),
+        ("dv_files_added", pa.int64()),
+        ("cdc_files", pa.int64()),
+        ("metadata_changed", pa.bool_()),
+        ("protocol_changed", pa.bool_()),
+        ("commit_info", pa.string()),
+    ]
+)
+
+
+def _text_map(value: Any) -> list[tuple[str, str]] | None:
+    if not isinstance(value, dict):
+        return None
+    return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in value.items()]
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _group_sum(
+    versions: np.ndarray, values: np.ndarray | None, index: dict[int, int], n: int, *, nullable_mask: np.ndarray | None = None
+) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    pos = np.array([index[int(v)] for v in versions], dtype=np.int64) if len(versions) else np.zeros(0, np.int64)
+    if len(pos):
+        np.add.at(out, pos, values if values is not None else np.ones(len(pos), dtype=np.int64))
+    return out
+
+
+def history(
+    table: Table, *, limit: int | None = None, start_version: int | None = None, end_version: int | None = None
+) -> pa.Table:
+    """The commits of `table` in [start_version, end_version], newest first, at most `limit`."""
+    listing = table.listing()
+    versions = table.versions()
+    if end_version is not None:
+        versions = [v for v in versions if v <= end_version]
+    if start_version is not None:
+        versions = [v for v in versions if v >= start_version]
+    if start_version is not None and end_version is not None and start_version > end_version:
+        raise VersionNotFoundError(f"start_version {start_version} is after end_version {end_version}")
+    if limit is not None:
+        versions = versions[-limit:] if limit > 0 else []
+    files = [listing.commit(v) for v in versions]
+    lines = read_log_files(table.storage, [f for f in files if f is not None], versions)
+    n = len(versions)
+    index = {v: i for i, v in enumerate(versions)}
+
+    infos: dict[int, dict[str, Any]] = {}
+    for _, version, body in lines.objects("commitInfo"):
+        infos.setdefault(version, body)
+    meta_changed = np.zeros(n, dtype=bool)
+    proto_changed = np.zeros(n, dtype=bool)
+    newest_protocol = newest_metadata = None
+    for _, version, body in lines.objects("metaData"):
+        meta_changed[index[version]] = True
+        newest_metadata = body
+    for _, version, body in lines.objects("protocol"):
+        proto_changed[index[version]] = True
+        newest_protocol = body
+
+    # In-commit timestamps follow the latest snapshot's configuration.
+    ict = None
+    try:
+        latest = table.snapshot()
+        ict = ict_config(latest.protocol, latest._state.metadata)
+    except DeltaExploreError:
+        if newest_protocol is not None and newest_metadata is not None:
+            try:
+                ict = ict_config(Protocol.from_json(newest_protocol), Metadata.from_json(newest_metadata))
+            except DeltaExploreError:
+                ict = None
+    known = {v: int(b["inCommitTimestamp"]) for v, b in infos.items() if _int(b.get("inCommitTimestamp")) is not None}
+    clock = CommitClock(table.storage, listing, ict, known_ict=known)
+    timestamps = [clock.timestamp(v) for v in versions]
+
+    adds = lines.file_actions("add")
+    removes = lines.file_actions("remove")
+    cdc_idx = lines.where("cdc")
+    cols = _action_counts(adds, removes, lines.version[cdc_idx], index, n)
+
+    def info(v: int, *keys: str) -> Any:
+        body = infos.get(v) or {}
+        for k in keys:
+            if body.get(k) is not None:
+                return body[k]
+        return None
+
+    order = list(range(n - 1, -1, -1))
+    vs = [versions[i] for i in order]
+    data = {
+        "version": pa.array(vs, pa.int64()),
+        "timestamp": pa.array([timestamps[i] for i in order], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        "operation": [_str(info(v, "operation")) for v in vs],
+        "parameters": pa.array([_text_map(info(v, "operationParameters")) for v in vs], STRING_MAP),
+        "metrics": pa.array([_text_map(info(v, "operationMetrics")) for v in vs], STRING_MAP),
+        "user": [_str(info(v, "userName", "userId")) for v in vs],
+        "user_id": [_str(info(v, "userId")) for v in vs],
+        "user_name": [_str(info(v, "userName")) for v in vs],
+        "engine": [_str(info(v, "engineInfo", "clientVersion")) for v in vs],
+        "read_version": pa.array([_int(info(v, "readVersion")) for v in vs], pa.int64()),
+        "isolation_level": [_str(info(v, "isolationLevel")) for v in vs],
+        "is_blind_append": pa.array(
+            [info(v, "isBlindAppend") if isinstance(info(v, "isBlindAppend"), bool) else None for v in vs], pa.bool_()
+        ),
+        "user_metadata": [_str(info(v, "userMetadata")) for v in vs],
+        "txn_id": [_str(info(v, "txnId")) for v in vs],
+        "cluster_id": [_str(info(v, "clusterId")) for v in vs],
+    }
+    for name, values in cols.items():
+        data[name] = values.take(pa.array(order, pa.int64())) if n else values
+    data["metadata_changed"] = pa.array(meta_changed[order] if n else [], pa.bool_())
+    data["protocol_changed"] = pa.array(proto_changed[order] if n else [], pa.bool_())
+    data["commit_info"] = [json.dumps(infos[v]) if v in infos else None for v in vs]
+    return pa.table(data, schema=HISTORY_SCHEMA)
+
+
+def _action_counts(
+    adds: pa.Table, removes: pa.Table, cdc_versions: np.ndarray, index: dict[int, int], n: int
+) -> dict[str, pa.Array]:
+    av = adds.column("version").to_numpy()
+    rv = removes.column("version").to_numpy()
+    a_size = pc.fill_null(adds.column("size"), 0).to_numpy()
+    r_size_col = removes.column("size")
+    r_size = pc.fill_null(r_size_col, 0).to_numpy()
+
+    def live_rows(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        records = num_records_of(t)
+        dv = t.column("deletionVector").combine_chunks()
+        deleted = (
+            pc.fill_null(dv.field("cardinality"), 0)
+            if len(dv) and dv.null_count < len(dv)
+            else pa.array(np.zeros(len(dv), np.int64))
+        )
+        deleted = pc.if_else(pc.is_valid(dv), deleted, 0) if len(dv) else deleted
+        live = pc.subtract(records, deleted)
+        known = pc.is_valid(live).to_numpy(zero_copy_only=False)
+        return pc.fill_null(live, 0).to_numpy(zero_copy_only=False).astype(np.int64), known
+
+    a_rows, a_known = live_rows(adds)
+    r_rows, r_known = live_rows(removes)
+    a_dv = (
+        pc.is_valid(adds.column("deletionVector").combine_chunks()).to_numpy(zero_copy_only=False)
+        if adds.num_rows
+        else np.zeros(0, bool)
+    )
+
+    files_added = _group_sum(av, None, index, n)
+    files_removed = _group_sum(rv, None, index, n)
+    bytes_added = _group_sum(av, a_size, index, n)
+    bytes_removed = _group_sum(rv, r_size, index, n)
+    rows_added = _group_sum(av, a_rows, index, n)
+    rows_removed = _group_sum(rv, r_rows, index, n)
+    unknown_a = _group_sum(av, (~a_known).astype(np.int64), index, n)
+    unknown_r = _group_sum(rv, (~r_known).astype(np.int64), index, n)
+    r_size_unknown = _group_sum(rv, pc.is_null(r_size_col).to_numpy(zero_copy_only=False).astype(np.int64), index, n)
+    dv_added = _group_sum(av, a_dv.astype(np.int64), index, n)
+    cdc = _group_sum(cdc_versions, None, index, n)
+    return {
+        "files_added": pa.array(files_added, pa.int64()),
+        "files_removed": pa.array(files_removed, pa.int64()),
+        "bytes_added": pa.array(bytes_added, pa.int64()),
+        "bytes_removed": pa.array(bytes_removed, mask=r_size_unknown > 0, type=pa.int64()),
+        "rows_added": pa.array(rows_added, mask=unknown_a > 0, type=pa.int64()),
+        "rows_removed": pa.array(rows_removed, mask=unknown_r > 0, type=pa.int64()),
+        "dv_files_added": pa.array(dv_added, pa.int64()),
+        "cdc_files": pa.array(cdc, pa.int64()),
+    }

@@ -1,0 +1,316 @@
+"""Newline-delimited JSON log files (commits, compactions, V2 json checkpoints), vectorized.
+
+All files of a log segment are read once into one Arrow string array of lines (zero-copy line
+splitting with numpy). Each line's action kind is read off its first key. File actions (add,
+remove, cdc) of many lines are parsed in one `pyarrow.json` pass with an explicit schema; their
+string maps (partitionValues, tags) are cut out with a regex, parsed once per distinct value and
+gathered back. The few other actions are parsed with `json`. Any line the fast path cannot parse
+is re-parsed alone so the error names the file and line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from deltaexplore.core.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
+from deltaexplore.core.log_path import LogFile, LogKind
+from deltaexplore.errors import InvalidLogError
+from deltaexplore.storage import Storage
+
+__all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
+
+_KIND_RE = r'^\s*\{\s*"(?P<k>[A-Za-z_][A-Za-z0-9_]*)"'
+_MAP_FIELDS = ("partitionValues", "tags")
+
+
+def _read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
+    if len(files) <= 4 or storage.__class__.__name__ == "LocalStorage":  # local reads: threads only add overhead
+        return [_read_one(storage, f) for f in files]
+    with ThreadPoolExecutor(max_workers=min(32, len(files))) as pool:
+        return list(pool.map(lambda f: _read_one(storage, f), files))
+
+
+def _read_one(storage: Storage, f: LogFile) -> bytes:
+    if f.inline is not None:
+        return f.inline
+    try:
+        return storage.read_bytes(f.path)
+    except FileNotFoundError as exc:
+        raise InvalidLogError(f"log file {f.path} disappeared while reading the table", path=f.path) from exc
+
+
+@dataclass
+class LogLines:
+    """The lines of some JSON log files, in the order given (oldest first).
+
+    `text` holds each line with its newline; `version` and `file_index` say where each came from;
+    `kind` is the action key (None for blank lines).
+    """
+
+    files: list[LogFile]
+    text: pa.LargeStringArray
+    version: np.ndarray
+    file_index: np.ndarray
+    line_number: np.ndarray
+    kind: pa.Array
+    #: replay order of each line (larger = newer); log compaction files are written newest
+    #: action first, so their lines count backwards
+    order: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def where(self, kind: str) -> np.ndarray:
+        """Indices of the lines holding `kind` actions."""
+        mask = pc.fill_null(pc.equal(self.kind, kind), False)
+        return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+
+    def location(self, i: int) -> str:
+        return f"{self.files[int(self.file_index[i])].path}:{int(self.line_number[i]) + 1}"
+
+    def objects(self, kind: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        """(line index, version, action body) of every `kind` action, oldest first."""
+        for i in self.where(kind):
+            obj = self._loads(int(i))
+            body = obj.get(kind)
+            if not isinstance(body, dict):
+                raise InvalidLogError(
+                    f"{self.location(int(i))}: '{kind}' action is not an object", path=self.files[int(self.file_index[i])].path
+                )
+            yield int(i), int(self.version[i]), body
+
+    def _loads(self, i: int) -> dict[str, Any]:
+        text = self.text[i].as_py()
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            raise InvalidLogError(
+                f"{self.location(i)}: malformed JSON line: {exc}", path=self.files[int(self.file_index[i])].path
+            ) from exc
+        if not isinstance(obj, dict):
+            raise InvalidLogError(
+                f"{self.location(i)}: a log line must be a JSON object", path=self.files[int(self.file_index[i])].path
+            )
+        return obj
+
+    def file_actions(self, kind: str) -> pa.Table:
+        """All `kind` (add/remove/cdc) actions as a table with the fields of `FILE_ACTION_FIELDS`
+        plus `version` and `line` (index into these lines)."""
+        fields = FILE_ACTION_FIELDS[kind]
+        idx = self.where(kind)
+        sub = self.text.take(pa.array(idx, pa.int64()))
+        if len(idx) == 0:
+            cols = {f.name: pa.array([], f.type) for f in fields}
+        else:
+            try:
+                cols = _fast_parse(sub, kind, fields)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                cols = self._slow_parse(idx, kind, fields)
+        cols["version"] = pa.array(self.version[idx], pa.int64())
+        order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
+        cols["line"] = pa.array(order[idx], pa.int64())
+        return pa.table(cols)
+
+    def _slow_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
+        rows = []
+        for i in idx:
+            body = self._loads(int(i)).get(kind)
+            if not isinstance(body, dict):
+                raise InvalidLogError(
+                    f"{self.location(int(i))}: '{kind}' action is not an object", path=self.files[int(self.file_index[i])].path
+                )
+            if not isinstance(body.get("path"), str):
+                raise InvalidLogError(
+                    f"{self.location(int(i))}: '{kind}' action without a string 'path'",
+                    path=self.files[int(self.file_index[i])].path,
+                )
+            rows.append(body)
+        out = {}
+        for f in fields:
+            values = [_coerce(r.get(f.name), f.type) for r in rows]
+            try:
+                out[f.name] = pa.array(values, f.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+                bad = _first_bad(values, f.type)
+                where = self.location(int(idx[bad])) if bad is not None else self.files[0].path
+                raise InvalidLogError(f"{where}: bad '{kind}.{f.name}' value: {exc}", path=where.rsplit(":", 1)[0]) from exc
+        return out
+
+
+def _first_bad(values: list[Any], typ: pa.DataType) -> int | None:
+    for i, v in enumerate(values):
+        try:
+            pa.array([v], typ)
+        except Exception:  # noqa: BLE001
+            return i
+    return None
+
+
+def _coerce(value: Any, typ: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_map(typ):
+        if isinstance(value, dict):
+            return [(str(k), v if isinstance(v, str) or v is None else json.dumps(v)) for k, v in value.items()]
+        return value
+    if pa.types.is_string(typ) and not isinstance(value, str):
+        return json.dumps(value)  # stats written as an object by a non-conforming writer
+    if pa.types.is_struct(typ) and isinstance(value, dict):
+        return {f.name: _coerce(value.get(f.name), f.type) for f in typ}
+    return value
+
+
+def _fast_parse(sub: pa.LargeStringArray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
+    # Maps cannot be parsed by pyarrow.json: parse them as empty structs, which marks the rows
+    # that have one, and cut the text of those out afterwards.
+    schema = pa.schema(
+        [pa.field(kind, pa.struct([pa.field(f.name, pa.struct([])) if pa.types.is_map(f.type) else f for f in fields]))]
+    )
+    offsets = np.frombuffer(sub.buffers()[1], dtype=np.int64)[sub.offset : sub.offset + len(sub) + 1]
+    data = sub.buffers()[2]
+    buf = data[int(offsets[0]) : int(offsets[-1])] if data is not None else pa.py_buffer(b"")
+    longest = int(np.max(np.diff(offsets))) if len(offsets) > 1 else 0
+    block = max(1 << 22, 2 * longest + 16)
+    table = pajson.read_json(
+        io.BytesIO(memoryview(buf)),
+        read_options=pajson.ReadOptions(block_size=block, use_threads=len(buf) > (8 << 20)),
+        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=False),
+    )
+    if table.num_rows != len(sub):
+        raise ValueError("line count mismatch")
+    struct = table.column(0).combine_chunks()
+    if struct.null_count:
+        raise ValueError("action is not an object")
+    out: dict[str, pa.Array] = {}
+    for f in fields:
+        col = struct.field(f.name)
+        if pa.types.is_map(f.type):
+            col = _extract_map(sub, f.name, pc.is_valid(col))
+        elif f.name == "deletionVector":
+            col = _null_empty_struct(col)
+        out[f.name] = col
+    if out["path"].null_count:
+        raise ValueError("action without a path")
+    return out
+
+
+def _null_empty_struct(col: pa.Array) -> pa.Array:
+    """A DV struct whose every field is null (written as `{}`) is no DV."""
+    if len(col) == 0 or col.null_count == len(col):
+        return col
+    has = pc.is_valid(col.field("storageType"))
+    return pc.if_else(has, col, pa.nulls(len(col), DV_TYPE))
+
+
+def _extract_map(sub: pa.LargeStringArray, name: str, present: pa.BooleanArray) -> pa.Array:
+    """The `name` string map of each line (null where `present` is false)."""
+    rows = np.flatnonzero(present.to_numpy(zero_copy_only=False))
+    if len(rows) == 0:
+        return pa.nulls(len(sub), STRING_MAP)
+    whole = len(rows) == len(sub)
+    lines = sub if whole else sub.take(pa.array(rows, pa.int64()))
+    pattern = rf'"{name}"\s*:\s*(?P<m>\{{[^{{}}]*\}})'
+    extracted = pc.extract_regex(lines, pattern).flatten()[0]
+    if extracted.null_count:
+        # Values with braces defeat the flat pattern: parse those lines alone.
+        texts = extracted.to_pylist()
+        for i in np.flatnonzero(pc.is_null(extracted).to_numpy(zero_copy_only=False)):
+            obj = json.loads(lines[int(i)].as_py())
+            body = next(iter(obj.values())) if len(obj) == 1 else {}
+            texts[int(i)] = json.dumps(body.get(name)) if isinstance(body, dict) else None
+        extracted = pa.array(texts, pa.large_string())
+    encoded = extracted.dictionary_encode()
+    uniques = [_parse_map_text(t) for t in encoded.dictionary.to_pylist()]
+    values = pa.array(uniques, STRING_MAP).take(encoded.indices)
+    if whole:
+        return values
+    index = np.full(len(sub), -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    return values.take(pa.array(index, mask=index < 0))
+
+
+def _parse_map_text(text: str | None) -> list[tuple[str, str | None]] | None:
+    if text is None:
+        return None
+    obj = json.loads(text)
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise ValueError("map is not an object")
+    return [(str(k), v if isinstance(v, str) or v is None else json.dumps(v)) for k, v in obj.items()]
+
+
+def lines_from_bytes(files: Sequence[LogFile], contents: Sequence[bytes], versions: Sequence[int] | None = None) -> LogLines:
+    """Split file contents into lines; `versions[i]` is the version lines of file i belong to."""
+    if versions is None:
+        versions = [f.end_version for f in files]
+    chunks = []
+    sizes = []
+    for data in contents:
+        if data and not data.endswith(b"\n"):
+            data = data + b"\n"
+        chunks.append(data)
+        sizes.append(len(data))
+    buf = b"".join(chunks)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    newlines = np.flatnonzero(raw == 10)
+    offsets = np.empty(len(newlines) + 1, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1:] = newlines + 1
+    n = len(newlines)
+    text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        for f, data in zip(files, contents):
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidLogError(f"{f.path} is not valid UTF-8 text: {exc}", path=f.path) from None
+        raise InvalidLogError("log files are not valid UTF-8 text") from None
+    file_ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
+    starts = offsets[:-1]
+    file_index = np.searchsorted(file_ends, starts, side="right").astype(np.int32)
+    file_starts_line = np.searchsorted(starts, np.concatenate([[0], file_ends[:-1]])) if len(files) else np.array([], np.int64)
+    line_number = np.arange(n, dtype=np.int64) - file_starts_line[file_index] if n else np.array([], np.int64)
+    version = np.asarray(versions, dtype=np.int64)[file_index] if n else np.array([], np.int64)
+    kind = pc.extract_regex(text, _KIND_RE).flatten()[0] if n else pa.array([], pa.string())
+    order = np.arange(n, dtype=np.int64)
+    for i, f in enumerate(files):
+        if f.kind is LogKind.COMPACTION:
+            sel = file_index == i
+            order[sel] = order[sel][::-1]
+    lines = LogLines(list(files), text, version, file_index, line_number, kind, order)
+    _check_unrecognised(lines)
+    return lines
+
+
+def _check_unrecognised(lines: LogLines) -> None:
+    """A non-blank line that does not start like an action is a malformed log file."""
+    if len(lines) == 0 or lines.kind.null_count == 0:
+        return
+    blank = pc.match_substring_regex(lines.text, r"^\s*$")
+    bad = pc.and_(pc.is_null(lines.kind), pc.invert(blank))
+    bad_idx = np.flatnonzero(pc.fill_null(bad, False).to_numpy(zero_copy_only=False))
+    if len(bad_idx):
+        i = int(bad_idx[0])
+        snippet = lines.text[i].as_py().strip()[:80]
+        raise InvalidLogError(
+            f"{lines.location(i)}: malformed log line (expected a JSON action object): {snippet!r}",
+            path=lines.files[int(lines.file_index[i])].path,
+        )
+
+
+def read_log_files(storage: Storage, files: Sequence[LogFile], versions: Sequence[int] | None = None) -> LogLines:
+    """Read JSON log files (in parallel) and split them into lines."""
+    return lines_from_bytes(files, _read_all(storage, files), versions)

@@ -1,0 +1,165 @@
+"""`Table`: a Delta table location, from which snapshots, history and changes are read."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+import pyarrow as pa
+
+from deltaexplore.core.catalog import CatalogClient
+from deltaexplore.core.log_path import LogFile, LogKind
+from deltaexplore.core.log_segment import LogListing, list_log
+from deltaexplore.core.snapshot import Snapshot, build_snapshot
+from deltaexplore.core.timestamps import to_millis
+from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
+from deltaexplore.storage import Storage, storage_for
+
+__all__ = ["Table", "open_table"]
+
+
+class Table:
+    """A Delta table at a location. Cheap to create; every read lists the log afresh."""
+
+    def __init__(self, storage: Storage, *, catalog: CatalogClient | None = None) -> None:
+        self.storage = storage
+        self.catalog = catalog
+        self._listing: LogListing | None = None
+
+    def __repr__(self) -> str:
+        return f"Table({self.uri!r})"
+
+    @property
+    def uri(self) -> str:
+        return self.storage.root
+
+    @property
+    def catalog_managed_by_client(self) -> bool:
+        """True when a catalog client supplies ratified commits for this table."""
+        return self.catalog is not None
+
+    # -- log ---------------------------------------------------------------------------------
+    def listing(self, *, refresh: bool = True) -> LogListing:
+        """The current listing of `_delta_log/` (merged with the catalog's ratified commits)."""
+        if self._listing is None or refresh:
+            listing = list_log(self.storage) if self.catalog is None else self._list_with_catalog()
+            self._listing = listing
+        return self._listing
+
+    def _list_with_catalog(self) -> LogListing:
+        assert self.catalog is not None
+        try:
+            listing = list_log(self.storage)
+        except DeltaExploreError:
+            listing = LogListing()
+        ratified = self.catalog.get_ratified_commits(self.uri)
+        for c in ratified.commits:
+            if c.content is not None:
+                listing.ratified[c.version] = LogFile(
+                    LogKind.STAGED_COMMIT,
+                    f"<catalog inline commit {c.version}>",
+                    c.version,
+                    c.version,
+                    len(c.content),
+                    c.timestamp or 0,
+                    inline=c.content,
+                )
+            elif c.path is not None:
+                info = self.storage.head(c.path)
+                if info is None:
+                    raise DeltaExploreError(
+                        f"the catalog ratified {c.path} as version {c.version}, but the file is missing", path=c.path
+                    )
+                listing.ratified[c.version] = LogFile(
+                    LogKind.STAGED_COMMIT, c.path, c.version, c.version, info.size, info.modification_time
+                )
+        listing.catalog_latest = ratified.latest_version
+        if listing.latest_version is None:
+            from deltaexplore.errors import TableNotFoundError
+
+            raise TableNotFoundError(
+                f"not a Delta table: {self.uri} has no commits (catalog says latest {ratified.latest_version})", path=self.uri
+            )
+        return listing
+
+    def latest_version(self) -> int:
+        """The newest version of the table."""
+        latest = self.listing().latest_version
+        assert latest is not None
+        return latest
+
+    def versions(self) -> list[int]:
+        """Versions that have a commit file (published or ratified), oldest first."""
+        listing = self.listing()
+        vs = sorted(set(listing.commits) | set(listing.ratified))
+        if listing.catalog_latest is not None:
+            vs = [v for v in vs if v <= listing.catalog_latest]
+        return vs
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def snapshot(self, version: int | None = None, *, timestamp: str | dt.datetime | dt.date | int | None = None) -> Snapshot:
+        """The table at `version`, at the latest version committed at or before `timestamp`,
+        or (neither given) at the latest version.
+
+        Raises:
+            VersionNotFoundError: no such version, or the timestamp precedes the retained log.
+            TableNotFoundError: the location holds no Delta table.
+            UnsupportedFeatureError: the table needs a reader feature we do not support.
+            InvalidLogError / InvalidCheckpointError: the log is malformed.
+        """
+        if version is not None and timestamp is not None:
+            raise VersionNotFoundError("give a version or a timestamp, not both")
+        if version is not None:
+            if isinstance(version, bool) or not isinstance(version, int):
+                raise VersionNotFoundError(f"version must be an integer, got {version!r}")
+            listing = self.listing(refresh=self._listing is None or (self._listing.latest_version or -1) < version)
+            return build_snapshot(self, listing, version)
+        latest = build_snapshot(self, self.listing(), self.listing(refresh=False).latest_version or 0)
+        if timestamp is None:
+            return latest
+        try:
+            ms = to_millis(timestamp)
+        except TypeError as exc:
+            raise VersionNotFoundError(f"cannot use {timestamp!r} as a timestamp") from exc
+        target = latest.clock.version_at(ms, root=self.uri)
+        return latest if target == latest.version else build_snapshot(self, self.listing(refresh=False), target)
+
+    # -- history and changes ---------------------------------------------------------------------
+    def history(self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None) -> pa.Table:
+        """One row per commit, newest first (see `deltaexplore.core.history.HISTORY_SCHEMA`)."""
+        from deltaexplore.core.history import history
+
+        return history(self, limit=limit, start_version=start_version, end_version=end_version)
+
+    def changes(self, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
+        """The change data feed of versions `start_version..end_version` (inclusive).
+
+        Rows carry `_change_type` (insert, delete, update_preimage, update_postimage),
+        `_commit_version` and `_commit_timestamp`.
+
+        Raises:
+            DeltaProtocolError: change data feed was not enabled for part of the range.
+            VersionNotFoundError: the range is outside the retained log.
+        """
+        from deltaexplore.core.cdf import changes
+
+        return changes(self, start_version, end_version, columns=columns)
+
+
+def open_table(
+    uri: str | os.PathLike[str] | Storage,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    catalog: CatalogClient | None = None,
+) -> Table:
+    """Open a Delta table by local path, URI (file://, s3://, gs://, memory://, ...) or `Storage`.
+
+    Nothing is read until a snapshot, history or changes are asked for.
+
+    Args:
+        uri: where the table is.
+        storage_options: options for the fsspec filesystem (credentials, endpoint, ...).
+        catalog: the catalog client of a catalog-managed table.
+    """
+    return Table(storage_for(uri, storage_options), catalog=catalog)

@@ -1,0 +1,112 @@
+"""The storage interface: every byte the core reads or writes goes through a `Storage`.
+
+A `Storage` is rooted at a table directory. Paths given to it are either relative to that root
+('/'-separated, already URL-decoded) or absolute URIs/paths (absolute `add` paths, `p` deletion
+vectors). Writes and deletes are confined to the root.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from deltaexplore.errors import StorageError
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+__all__ = ["FileInfo", "Storage", "check_relative"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One listed file: `path` relative to the storage root, size in bytes, mtime in ms."""
+
+    path: str
+    size: int
+    modification_time: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def check_relative(path: str, root: str) -> str:
+    """Normalise a root-relative path and refuse one that escapes the root.
+
+    Raises:
+        StorageError: when the path is absolute or climbs out of the root with `..`.
+    """
+    if not path or path.startswith("/") or "://" in path:
+        raise StorageError(f"expected a path relative to the table root {root}, got {path!r}", path=path)
+    norm = posixpath.normpath(path)
+    if norm == ".." or norm.startswith("../"):
+        raise StorageError(f"path {path!r} escapes the table root {root}", path=path)
+    return norm
+
+
+class Storage(ABC):
+    """Byte access to one table directory and the absolute locations its log refers to."""
+
+    #: URI (or local path) of the table root, without a trailing slash.
+    root: str
+
+    # -- reading -------------------------------------------------------------------------
+    @abstractmethod
+    def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileInfo]:
+        """Files directly under `rel_dir` (not recursive), sorted by name.
+
+        `start_after` (a file name) lets stores with ordered listing skip earlier names; every
+        implementation must return only names greater than it.
+
+        Raises:
+            FileNotFoundError: the directory does not exist.
+            StorageError: any other failure.
+        """
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """The whole content of a file (relative or absolute path).
+
+        Raises:
+            FileNotFoundError: the file does not exist.
+            StorageError: any other failure.
+        """
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        """`length` bytes at `start` of a file (short if the file is shorter)."""
+        return self.read_bytes(path)[start : start + length]
+
+    @abstractmethod
+    def head(self, path: str) -> FileInfo | None:
+        """Size and mtime of a file, or None when it does not exist."""
+
+    def exists(self, path: str) -> bool:
+        return self.head(path) is not None
+
+    @abstractmethod
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow filesystem and the root path in its namespace, for parquet reads."""
+
+    @abstractmethod
+    def location(self, path: str) -> str:
+        """The full path of `path` in the `arrow_filesystem()` namespace."""
+
+    @abstractmethod
+    def uri(self, path: str = "") -> str:
+        """A URI for `path` that other engines (Spark, delta-rs) understand."""
+
+    # -- writing (confined to the root) -----------------------------------------------------
+    @abstractmethod
+    def put_if_absent(self, rel_path: str, data: bytes) -> bool:
+        """Atomically create `rel_path` with `data`; False if it already exists (nothing written)."""
+
+    @abstractmethod
+    def write(self, rel_path: str, data: bytes) -> None:
+        """Create or replace `rel_path` with `data` (readers see the old or the new content)."""
+
+    @abstractmethod
+    def delete(self, rel_path: str) -> None:
+        """Delete a file under the root; a missing file is not an error."""
