@@ -20,7 +20,7 @@ demo: setup
 
 ## The test suite (CI runs exactly this).
 test: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -x -m "not corpus and not s3"
