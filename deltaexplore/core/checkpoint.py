@@ -7,9 +7,11 @@ add/remove columns (large), and only the add/remove fields asked for.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -64,10 +66,8 @@ class NonFileActions:
 
 
 def _parquet_file(storage: Storage, path: str) -> pq.ParquetFile:
-    fs, _ = storage.arrow_filesystem()
-    location = storage.location(path)
     try:
-        return pq.ParquetFile(fs.open_input_file(location))
+        return pq.ParquetFile(storage.open_input(path), pre_buffer=False)
     except FileNotFoundError as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} is missing", path=path) from exc
     except (pa.ArrowInvalid, OSError) as exc:
@@ -97,41 +97,93 @@ def _cast_to(arr: pa.Array, typ: pa.DataType, path: str, name: str) -> pa.Array:
         raise InvalidCheckpointError(f"checkpoint {path}: column {name} has type {arr.type}, expected {typ}", path=path) from None
 
 
+def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
+    """True when a column can be used as is (maps differ only in field names)."""
+    if have == want:
+        return True
+    if pa.types.is_map(have) and pa.types.is_map(want):
+        return have.key_type == want.key_type and have.item_type == want.item_type
+    return False
+
+
 def _file_actions_from_parquet(
-    storage: Storage, path: str, kind: str, extra: tuple[str, ...], pf: pq.ParquetFile | None = None
+    storage: Storage,
+    path: str,
+    kind: str,
+    extra: tuple[str, ...],
+    exclude: Callable[[pa.Table], pa.Array | None] | None = None,
 ) -> pa.Table:
-    pf = pf or _parquet_file(storage, path)
+    """The `kind` actions of one parquet checkpoint file or sidecar.
+
+    Big columns (stats!) are copied at most once: the struct is flattened without copying, and
+    rows that are not `kind` actions or that `exclude` drops go in one filter.
+    """
+    pf = _parquet_file(storage, path)
     fields = FILE_ACTION_FIELDS[kind]
     schema = pf.schema_arrow
     idx = schema.get_field_index(kind)
     if idx < 0:
-        return _empty(kind, extra)
+        return _empty(kind)
     struct_type = schema.field(idx).type
     present = {f.name for f in struct_type}
     if "path" not in present:
         raise InvalidCheckpointError(f"checkpoint {path}: '{kind}' column has no 'path' field", path=path)
     wanted = [f.name for f in fields if f.name in present] + [e for e in extra if e in present]
     table = _read(pf, [f"{kind}.{name}" for name in wanted], path)
-    col = (
-        table.column(kind).combine_chunks()
-        if table.num_rows
-        else pa.array([], struct_type).cast(pa.struct([struct_type.field(n) for n in wanted]))
+    chunks = table.column(kind).chunks
+    n = table.num_rows
+    out: dict[str, pa.ChunkedArray] = {}
+    for name in wanted:
+        child_type = struct_type.field(name).type
+        out[name] = pa.chunked_array([c.field(name) for c in chunks], type=child_type)
+    valid = pc.is_valid(out["path"])
+    if table.column(kind).null_count:
+        valid = pc.and_(valid, pc.is_valid(table.column(kind)))
+    result = pa.table(
+        {
+            **{f.name: out[f.name] if f.name in out else pa.chunked_array([pa.nulls(n, f.type)]) for f in fields},
+            **{e: out[e] for e in extra if e in out},
+        }
     )
-    valid = pc.is_valid(col.field("path")) if len(col) else pa.array([], pa.bool_())
-    if len(col) and col.null_count:
-        valid = pc.and_(valid, pc.is_valid(col))
-    if len(col) and not pc.all(valid).as_py():
-        col = col.filter(valid)
-    out: dict[str, pa.Array] = {}
+    if exclude is not None:
+        dropped = exclude(result)
+        if dropped is not None:
+            valid = pc.and_(valid, pc.invert(dropped))
+    if n:
+        result = select_rows(result, _bool_array(valid))
+    columns = {}
     for f in fields:
-        if f.name in present:
-            out[f.name] = _cast_to(col.field(f.name), f.type, path, f"{kind}.{f.name}")
-        else:
-            out[f.name] = pa.nulls(len(col), f.type)
+        col = result.column(f.name)
+        if not _compatible(col.type, f.type):
+            col = pa.chunked_array([_cast_to(c, f.type, path, f"{kind}.{f.name}") for c in col.chunks], type=f.type)
+        columns[f.name] = col
     for e in extra:
-        if e in present:
-            out[e] = col.field(e)
-    return pa.table(out)
+        if e in result.column_names:
+            columns[e] = result.column(e)
+    return pa.table(columns)
+
+
+def _bool_array(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return pc.fill_null(mask, False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def select_rows(table: pa.Table, keep: np.ndarray) -> pa.Table:
+    """Rows where `keep` is true, without copying when they form few contiguous runs.
+
+    Checkpoints group actions (adds, then removes, or in long runs), so the add rows are usually
+    a handful of slices of the file: slicing shares the buffers of the (large) stats column.
+    """
+    if keep.all():
+        return table
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], keep.view(np.int8), [0]))))
+    starts, ends = edges[0::2], edges[1::2]
+    if len(starts) == 0:
+        return table.slice(0, 0)
+    if len(starts) > max(64, len(keep) // 256):  # fragmented: one compact copy is cheaper later
+        return table.filter(pa.array(keep))
+    return pa.concat_tables([table.slice(int(a), int(b - a)) for a, b in zip(starts, ends)])
 
 
 def _empty(kind: str, extra: tuple[str, ...] = ()) -> pa.Table:
@@ -234,17 +286,26 @@ class CheckpointReader:
             )
         return out
 
-    def file_actions(self, kind: str, *, extra: tuple[str, ...] = ()) -> pa.Table:
+    def file_actions(
+        self,
+        kind: str,
+        *,
+        extra: tuple[str, ...] = (),
+        exclude: Callable[[pa.Table], pa.Array | None] | None = None,
+    ) -> pa.Table:
         """All `kind` ('add' or 'remove') actions of the checkpoint, sidecars included.
 
         `extra` names optional checkpoint-only fields to carry along (`stats_parsed`,
-        `partitionValues_parsed`) when present.
+        `partitionValues_parsed`) when present. `exclude(table)` may return a mask of rows to
+        drop (superseded by newer commits); it is applied in the same pass that drops the rows
+        of other action kinds.
         """
         tables: list[pa.Table] = []
         if self.is_json:
             lines = self._lines()
-            t = lines.file_actions(kind)
-            tables.append(t.drop_columns(["version", "line"]))
+            t = lines.file_actions(kind).drop_columns(["version", "line"])
+            dropped = exclude(t) if exclude is not None and t.num_rows else None
+            tables.append(t.filter(pc.invert(dropped)) if dropped is not None else t)
         sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
         sources += [s.path for s in self.sidecar_files()]
         if sources:
@@ -255,7 +316,7 @@ class CheckpointReader:
                     )
 
             def load(path: str) -> pa.Table:
-                return _file_actions_from_parquet(self.storage, path, kind, extra)
+                return _file_actions_from_parquet(self.storage, path, kind, extra, exclude)
 
             if len(sources) == 1:
                 tables.append(load(sources[0]))
@@ -264,7 +325,17 @@ class CheckpointReader:
                     tables.extend(pool.map(load, sources))
         if not tables:
             return _empty(kind)
-        return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+        if len(tables) == 1:
+            return tables[0]
+        return pa.concat_tables(
+            [
+                t.cast(tables[0].schema)
+                if t.schema != tables[0].schema and set(t.column_names) == set(tables[0].column_names)
+                else t
+                for t in tables
+            ],
+            promote_options="permissive",
+        )
 
     def schema_of(self, kind: str) -> pa.DataType | None:
         """The checkpoint's Arrow type for the `kind` column (None for json checkpoints)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -51,28 +52,77 @@ FILES_SCHEMA = pa.schema(
 )
 
 
-def num_records_of(adds: pa.Table) -> pa.Array:
+_PREFIX = np.frombuffer(b'{"numRecords":', dtype=np.uint8)
+
+
+def _leading_num_records(stats: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """numRecords of stats strings that start with `{"numRecords":<digits>`, read with numpy.
+
+    Returns (values, found mask). Writers almost always put numRecords first; the rest go
+    through a regex. One gather per byte position keeps memory at one int64 per row.
+    """
+    n = len(stats)
+    values = np.zeros(n, dtype=np.int64)
+    found = np.zeros(n, dtype=bool)
+    if n == 0 or stats.buffers()[2] is None or stats.null_count == n or stats.buffers()[2].size == 0:
+        return values, found
+    offsets = np.frombuffer(stats.buffers()[1], dtype=np.int64 if pa.types.is_large_string(stats.type) else np.int32)
+    offsets = offsets[stats.offset : stats.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(stats.buffers()[2], dtype=np.uint8)
+    starts, ends = offsets[:-1], offsets[1:]
+    active = (ends - starts) > len(_PREFIX)
+    if stats.null_count:
+        active &= pc.is_valid(stats).to_numpy(zero_copy_only=False)
+    last = len(data) - 1
+    for k, byte in enumerate(_PREFIX):
+        active &= data[np.minimum(starts + k, last)] == byte
+    rows = np.flatnonzero(active)
+    starts, ends = starts[rows], ends[rows]
+    number = np.zeros(len(rows), dtype=np.int64)
+    digits = np.zeros(len(rows), dtype=np.int64)
+    going = np.ones(len(rows), dtype=bool)
+    for k in range(len(_PREFIX), len(_PREFIX) + 19):
+        pos = starts + k
+        d = data[np.minimum(pos, last)].astype(np.int64) - 48
+        going &= (pos < ends) & (d >= 0) & (d <= 9)
+        if not going.any():
+            break
+        number = np.where(going, number * 10 + d, number)
+        digits += going
+    # A number still going after 19 digits is not trusted: leave it to the regex.
+    ok = (digits > 0) & ~going
+    found[rows[ok]] = True
+    values[rows[ok]] = number[ok]
+    return values, found
+
+
+def num_records_of(adds: pa.Table) -> pa.ChunkedArray:
     """numRecords of each add: from the stats JSON, else from `stats_parsed`."""
-    stats = adds.column("stats").combine_chunks().cast(pa.string())
-    if len(stats) == 0:
-        return pa.array([], pa.int64())
-    found = pc.extract_regex(stats, r'"numRecords"\s*:\s*(?P<n>-?\d+)').flatten()[0]
-    out = pc.cast(found, pa.int64())
-    if "stats_parsed" in adds.column_names and out.null_count:
-        parsed = adds.column("stats_parsed").combine_chunks()
+    stats = adds.column("stats")
+    chunks = []
+    for chunk in stats.chunks:
+        values, found = _leading_num_records(chunk)
+        out = pa.array(values, mask=~found)
+        missed = pc.and_(pc.invert(pa.array(found)), pc.is_valid(chunk))
+        if pc.any(missed).as_py():
+            pattern = r'"numRecords"\s*:\s*(?P<n>-?\d+)'
+            full = pc.cast(pc.struct_field(pc.extract_regex(chunk, pattern), "n"), pa.int64())
+            out = pc.coalesce(out, full)
+        chunks.append(out)
+    result = pa.chunked_array(chunks, type=pa.int64())
+    if "stats_parsed" in adds.column_names and result.null_count:
+        parsed = adds.column("stats_parsed")
         if pa.types.is_struct(parsed.type) and parsed.type.get_field_index("numRecords") >= 0:
-            nr = parsed.field("numRecords").cast(pa.int64())
-            nr = pc.if_else(pc.is_valid(parsed), nr, pa.scalar(None, pa.int64()))
-            out = pc.coalesce(out, nr)
-    return out
+            result = pc.coalesce(result, pc.cast(pc.struct_field(parsed, "numRecords"), pa.int64()))
+    return result
 
 
-def translate_map_keys(maps: pa.Array, mapping: dict[str, str]) -> pa.Array:
+def translate_map_keys(maps: pa.Array | pa.ChunkedArray, mapping: dict[str, str]) -> pa.Array | pa.ChunkedArray:
     """Rename the keys of a map<string,string> column (physical -> logical names)."""
-    if isinstance(maps, pa.ChunkedArray):
-        maps = maps.combine_chunks()
     if not mapping or len(maps) == 0:
         return maps
+    if isinstance(maps, pa.ChunkedArray):
+        maps = maps.combine_chunks()
     keys = maps.keys.cast(pa.string())
     src = pa.array(list(mapping.keys()), pa.string())
     dst = pa.array(list(mapping.values()), pa.string())
@@ -100,30 +150,29 @@ def partition_key_mapping(snapshot: Snapshot) -> dict[str, str]:
 
 def format_files(snapshot: Snapshot) -> pa.Table:
     adds = snapshot.add_actions()
-    dv = adds.column("deletionVector").combine_chunks()
-    n = adds.num_rows
+    dv = adds.column("deletionVector")
 
-    def dv_field(name: str, typ: pa.DataType) -> pa.Array:
-        if n == 0:
-            return pa.array([], typ)
-        child = dv.field(name).cast(typ)
-        return pc.if_else(pc.is_valid(dv), child, pa.scalar(None, typ)) if dv.null_count else child
+    def dv_field(name: str, typ: pa.DataType) -> pa.ChunkedArray:
+        return pc.cast(pc.struct_field(dv, name), typ) if len(dv) else pa.chunked_array([], typ)
 
-    columns = {
-        "path": adds.column("path").combine_chunks().cast(pa.string()),
-        "size": adds.column("size"),
-        "modification_time": pc.cast(adds.column("modificationTime"), pa.timestamp("ms", tz="UTC")),
-        "data_change": adds.column("dataChange"),
-        "partition_values": translate_map_keys(adds.column("partitionValues"), partition_key_mapping(snapshot)),
-        "num_records": num_records_of(adds),
-        "stats": adds.column("stats"),
-        "storage_type": dv_field("storageType", pa.string()),
-        "path_or_inline": dv_field("pathOrInlineDv", pa.string()),
-        "offset": dv_field("offset", pa.int32()),
-        "size_in_bytes": dv_field("sizeInBytes", pa.int32()),
-        "cardinality": dv_field("cardinality", pa.int64()),
-        "base_row_id": adds.column("baseRowId"),
-        "default_row_commit_version": adds.column("defaultRowCommitVersion"),
-        "tags": adds.column("tags"),
-    }
-    return pa.table(columns, schema=FILES_SCHEMA)
+    pv = translate_map_keys(adds.column("partitionValues"), partition_key_mapping(snapshot))
+    columns = [
+        adds.column("path"),
+        adds.column("size"),
+        pc.cast(adds.column("modificationTime"), pa.timestamp("ms", tz="UTC")),
+        adds.column("dataChange"),
+        pv,
+        num_records_of(adds),
+        adds.column("stats"),
+        dv_field("storageType", pa.string()),
+        dv_field("pathOrInlineDv", pa.string()),
+        dv_field("offset", pa.int32()),
+        dv_field("sizeInBytes", pa.int32()),
+        dv_field("cardinality", pa.int64()),
+        adds.column("baseRowId"),
+        adds.column("defaultRowCommitVersion"),
+        adds.column("tags"),
+    ]
+    columns = [c if c.type == f.type or pa.types.is_map(f.type) else pc.cast(c, f.type) for c, f in zip(columns, FILES_SCHEMA)]
+    schema = pa.schema([f.with_type(c.type) if pa.types.is_map(f.type) else f for c, f in zip(columns, FILES_SCHEMA)])
+    return pa.Table.from_arrays(columns, schema=schema)

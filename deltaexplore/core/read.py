@@ -35,8 +35,10 @@ def open_parquet(storage: Any, location: str, *, path: str) -> pq.ParquetFile:
     Raises:
         StorageError: the file is missing or is not readable parquet.
     """
-    fs, _ = storage.arrow_filesystem()
     try:
+        if "://" not in location and hasattr(storage, "open_input") and storage.__class__.__name__ == "LocalStorage":
+            return pq.ParquetFile(storage.open_input(location))
+        fs, _ = storage.arrow_filesystem()
         return pq.ParquetFile(fs.open_input_file(location))
     except FileNotFoundError as exc:
         raise StorageError(f"data file {path} is missing (looked for {location})", path=path) from exc

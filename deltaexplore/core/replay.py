@@ -9,12 +9,14 @@ do and as the conformance corpus expects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["dv_unique_id", "reconcile"]
+__all__ = ["align", "dv_unique_id", "reconcile", "superseded_by"]
 
 
 def dv_unique_id(dv: pa.Array) -> pa.Array:
@@ -32,38 +34,81 @@ def dv_unique_id(dv: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_valid(dv), out, pa.scalar(None, pa.string()))
 
 
+def _bools(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return mask.to_numpy(zero_copy_only=False).astype(bool)
+
+
 def _keys(table: pa.Table) -> tuple[pa.Array, pa.Array]:
     path = table.column("path").combine_chunks() if isinstance(table.column("path"), pa.ChunkedArray) else table.column("path")
     dv = table.column("deletionVector").combine_chunks()
     return path.cast(pa.large_string()), dv_unique_id(dv).cast(pa.large_string())
 
 
+def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.Array | None] | None:
+    """A function marking checkpoint rows whose key a JSON action touches (None: no JSON actions).
+
+    Any newer action on a key (add or remove) replaces the checkpoint's entry for it. Paths are
+    compared first with a hash lookup; only candidate rows get their DV id computed.
+    """
+    if adds.num_rows == 0 and removes.num_rows == 0:
+        return None
+    j_path, j_dv = (pa.concat_arrays(x) for x in zip(_keys(adds), _keys(removes)))
+    json_paths = pc.unique(j_path.cast(pa.string()))
+    touched = set(zip(j_path.to_pylist(), j_dv.to_pylist()))
+
+    def exclude(ck: pa.Table) -> pa.Array | None:
+        path = ck.column("path")
+        candidate = pc.fill_null(pc.is_in(path, value_set=json_paths.cast(path.type)), False)
+        if not pc.any(candidate).as_py():
+            return None
+        rows = np.flatnonzero(_bools(candidate))
+        cand = ck.take(pa.array(rows, pa.int64()))
+        c_path, c_dv = _keys(cand)
+        drop = np.zeros(ck.num_rows, dtype=bool)
+        for row, key in zip(rows, zip(c_path.to_pylist(), c_dv.to_pylist())):
+            if key in touched:
+                drop[row] = True
+        return pa.array(drop)
+
+    return exclude
+
+
+def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with exactly `schema`'s columns (missing ones null, types cast)."""
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
 def reconcile(checkpoint_actions: pa.Table | None, json_adds: pa.Table, json_removes: pa.Table, *, want: str = "add") -> pa.Table:
     """The surviving `want` ('add' or 'remove') actions after replay.
 
     Args:
-        checkpoint_actions: the checkpoint's actions of kind `want` (already reconciled), or None.
+        checkpoint_actions: the checkpoint's actions of kind `want`, already stripped of rows a
+            JSON action supersedes (`superseded_by`), or None.
         json_adds / json_removes: add and remove actions of the JSON part of the segment, each
             with a `line` column giving replay order.
         want: which actions to return: active files (`add`) or tombstones (`remove`).
 
     Returns:
-        The surviving actions with the columns of the inputs of kind `want`
-        (without `version`/`line`), checkpoint entries first.
+        The surviving actions (checkpoint entries first) with the checkpoint's schema when there
+        is one, else the JSON actions' columns without `version`/`line`.
     """
     wanted = json_adds if want == "add" else json_removes
     out_columns = [c for c in wanted.column_names if c not in ("version", "line")]
-    survivors = _json_survivors(json_adds, json_removes, want)
-    parts = []
-    if checkpoint_actions is not None and checkpoint_actions.num_rows:
-        ck = checkpoint_actions
-        if json_adds.num_rows or json_removes.num_rows:
-            ck = ck.filter(_not_superseded(ck, json_adds, json_removes))
-        parts.append(ck.select([c for c in out_columns if c in ck.column_names]))
-    parts.append(wanted.take(survivors).select(out_columns))
-    if len(parts) == 1:
-        return parts[0]
-    return pa.concat_tables(parts, promote_options="permissive")
+    json_part = wanted.take(_json_survivors(json_adds, json_removes, want)).select(out_columns)
+    if checkpoint_actions is None:
+        return json_part
+    if json_part.num_rows == 0:
+        return checkpoint_actions
+    return pa.concat_tables([checkpoint_actions, align(json_part, checkpoint_actions.schema)])
 
 
 def _json_survivors(adds: pa.Table, removes: pa.Table, want: str) -> pa.Array:
@@ -85,24 +130,3 @@ def _json_survivors(adds: pa.Table, removes: pa.Table, want: str) -> pa.Array:
     newest = frame.sort("line", descending=True).unique(subset=["path", "dv"], keep="first", maintain_order=True)
     keep = newest.filter(pl.col("is_add") == (want == "add")).sort("line")
     return pa.array(keep.get_column("row").to_numpy(), pa.int64())
-
-
-def _not_superseded(ck: pa.Table, adds: pa.Table, removes: pa.Table) -> pa.Array:
-    """Mask of checkpoint rows whose key no JSON action touches."""
-    ck_path = ck.column("path").combine_chunks()
-    json_paths = pa.concat_arrays(
-        [adds.column("path").combine_chunks().cast(pa.string()), removes.column("path").combine_chunks().cast(pa.string())]
-    )
-    candidate = pc.fill_null(pc.is_in(ck_path.cast(pa.string()), value_set=pc.unique(json_paths)), False)
-    if not pc.any(candidate).as_py():
-        return pa.array(np.ones(len(ck_path), dtype=bool))
-    rows = np.flatnonzero(candidate.to_numpy(zero_copy_only=False))
-    j_path, j_dv = (pa.concat_arrays(x) for x in zip(_keys(adds), _keys(removes)))
-    touched = set(zip(j_path.to_pylist(), j_dv.to_pylist()))
-    cand = ck.take(pa.array(rows, pa.int64()))
-    c_path, c_dv = _keys(cand)
-    keep = np.ones(len(ck_path), dtype=bool)
-    for row, key in zip(rows, zip(c_path.to_pylist(), c_dv.to_pylist())):
-        if key in touched:
-            keep[row] = False
-    return pa.array(keep)

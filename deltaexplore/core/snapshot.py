@@ -23,7 +23,7 @@ from deltaexplore.core.config import TableConfig
 from deltaexplore.core.features import check_readable
 from deltaexplore.core.json_log import LogLines, read_log_files
 from deltaexplore.core.log_segment import LogListing, LogSegment, build_segment
-from deltaexplore.core.replay import reconcile
+from deltaexplore.core.replay import reconcile, superseded_by
 from deltaexplore.core.timestamps import CommitClock, ict_config, to_datetime
 from deltaexplore.errors import InvalidLogError
 
@@ -268,18 +268,21 @@ class Snapshot:
     def add_actions(self) -> pa.Table:
         """The active add actions, with the log's field names (replayed once, then cached)."""
         if self._adds is None:
-            ck = None
-            if self._reader is not None:
-                ck = self._reader.file_actions("add", extra=("stats_parsed",))
-            adds = self._lines.file_actions("add")
-            removes = self._lines.file_actions("remove")
-            self._adds = reconcile(ck, adds, removes, want="add")
+            self._adds = self._replay("add")
         return self._adds
 
     def tombstones(self) -> pa.Table:
         """Remove actions still in the state (for VACUUM and log health)."""
-        ck = self._reader.file_actions("remove") if self._reader is not None else None
-        return reconcile(ck, self._lines.file_actions("add"), self._lines.file_actions("remove"), want="remove")
+        return self._replay("remove")
+
+    def _replay(self, want: str) -> pa.Table:
+        adds = self._lines.file_actions("add")
+        removes = self._lines.file_actions("remove")
+        ck = None
+        if self._reader is not None:
+            extra = ("stats_parsed",) if want == "add" else ()
+            ck = self._reader.file_actions(want, extra=extra, exclude=superseded_by(adds, removes))
+        return reconcile(ck, adds, removes, want=want)
 
     def files(self) -> pa.Table:
         """One row per active logical file (see `deltaexplore.core.files.FILES_SCHEMA`)."""

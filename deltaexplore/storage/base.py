@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from deltaexplore.errors import StorageError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.fs as pafs
 
 __all__ = ["FileInfo", "Storage", "check_relative"]
@@ -89,6 +90,15 @@ class Storage(ABC):
     @abstractmethod
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """A pyarrow filesystem and the root path in its namespace, for parquet reads."""
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        """A random-access pyarrow file for `path` (parquet reads).
+
+        Raises:
+            FileNotFoundError: the file does not exist.
+        """
+        fs, _ = self.arrow_filesystem()
+        return fs.open_input_file(self.location(path))
 
     @abstractmethod
     def location(self, path: str) -> str:

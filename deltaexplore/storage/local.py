@@ -12,6 +12,7 @@ from deltaexplore.errors import StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.fs as pafs
 
 __all__ = ["LocalStorage", "local_path_of"]
@@ -117,6 +118,20 @@ class LocalStorage(Storage):
         import pyarrow.fs as pafs
 
         return pafs.LocalFileSystem(), self.root
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        """Memory-mapped: parquet pages are decoded straight from the page cache."""
+        import pyarrow as pa
+
+        full = self._abs(path)
+        try:
+            return pa.memory_map(full)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if not os.path.exists(full):
+                raise FileNotFoundError(f"no such file: {full}") from exc
+            raise StorageError(f"cannot open {full}: {exc}", path=full) from exc
 
     def location(self, path: str) -> str:
         return self._abs(path)

@@ -1,0 +1,165 @@
+"""Snapshot loading: deltaexplore vs delta-rs vs pyarrow alone, in one run.
+
+For each table, each contender runs in a fresh subprocess (so peak memory is its own) a few
+times; the median wall time and the peak RSS are reported:
+
+- deltaexplore: ``dx.open_table(path).snapshot().files()``
+- delta-rs: ``DeltaTable(path)`` + ``get_add_actions(flatten=True)``
+- pyarrow alone: read the checkpoint columns deltaexplore needs (``add.*`` fields) and parse
+  the JSON commits after it with ``pyarrow.json`` — the floor for any Arrow-based reader.
+
+Tables come from ``../shared/tools/gen_big_log.py`` (generated under ``benchmarks/tables/`` if
+missing, ~2 GB for all three):
+
+- ``f100k``: 100k files at a checkpoint + 100 JSON commits after it
+- ``f1m``: 1M files at a checkpoint + 100 JSON commits after it
+- ``json10k``: 10k JSON commits, no checkpoint
+
+Usage: ``python benchmarks/bench_snapshot.py [--runs 3] [--tables f100k,f1m,json10k]``.
+Results go to ``benchmarks/results/snapshot.md`` (and ``.json``). Nothing here asserts timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+GEN = ROOT.parent / "shared" / "tools" / "gen_big_log.py"
+TABLES = {
+    "f100k": ["--files", "100000", "--commits", "100", "--post-commits", "100"],
+    "f1m": ["--files", "1000000", "--commits", "100", "--post-commits", "100"],
+    "json10k": ["--files", "100000", "--commits", "10000", "--no-checkpoint"],
+}
+
+CONTENDERS = {
+    "deltaexplore": """
+import deltaexplore as dx
+files = dx.open_table(PATH).snapshot().files()
+ROWS = files.num_rows
+""",
+    "delta-rs": """
+from deltalake import DeltaTable
+actions = DeltaTable(PATH).get_add_actions(flatten=True)
+ROWS = actions.num_rows
+""",
+    "pyarrow": """
+import glob, io, os
+import pyarrow as pa, pyarrow.json as pj, pyarrow.parquet as pq
+log = os.path.join(PATH, "_delta_log")
+ckpts = sorted(glob.glob(os.path.join(log, "*.checkpoint.parquet")))
+ROWS = 0
+start = -1
+if ckpts:
+    cols = ["add.path", "add.partitionValues", "add.size", "add.modificationTime", "add.dataChange", "add.stats",
+            "add.tags", "add.deletionVector", "add.baseRowId", "add.defaultRowCommitVersion"]
+    pf = pq.ParquetFile(ckpts[-1])
+    names = {f.name for f in pf.schema_arrow.field("add").type}
+    t = pf.read(columns=[c for c in cols if c.split(".")[1] in names])
+    ROWS += t.num_rows
+    start = int(os.path.basename(ckpts[-1]).split(".")[0])
+commits = sorted(p for p in glob.glob(os.path.join(log, "*.json")) if int(os.path.basename(p).split(".")[0]) > start)
+data = b"".join(open(p, "rb").read() for p in commits)
+dv = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
+                ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
+add = pa.struct([("path", pa.string()), ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
+                 ("stats", pa.string()), ("deletionVector", dv), ("baseRowId", pa.int64()), ("defaultRowCommitVersion", pa.int64()),
+                 ("partitionValues", pa.struct([])), ("tags", pa.struct([]))])
+rm = pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()), ("deletionVector", dv)])
+schema = pa.schema([("add", add), ("remove", rm)])
+t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24),
+                 parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+ROWS += t.num_rows
+""",
+}
+
+RUNNER = """
+import resource, sys, time
+PATH = sys.argv[1]
+t0 = time.perf_counter()
+{code}
+elapsed = time.perf_counter() - t0
+peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(f"RESULT {{elapsed}} {{peak_kb}} {{ROWS}}")
+"""
+
+
+def ensure_table(name: str, base: Path) -> Path:
+    path = base / name
+    if (path / "_delta_log").exists():
+        return path
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"generating {path} ...", flush=True)
+    subprocess.run([sys.executable, str(GEN), str(path), *TABLES[name], "--no-validate"], check=True)
+    return path
+
+
+def run_once(contender: str, path: Path) -> tuple[float, float, int]:
+    code = RUNNER.format(code=CONTENDERS[contender])
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
+    _, elapsed, peak_kb, rows = line.split()
+    return float(elapsed), int(peak_kb) / 1024, int(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tables", default="f100k,f1m,json10k")
+    ap.add_argument("--dir", default=os.environ.get("DELTAEXPLORE_BENCH_DIR", str(HERE / "tables")))
+    args = ap.parse_args()
+    results = []
+    for name in args.tables.split(","):
+        path = ensure_table(name, Path(args.dir))
+        for contender in CONTENDERS:
+            times, peaks, rows = [], [], 0
+            for _ in range(args.runs):
+                elapsed, peak, rows = run_once(contender, path)
+                times.append(elapsed)
+                peaks.append(peak)
+            row = {
+                "table": name,
+                "contender": contender,
+                "median_s": statistics.median(times),
+                "min_s": min(times),
+                "peak_mb": max(peaks),
+                "rows": rows,
+            }
+            results.append(row)
+            print(
+                f"{name:8} {contender:12} median {row['median_s']:7.2f}s  min {row['min_s']:7.2f}s  peak {row['peak_mb']:8.0f} MB  rows {rows}",
+                flush=True,
+            )
+    out_dir = HERE / "results"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "snapshot.json").write_text(json.dumps(results, indent=1))
+    lines = [
+        "# Snapshot loading (`snapshot().files()`)",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores, median of {args.runs} runs, each in a fresh process.",
+        "",
+        "| table | deltaexplore | delta-rs | pyarrow alone | vs delta-rs | vs pyarrow | peak MB (dx / delta-rs) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by = {(r["table"], r["contender"]): r for r in results}
+    for name in args.tables.split(","):
+        dx_, rs, pa_ = by[(name, "deltaexplore")], by[(name, "delta-rs")], by[(name, "pyarrow")]
+        lines.append(
+            f"| {name} | {dx_['median_s']:.2f} s | {rs['median_s']:.2f} s | {pa_['median_s']:.2f} s | "
+            f"{dx_['median_s'] / rs['median_s']:.2f}x | {dx_['median_s'] / pa_['median_s']:.2f}x | "
+            f"{dx_['peak_mb']:.0f} / {rs['peak_mb']:.0f} |"
+        )
+    (out_dir / "snapshot.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
