@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(os.environ.get("DELTAEXPLORE_CORPUS", ROOT.parent / "shared" / "corpus"))
-SHARED_TOOLS = CORPUS.parent / "tools"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def corpus_catalog() -> list[dict]:
-    """Rows of the corpus catalog, or [] when the corpus is absent."""
-    path = CORPUS / "catalog.json"
-    if not path.exists():
-        return []
-    return json.loads(path.read_text())["tables"]
+from corpus_paths import CORPUS, corpus_catalog
 
 
 @pytest.fixture(scope="session")

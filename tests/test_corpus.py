@@ -6,7 +6,7 @@ import importlib.util
 import warnings
 
 import pytest
-from conftest import CORPUS, SHARED_TOOLS, corpus_catalog
+from corpus_paths import CORPUS, SHARED_TOOLS, corpus_catalog
 
 import deltaexplore as dx
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import CORPUS
+from corpus_paths import CORPUS
 
 import deltaexplore as dx
 

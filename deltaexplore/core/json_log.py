@@ -14,7 +14,7 @@ import io
 import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,9 @@ class LogLines:
     #: replay order of each line (larger = newer); log compaction files are written newest
     #: action first, so their lines count backwards
     order: np.ndarray | None = None
+    _parsed: tuple[pa.Table, np.ndarray] | None = field(default=None, repr=False)
+    _file_action_cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+    _map_text_cache: dict[str, pa.Array] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.text)
@@ -105,21 +108,90 @@ class LogLines:
 
     def file_actions(self, kind: str) -> pa.Table:
         """All `kind` (add/remove/cdc) actions as a table with the fields of `FILE_ACTION_FIELDS`
-        plus `version` and `line` (index into these lines)."""
+        plus `version` and `line` (replay order of the line). Cached."""
+        if kind not in self._file_action_cache:
+            self._file_action_cache[kind] = self._file_actions(kind)
+        return self._file_action_cache[kind]
+
+    def _file_actions(self, kind: str) -> pa.Table:
         fields = FILE_ACTION_FIELDS[kind]
         idx = self.where(kind)
-        sub = self.text.take(pa.array(idx, pa.int64()))
         if len(idx) == 0:
             cols = {f.name: pa.array([], f.type) for f in fields}
         else:
             try:
-                cols = _fast_parse(sub, kind, fields)
+                cols = self._fast_parse(idx, kind, fields)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 cols = self._slow_parse(idx, kind, fields)
         cols["version"] = pa.array(self.version[idx], pa.int64())
         order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
         cols["line"] = pa.array(order[idx], pa.int64())
         return pa.table(cols)
+
+    def _parse_all(self) -> tuple[pa.Table, np.ndarray]:
+        """Every non-blank line parsed once for the file actions, with an explicit schema.
+
+        pyarrow.json cannot parse maps: they are parsed as empty structs, which marks the rows
+        that have one; their text is cut out afterwards (`_extract_map`).
+        """
+        if self._parsed is None:
+            nonblank = np.flatnonzero(pc.is_valid(self.kind).to_numpy(zero_copy_only=False))
+            schema = pa.schema(
+                [
+                    pa.field(kind, pa.struct([pa.field(f.name, pa.struct([])) if pa.types.is_map(f.type) else f for f in fields]))
+                    for kind, fields in FILE_ACTION_FIELDS.items()
+                ]
+            )
+            offsets = np.frombuffer(self.text.buffers()[1], dtype=np.int64)[: len(self.text) + 1]
+            data = self.text.buffers()[2]
+            longest = int(np.max(np.diff(offsets))) if len(offsets) > 1 else 0
+            table = pajson.read_json(
+                io.BytesIO(memoryview(data)[: int(offsets[-1])]),
+                read_options=pajson.ReadOptions(block_size=max(1 << 22, 2 * longest + 16), use_threads=data.size > (8 << 20)),
+                parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+            )
+            if table.num_rows != len(nonblank):
+                raise ValueError("line count mismatch")
+            self._parsed = (table, nonblank)
+        return self._parsed
+
+    def _fast_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
+        table, _ = self._parse_all()
+        column = table.column(kind)
+        struct = column.filter(pc.is_valid(column)).combine_chunks()  # filter: much faster than take here
+        if len(struct) != len(idx):
+            raise ValueError("action is not an object")
+        out: dict[str, pa.Array] = {}
+        for f in fields:
+            col = struct.field(f.name)
+            if pa.types.is_map(f.type):
+                col = self._extract_map(idx, f.name, pc.is_valid(col))
+            elif f.name == "deletionVector":
+                col = _null_empty_struct(col)
+            out[f.name] = col
+        if out["path"].null_count:
+            raise ValueError("action without a path")
+        return out
+
+    def _extract_map(self, idx: np.ndarray, name: str, present: pa.BooleanArray) -> pa.Array:
+        """The `name` string map of lines `idx` (null where `present` is false)."""
+        where = np.flatnonzero(present.to_numpy(zero_copy_only=False))
+        if len(where) == 0:
+            return pa.nulls(len(idx), STRING_MAP)
+        lines = idx[where]
+        if len(where) * 2 > len(self.text):
+            # Most lines have it: one regex pass over all lines beats copying them.
+            if name not in self._map_text_cache:
+                self._map_text_cache[name] = _map_texts(self.text, name)
+            texts = self._map_text_cache[name].take(pa.array(lines, pa.int64()))
+        else:
+            texts = _map_texts(self.text.take(pa.array(lines, pa.int64())), name)
+        values = _parse_maps(texts, self.text, lines, name)
+        if len(where) == len(idx):
+            return values
+        index = np.full(len(idx), -1, dtype=np.int64)
+        index[where] = np.arange(len(where))
+        return values.take(pa.array(index, mask=index < 0))
 
     def _slow_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
         rows = []
@@ -170,40 +242,6 @@ def _coerce(value: Any, typ: pa.DataType) -> Any:
     return value
 
 
-def _fast_parse(sub: pa.LargeStringArray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
-    # Maps cannot be parsed by pyarrow.json: parse them as empty structs, which marks the rows
-    # that have one, and cut the text of those out afterwards.
-    schema = pa.schema(
-        [pa.field(kind, pa.struct([pa.field(f.name, pa.struct([])) if pa.types.is_map(f.type) else f for f in fields]))]
-    )
-    offsets = np.frombuffer(sub.buffers()[1], dtype=np.int64)[sub.offset : sub.offset + len(sub) + 1]
-    data = sub.buffers()[2]
-    buf = data[int(offsets[0]) : int(offsets[-1])] if data is not None else pa.py_buffer(b"")
-    longest = int(np.max(np.diff(offsets))) if len(offsets) > 1 else 0
-    block = max(1 << 22, 2 * longest + 16)
-    table = pajson.read_json(
-        io.BytesIO(memoryview(buf)),
-        read_options=pajson.ReadOptions(block_size=block, use_threads=len(buf) > (8 << 20)),
-        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=False),
-    )
-    if table.num_rows != len(sub):
-        raise ValueError("line count mismatch")
-    struct = table.column(0).combine_chunks()
-    if struct.null_count:
-        raise ValueError("action is not an object")
-    out: dict[str, pa.Array] = {}
-    for f in fields:
-        col = struct.field(f.name)
-        if pa.types.is_map(f.type):
-            col = _extract_map(sub, f.name, pc.is_valid(col))
-        elif f.name == "deletionVector":
-            col = _null_empty_struct(col)
-        out[f.name] = col
-    if out["path"].null_count:
-        raise ValueError("action without a path")
-    return out
-
-
 def _null_empty_struct(col: pa.Array) -> pa.Array:
     """A DV struct whose every field is null (written as `{}`) is no DV."""
     if len(col) == 0 or col.null_count == len(col):
@@ -212,31 +250,25 @@ def _null_empty_struct(col: pa.Array) -> pa.Array:
     return pc.if_else(has, col, pa.nulls(len(col), DV_TYPE))
 
 
-def _extract_map(sub: pa.LargeStringArray, name: str, present: pa.BooleanArray) -> pa.Array:
-    """The `name` string map of each line (null where `present` is false)."""
-    rows = np.flatnonzero(present.to_numpy(zero_copy_only=False))
-    if len(rows) == 0:
-        return pa.nulls(len(sub), STRING_MAP)
-    whole = len(rows) == len(sub)
-    lines = sub if whole else sub.take(pa.array(rows, pa.int64()))
+def _map_texts(lines: pa.Array, name: str) -> pa.Array:
+    """The JSON text of the flat `name` object in each line (null where the pattern fails)."""
     pattern = rf'"{name}"\s*:\s*(?P<m>\{{[^{{}}]*\}})'
-    extracted = pc.extract_regex(lines, pattern).flatten()[0]
-    if extracted.null_count:
+    return pc.extract_regex(lines, pattern).flatten()[0]
+
+
+def _parse_maps(texts: pa.Array, all_lines: pa.Array, line_idx: np.ndarray, name: str) -> pa.Array:
+    """Map values from their JSON texts, each distinct text parsed once."""
+    if texts.null_count:
         # Values with braces defeat the flat pattern: parse those lines alone.
-        texts = extracted.to_pylist()
-        for i in np.flatnonzero(pc.is_null(extracted).to_numpy(zero_copy_only=False)):
-            obj = json.loads(lines[int(i)].as_py())
+        values = texts.to_pylist()
+        for i in np.flatnonzero(pc.is_null(texts).to_numpy(zero_copy_only=False)):
+            obj = json.loads(all_lines[int(line_idx[i])].as_py())
             body = next(iter(obj.values())) if len(obj) == 1 else {}
-            texts[int(i)] = json.dumps(body.get(name)) if isinstance(body, dict) else None
-        extracted = pa.array(texts, pa.large_string())
-    encoded = extracted.dictionary_encode()
+            values[int(i)] = json.dumps(body.get(name)) if isinstance(body, dict) else None
+        texts = pa.array(values, pa.large_string())
+    encoded = texts.dictionary_encode()
     uniques = [_parse_map_text(t) for t in encoded.dictionary.to_pylist()]
-    values = pa.array(uniques, STRING_MAP).take(encoded.indices)
-    if whole:
-        return values
-    index = np.full(len(sub), -1, dtype=np.int64)
-    index[rows] = np.arange(len(rows))
-    return values.take(pa.array(index, mask=index < 0))
+    return pa.array(uniques, STRING_MAP).take(encoded.indices)
 
 
 def _parse_map_text(text: str | None) -> list[tuple[str, str | None]] | None:

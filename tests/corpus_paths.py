@@ -1,0 +1,19 @@
+"""Where the conformance corpus is (../shared/corpus, or $DELTAEXPLORE_CORPUS) and its catalog."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("DELTAEXPLORE_CORPUS", ROOT.parent / "shared" / "corpus"))
+SHARED_TOOLS = CORPUS.parent / "tools"
+
+
+def corpus_catalog() -> list[dict]:
+    """Rows of the corpus catalog, or [] when the corpus is absent."""
+    path = CORPUS / "catalog.json"
+    if not path.exists():
+        return []
+    return json.loads(path.read_text())["tables"]
