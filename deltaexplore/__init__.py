@@ -30,8 +30,16 @@ from deltaexplore.errors import (
     VersionNotFoundError,
     WriteRefusedError,
 )
+from deltaexplore.widgets import explore  # registers Table's notebook display; imports no UI library
 
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]  # `%load_ext deltaexplore`
+    from deltaexplore.magics import load_ipython_extension as load
+
+    load(ipython)
+
 
 __all__ = [
     "CatalogClient",
@@ -56,5 +64,6 @@ __all__ = [
     "VersionNotFoundError",
     "WriteRefusedError",
     "__version__",
+    "explore",
     "open_table",
 ]

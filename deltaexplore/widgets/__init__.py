@@ -1,0 +1,88 @@
+"""Widgets: `explore()` and the rich notebook display of tables.
+
+Importing this package is cheap and pulls in no UI library: ipywidgets and anywidget are
+imported only when an explorer is built. Without them, `Explorer` is a stand-in whose
+constructor raises `MissingDependencyError` naming the `widgets` extra.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+from deltaexplore.errors import MissingDependencyError
+
+__all__ = ["Explorer", "explore", "register_display"]
+
+_INSTALL = "pip install 'deltaexplore[widgets]'"
+
+
+def _missing() -> list[str]:
+    """The UI libraries the explorer needs that cannot be imported."""
+    sentinel = object()
+    return [
+        m
+        for m in ("ipywidgets", "anywidget")
+        if sys.modules.get(m, sentinel) is None or (m not in sys.modules and importlib.util.find_spec(m) is None)
+    ]
+
+
+class _MissingExplorer:
+    """Stand-in for `Explorer` when ipywidgets/anywidget are not installed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise MissingDependencyError(
+            f"the explorer widget needs {' and '.join(_missing())}, which are not installed: {_INSTALL}",
+            extra="widgets",
+        )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Explorer":
+        if _missing():
+            return _MissingExplorer
+        from deltaexplore.widgets.explorer import Explorer
+
+        return Explorer
+    raise AttributeError(f"module 'deltaexplore.widgets' has no attribute {name!r}")
+
+
+def explore(table: Any, version: int | None = None, *, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """The explorer widget for a table (a `Table`, a path or a URI).
+
+    Args:
+        table: a `Table`, or a location `open_table` accepts.
+        version: the version to open at (latest when None).
+        storage_options: passed to `open_table` when `table` is a location.
+        **kwargs: `Explorer` options (`page_size`, `history_limit`, `tab`).
+
+    Raises:
+        MissingDependencyError: ipywidgets or anywidget is not installed (the `widgets` extra).
+    """
+    from deltaexplore.core.table import Table, open_table
+
+    explorer_cls = __getattr__("Explorer")
+    if explorer_cls is _MissingExplorer:
+        explorer_cls()
+    if not isinstance(table, Table):
+        table = open_table(str(table), storage_options)
+    return explorer_cls(table, version, **kwargs)
+
+
+def register_display() -> None:
+    """Give `Table` its notebook display (idempotent; called when `deltaexplore` is imported)."""
+    from deltaexplore.core.table import Table
+
+    if getattr(Table, "_repr_mimebundle_", None) is not None:
+        return
+
+    def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from deltaexplore.widgets.display import table_mimebundle
+
+        return table_mimebundle(self, include, exclude)
+
+    Table._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+
+
+register_display()

@@ -1,0 +1,551 @@
+"""What each explorer tab shows, computed from a snapshot: aggregates first, pages of rows after.
+
+`ExplorerData` holds one table and one current snapshot and answers each tab's question as a
+small dict (summaries, sent as JSON) plus Arrow tables (rows, sent as IPC buffers). Nothing here
+imports ipywidgets, so the same code serves the widget, the magics, the HTML fallback and the
+benchmark. Where the inspection layer (`snap.inspect.<name>()`) provides a view, it is used;
+until then the tab is computed from the core directly.
+
+A million files stay cheap: partition and size aggregates are grouped once per snapshot, the
+file list is sorted once per (sort, filter) and only the requested page is materialised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.errors import DeltaExploreError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["FILE_SORTS", "ExplorerData", "human_bytes"]
+
+#: sort keys the file list accepts (column of `snap.files()` or a derived one)
+FILE_SORTS = ("path", "size", "num_records", "modification_time", "partition", "deleted_rows")
+SMALL_FILE_BYTES = 32 * 1024 * 1024
+
+
+def human_bytes(n: float | None) -> str:
+    """`1536` -> `"1.5 KiB"`."""
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _inspect(snap: Any, name: str) -> Any:
+    """`snap.inspect.<name>` when the inspection layer provides it, else None."""
+    ns = getattr(type(snap), "inspect", None)
+    if ns is None:
+        return None
+    return getattr(snap.inspect, name, None)
+
+
+def _sum(col: pa.ChunkedArray | pa.Array) -> int:
+    v = pc.sum(col).as_py()
+    return int(v) if v is not None else 0
+
+
+@dataclass
+class _FileCache:
+    files: pa.Table
+    partition: pa.Array  # "k=v/k2=v2" per file ("" when unpartitioned)
+    orders: dict[tuple[str, bool, str], pa.Array] = field(default_factory=dict)
+
+
+class ExplorerData:
+    """The explorer's questions, answered for one table at one version.
+
+    Args:
+        table: the table.
+        version: the version to show (latest when None).
+        small_file_bytes: files under this size count as small.
+    """
+
+    def __init__(self, table: Table, version: int | None = None, *, small_file_bytes: int = SMALL_FILE_BYTES) -> None:
+        self.table = table
+        self.small_file_bytes = small_file_bytes
+        self.listing = table.listing()
+        self.snap: Snapshot = table.snapshot(version)
+        self._files: _FileCache | None = None
+        self._snaps: dict[int, Snapshot] = {self.snap.version: self.snap}
+
+    # -- time ------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self.snap.version
+
+    def set_version(self, version: int) -> None:
+        """Move to `version` (a new immutable snapshot; caches are per snapshot)."""
+        if version == self.snap.version:
+            return
+        self.snap = self.snapshot(version)
+        self._files = None
+
+    def snapshot(self, version: int) -> Snapshot:
+        if version not in self._snaps:
+            if len(self._snaps) > 4:
+                self._snaps.pop(next(iter(self._snaps)))
+            self._snaps[version] = self.table.snapshot(version)
+        return self._snaps[version]
+
+    def version_range(self) -> tuple[int, int]:
+        """(earliest version that can be reconstructed, latest version)."""
+        listing = self.listing
+        latest = listing.latest_version
+        if latest is None:
+            return (0, 0)
+        commits = sorted(set(listing.commits) | set(listing.ratified))
+        earliest = latest
+        if commits and commits[0] == 0:
+            earliest = 0
+        else:
+            cps = [v for v in listing.checkpoints if v <= latest]
+            earliest = min(cps) if cps else (commits[0] if commits else latest)
+        return (earliest, latest)
+
+    # -- overview --------------------------------------------------------------------------
+    def overview(self) -> dict[str, Any]:
+        """Name, version, time, protocol, schema, partitioning, properties, files, bytes, rows, DVs."""
+        from deltaexplore.core.features import features_of
+
+        snap = self.snap
+        p = snap.protocol
+        readers, writers = features_of(p)
+        out: dict[str, Any] = {
+            "uri": self.table.uri,
+            "version": snap.version,
+            "timestamp": snap.timestamp.isoformat(timespec="seconds"),
+            "reader_version": p.min_reader_version,
+            "writer_version": p.min_writer_version,
+            "reader_features": list(readers),
+            "writer_features": list(writers),
+            "published_only": bool(snap.published_only),
+            "name": None,
+            "description": None,
+            "table_id": None,
+            "partition_columns": [],
+            "schema": [],
+            "properties": {},
+            "problems": [],
+        }
+        if snap.has_metadata:
+            md = snap.metadata
+            out.update(
+                name=md.name,
+                description=md.description,
+                table_id=md.id,
+                partition_columns=list(md.partition_columns),
+                properties=dict(md.configuration),
+            )
+            try:
+                out["schema"] = [{"name": f.name, "type": str(f.type), "nullable": bool(f.nullable)} for f in snap.schema.fields]
+            except DeltaExploreError as exc:
+                out["problems"].append(f"schema unreadable: {exc}")
+        files = self.files_cache().files
+        num_records = files.column("num_records")
+        card = files.column("cardinality")
+        out.update(
+            num_files=files.num_rows,
+            size_bytes=_sum(files.column("size")),
+            num_records=_sum(num_records),
+            files_without_stats=num_records.null_count,
+            files_with_dv=len(card) - card.null_count,
+            deleted_rows=_sum(card),
+            small_files=_sum(pc.less(files.column("size"), self.small_file_bytes)),
+        )
+        out["live_rows"] = out["num_records"] - out["deleted_rows"]
+        out["size"] = human_bytes(out["size_bytes"])
+        out["checkpoint_version"] = snap.checkpoint_version
+        return out
+
+    # -- history ---------------------------------------------------------------------------
+    def history(self, limit: int | None = 500) -> pa.Table:
+        """The newest `limit` commits: version, time, operation, user, counts, parameters (JSON)."""
+        h = self.table.history(limit=limit)
+        params = [json.dumps(dict(p or []), ensure_ascii=False, sort_keys=True) for p in h.column("parameters").to_pylist()]
+        cols = [
+            "version",
+            "timestamp",
+            "operation",
+            "user_name",
+            "engine",
+            "files_added",
+            "files_removed",
+            "bytes_added",
+            "bytes_removed",
+            "rows_added",
+            "rows_removed",
+            "dv_files_added",
+        ]
+        out = h.select([c for c in cols if c in h.column_names])
+        return out.append_column("parameters", pa.array(params, pa.string()))
+
+    # -- files -----------------------------------------------------------------------------
+    def files_cache(self) -> _FileCache:
+        if self._files is None:
+            files = self.snap.files()
+            self._files = _FileCache(files, self._partition_keys(files))
+        return self._files
+
+    def _partition_keys(self, files: pa.Table) -> pa.Array:
+        cols = self.snap.partition_columns if self.snap.has_metadata else []
+        if not cols or files.num_rows == 0:
+            return pa.array([""] * files.num_rows, pa.string()) if files.num_rows else pa.array([], pa.string())
+        pv = files.column("partition_values").combine_chunks()
+        parts = []
+        for c in cols:
+            values = pc.fill_null(pc.map_lookup(pv, pa.scalar(c), "first"), "__HIVE_DEFAULT_PARTITION__")
+            parts.append(pc.binary_join_element_wise(pa.scalar(c + "="), values, ""))
+        return pc.binary_join_element_wise(*parts, "/") if len(parts) > 1 else parts[0]
+
+    def partitions(self, limit: int = 2000) -> tuple[dict[str, Any], pa.Table]:
+        """Per partition: files, bytes, rows, small files, deleted rows; largest first (top `limit`)."""
+        fc = self.files_cache()
+        f = fc.files
+        t = pa.table(
+            {
+                "partition": fc.partition,
+                "size": f.column("size"),
+                "num_records": pc.fill_null(f.column("num_records"), 0),
+                "small": pc.cast(pc.less(f.column("size"), self.small_file_bytes), pa.int64()),
+                "deleted": pc.fill_null(f.column("cardinality"), 0),
+            }
+        )
+        g = t.group_by("partition").aggregate(
+            [("size", "count"), ("size", "sum"), ("num_records", "sum"), ("small", "sum"), ("deleted", "sum")]
+        )
+        g = g.rename_columns(["partition", "files", "bytes", "rows", "small_files", "deleted_rows"])
+        g = g.take(pc.sort_indices(g, [("bytes", "descending"), ("partition", "ascending")]))
+        sizes = g.column("bytes").to_numpy() if g.num_rows else np.array([0])
+        summary = {
+            "partitions": g.num_rows,
+            "largest_bytes": int(sizes.max()) if g.num_rows else 0,
+            "median_bytes": float(np.median(sizes)) if g.num_rows else 0.0,
+            "skew": float(sizes.max() / np.median(sizes)) if g.num_rows and np.median(sizes) > 0 else None,
+            "shown": min(limit, g.num_rows),
+        }
+        return summary, g.slice(0, limit)
+
+    def size_histogram(self) -> pa.Table:
+        """File counts and bytes per power-of-two size bucket (`lower` ≤ size < `upper`)."""
+        sizes = self.files_cache().files.column("size").to_numpy(zero_copy_only=False)
+        if len(sizes) == 0:
+            return pa.table(
+                {
+                    "lower": pa.array([], pa.int64()),
+                    "upper": pa.array([], pa.int64()),
+                    "files": pa.array([], pa.int64()),
+                    "bytes": pa.array([], pa.int64()),
+                }
+            )
+        buckets = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
+        counts = np.bincount(buckets)
+        totals = np.bincount(buckets, weights=sizes)
+        nz = np.nonzero(counts)[0]
+        lo, hi = nz.min(), nz.max()
+        idx = np.arange(lo, hi + 1)
+        return pa.table(
+            {
+                "lower": pa.array((2**idx).astype(np.int64)),
+                "upper": pa.array((2 ** (idx + 1)).astype(np.int64)),
+                "files": pa.array(counts[idx].astype(np.int64)),
+                "bytes": pa.array(totals[idx].astype(np.int64)),
+            }
+        )
+
+    def files_page(
+        self, offset: int = 0, limit: int = 200, *, sort: str = "size", descending: bool = True, search: str = ""
+    ) -> tuple[int, pa.Table]:
+        """(matching file count, one page of the file list) sorted and filtered by path substring."""
+        if sort not in FILE_SORTS:
+            raise DeltaExploreError(f"cannot sort files by {sort!r}: expected one of {', '.join(FILE_SORTS)}")
+        fc = self.files_cache()
+        key = (sort, descending, search)
+        order = fc.orders.get(key)
+        if order is None:
+            f = fc.files
+            view = pa.table(
+                {
+                    "path": f.column("path"),
+                    "size": f.column("size"),
+                    "num_records": f.column("num_records"),
+                    "modification_time": f.column("modification_time"),
+                    "partition": fc.partition,
+                    "deleted_rows": f.column("cardinality"),
+                    "_i": pa.array(np.arange(f.num_rows, dtype=np.int64)),
+                }
+            )
+            if search:
+                view = view.filter(pc.match_substring(view.column("path"), search, ignore_case=True))
+            keys = [(sort, "descending" if descending else "ascending")]
+            if sort != "path":
+                keys.append(("path", "ascending"))
+            order = view.column("_i").take(pc.sort_indices(view, keys)).combine_chunks()
+            if len(fc.orders) > 8:
+                fc.orders.pop(next(iter(fc.orders)))
+            fc.orders[key] = order
+        offset = max(0, min(offset, max(len(order) - 1, 0)))
+        idx = order.slice(offset, limit)
+        page = fc.files.take(idx)
+        out = pa.table(
+            {
+                "path": page.column("path"),
+                "partition": fc.partition.take(idx),
+                "size": page.column("size"),
+                "num_records": page.column("num_records"),
+                "deleted_rows": page.column("cardinality"),
+                "modification_time": page.column("modification_time"),
+                "dv_storage": page.column("storage_type"),
+            }
+        )
+        return len(order), out
+
+    # -- layout ----------------------------------------------------------------------------
+    def stats_columns(self) -> list[str]:
+        """Top-level primitive columns that can carry min/max stats."""
+        if not self.snap.has_metadata:
+            return []
+        try:
+            fields = self.snap.schema.fields
+        except DeltaExploreError:
+            return []
+        parts = set(self.snap.partition_columns)
+        out = []
+        for f in fields:
+            t = str(f.type)
+            if f.name in parts or t.startswith(("struct", "array", "map")) or t in ("binary", "boolean", "variant"):
+                continue
+            out.append(f.name)
+        return out
+
+    def layout(self, column: str, *, sample: int = 2000) -> tuple[dict[str, Any], pa.Table]:
+        """Min/max ranges of `column` per file: stats coverage, overlap depth, and up to `sample` ranges."""
+        candidates = self.stats_columns()
+        if column not in candidates:
+            expected = ", ".join(candidates) or "(none)"
+            raise DeltaExploreError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
+        st = self.snap.file_stats([column])
+        lo, hi = st.column(f"min.{column}"), st.column(f"max.{column}")
+        has = pc.and_(pc.is_valid(lo), pc.is_valid(hi))
+        n_with = _sum(pc.cast(has, pa.int64()))
+        summary: dict[str, Any] = {
+            "column": column,
+            "files": st.num_rows,
+            "files_with_stats": n_with,
+            "files_without_stats": st.num_rows - n_with,
+            "max_overlap": 0,
+            "mean_overlap": 0.0,
+        }
+        ranges = pa.table({"path": st.column("path"), "min": lo, "max": hi}).filter(has)
+        if ranges.num_rows == 0:
+            return summary, pa.table(
+                {
+                    "path": pa.array([], pa.string()),
+                    "min": pa.array([], pa.string()),
+                    "max": pa.array([], pa.string()),
+                    "lo": pa.array([], pa.float64()),
+                    "hi": pa.array([], pa.float64()),
+                    "depth": pa.array([], pa.int64()),
+                }
+            )
+        both = pa.chunked_array(ranges.column("min").chunks + ranges.column("max").chunks)
+        ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+        n = ranges.num_rows
+        rlo, rhi = ranks[:n], ranks[n:]
+        # overlap depth: how many files a point query at each file's min must read
+        starts = np.sort(rlo)
+        ends = np.sort(rhi)
+        depth = np.searchsorted(starts, rlo, side="right") - np.searchsorted(ends, rlo, side="left")
+        summary["max_overlap"] = int(depth.max())
+        summary["mean_overlap"] = round(float(depth.mean()), 2)
+        top = max(int(ranks.max()), 2)
+        order = np.argsort(rlo, kind="stable")
+        if n > sample:
+            order = order[np.linspace(0, n - 1, sample).astype(np.int64)]
+        summary["shown"] = len(order)
+        take = pa.array(order)
+        out = pa.table(
+            {
+                "path": ranges.column("path").take(take),
+                "min": pc.cast(ranges.column("min").take(take), pa.string()),
+                "max": pc.cast(ranges.column("max").take(take), pa.string()),
+                "lo": pa.array((rlo[order] - 1) / (top - 1)),
+                "hi": pa.array((rhi[order] - 1) / (top - 1)),
+                "depth": pa.array(depth[order]),
+            }
+        )
+        return summary, out
+
+    # -- deletion vectors ------------------------------------------------------------------
+    def deletion_vectors(self, limit: int = 500) -> tuple[dict[str, Any], pa.Table]:
+        """Files with deletion vectors: counts, deleted ratio, storage, DV file sharing; worst first."""
+        f = self.files_cache().files
+        with_dv = f.filter(pc.is_valid(f.column("cardinality")))
+        card = with_dv.column("cardinality")
+        rec = with_dv.column("num_records")
+        ratio = pc.divide(pc.cast(card, pa.float64()), pc.cast(rec, pa.float64()))
+        storage = with_dv.column("storage_type")
+        on_disk = with_dv.filter(pc.not_equal(storage, "i"))
+        summary = {
+            "files": f.num_rows,
+            "files_with_dv": with_dv.num_rows,
+            "deleted_rows": _sum(card),
+            "rows_in_files_with_dv": _sum(rec),
+            "inline": _sum(pc.cast(pc.equal(storage, "i"), pa.int64())),
+            "dv_files": len(pc.unique(on_disk.column("path_or_inline"))) if on_disk.num_rows else 0,
+            "dv_bytes": _sum(with_dv.column("size_in_bytes")),
+            "over_half_deleted": _sum(pc.cast(pc.greater(ratio, 0.5), pa.int64())),
+        }
+        t = pa.table(
+            {
+                "path": with_dv.column("path"),
+                "num_records": rec,
+                "deleted_rows": card,
+                "deleted_ratio": ratio,
+                "storage": storage,
+                "dv_bytes": with_dv.column("size_in_bytes"),
+            }
+        )
+        if t.num_rows:
+            t = t.take(pc.sort_indices(t, [("deleted_ratio", "descending"), ("path", "ascending")]))
+        return summary, t.slice(0, limit)
+
+    # -- diff ------------------------------------------------------------------------------
+    def diff(self, v1: int, v2: int, limit: int = 1000) -> tuple[dict[str, Any], pa.Table]:
+        """What changed from `v1` to `v2`, from metadata only: files, bytes, rows, schema, properties, protocol."""
+        a, b = self.snapshot(v1), self.snapshot(v2)
+        fa, fb = a.files(), b.files()
+
+        def keys(f: pa.Table) -> pa.Array:
+            dv = pc.fill_null(
+                pc.binary_join_element_wise(
+                    pc.fill_null(f.column("storage_type"), ""),
+                    pc.fill_null(f.column("path_or_inline"), ""),
+                    pc.cast(pc.fill_null(f.column("offset"), -1), pa.string()),
+                    ":",
+                ),
+                "",
+            )
+            return pc.binary_join_element_wise(f.column("path"), dv, "#")
+
+        ka, kb = keys(fa), keys(fb)
+        removed = fa.filter(pc.invert(pc.is_in(ka, value_set=kb)))
+        added = fb.filter(pc.invert(pc.is_in(kb, value_set=ka)))
+        readded = pc.is_in(added.column("path"), value_set=removed.column("path").combine_chunks())
+        summary: dict[str, Any] = {
+            "from_version": a.version,
+            "to_version": b.version,
+            "files_added": added.num_rows,
+            "files_removed": removed.num_rows,
+            "files_readded_with_new_dv": _sum(pc.cast(readded, pa.int64())),
+            "bytes_added": _sum(added.column("size")),
+            "bytes_removed": _sum(removed.column("size")),
+            "rows_added": _sum(added.column("num_records")),
+            "rows_removed": _sum(removed.column("num_records")),
+            "schema_changes": [],
+            "property_changes": [],
+            "protocol_change": None,
+            "partitioning_change": None,
+        }
+        if a.has_metadata and b.has_metadata:
+            try:
+                sa = {f.name: f for f in a.schema.fields}
+                sb = {f.name: f for f in b.schema.fields}
+                for name in sb.keys() - sa.keys():
+                    summary["schema_changes"].append({"column": name, "change": "added", "detail": str(sb[name].type)})
+                for name in sa.keys() - sb.keys():
+                    summary["schema_changes"].append({"column": name, "change": "dropped", "detail": str(sa[name].type)})
+                for name in sa.keys() & sb.keys():
+                    if str(sa[name].type) != str(sb[name].type):
+                        summary["schema_changes"].append(
+                            {"column": name, "change": "type", "detail": f"{sa[name].type} -> {sb[name].type}"}
+                        )
+                    elif sa[name].nullable != sb[name].nullable:
+                        summary["schema_changes"].append(
+                            {"column": name, "change": "nullability", "detail": f"{sa[name].nullable} -> {sb[name].nullable}"}
+                        )
+                summary["schema_changes"].sort(key=lambda c: (c["column"], c["change"]))
+            except DeltaExploreError as exc:
+                summary["schema_changes"].append({"column": "", "change": "unreadable", "detail": str(exc)})
+            pa_, pb = a.metadata.configuration, b.metadata.configuration
+            for k in sorted(pa_.keys() | pb.keys()):
+                if pa_.get(k) != pb.get(k):
+                    summary["property_changes"].append({"key": k, "from": pa_.get(k), "to": pb.get(k)})
+            if list(a.partition_columns) != list(b.partition_columns):
+                summary["partitioning_change"] = {"from": list(a.partition_columns), "to": list(b.partition_columns)}
+        if a.protocol != b.protocol:
+            summary["protocol_change"] = {"from": str(a.protocol), "to": str(b.protocol)}
+
+        def side(f: pa.Table, change: str) -> pa.Table:
+            return pa.table(
+                {
+                    "change": pa.array([change] * f.num_rows, pa.string()),
+                    "path": f.column("path"),
+                    "size": f.column("size"),
+                    "num_records": f.column("num_records"),
+                    "deleted_rows": f.column("cardinality"),
+                }
+            )
+
+        rows = pa.concat_tables([side(added.slice(0, limit), "added"), side(removed.slice(0, limit), "removed")])
+        summary["shown"] = rows.num_rows
+        return summary, rows
+
+    # -- log health ------------------------------------------------------------------------
+    def log_health(self) -> dict[str, Any]:
+        """Log size and shape: commits, checkpoints, commits since the last one, `_last_checkpoint`, tombstones."""
+        listing = self.listing
+        v = self.snap.version
+        cps = sorted(c for c in listing.checkpoints if c <= v)
+        commit_bytes = sum(f.size for k, f in listing.commits.items() if k <= v)
+        cp_bytes = sum(
+            p.size for c in cps for cp in listing.checkpoints[c] for p in getattr(cp, "parts", []) if hasattr(p, "size")
+        )
+        tomb = self.snap.tombstones()
+        size_col = "size" if "size" in tomb.column_names else None
+        data_bytes = _sum(self.files_cache().files.column("size"))
+        lc = listing.last_checkpoint
+        out = {
+            "version": v,
+            "commits": sum(1 for k in listing.commits if k <= v),
+            "earliest_commit": listing.earliest_commit,
+            "checkpoints": len(cps),
+            "checkpoint_versions": cps[-20:],
+            "last_checkpoint_version": cps[-1] if cps else None,
+            "commits_since_checkpoint": v - cps[-1] if cps else v + 1,
+            "commit_bytes": commit_bytes,
+            "checkpoint_bytes": cp_bytes,
+            "log_bytes": commit_bytes + cp_bytes,
+            "data_bytes": data_bytes,
+            "crc_files": sum(1 for k in listing.crcs if k <= v),
+            "compactions": len(listing.compactions),
+            "last_checkpoint_file": getattr(lc, "version", None),
+            "last_checkpoint_problem": getattr(lc, "problem", None),
+            "tombstones": tomb.num_rows,
+            "tombstone_bytes": _sum(tomb.column(size_col)) if size_col and tomb.num_rows else 0,
+            "checkpoint_interval": self.snap.properties.get("delta.checkpointInterval") if self.snap.has_metadata else None,
+        }
+        out["log_to_data_ratio"] = round(out["log_bytes"] / data_bytes, 6) if data_bytes else None
+        return out
+
+
+def safe_float(x: Any) -> float | None:
+    """A float for JSON, or None for NaN/inf/None."""
+    if x is None:
+        return None
+    f = float(x)
+    return None if math.isnan(f) or math.isinf(f) else f

@@ -1,0 +1,255 @@
+"""The explorer widget, headless: set traits as the browser would, assert state and Arrow buffers."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+import traitlets
+from ipywidgets.widgets.widget import _remove_buffers
+
+import deltaexplore as dx
+from deltaexplore.widgets import Explorer, explore, maintenance
+from deltaexplore.widgets.arrow_ipc import from_ipc
+
+IPC_TRAITS = {"history_ipc", "partitions_ipc", "sizes_ipc", "files_ipc", "layout_ipc", "dv_ipc", "diff_ipc"}
+
+
+def rows(w: Explorer, trait: str) -> list[dict]:
+    return from_ipc(getattr(w, trait)).to_pylist()
+
+
+def test_first_render_is_the_overview_at_the_latest_version(sales):
+    w = explore(sales)
+    assert isinstance(w, Explorer)
+    assert (w.version, w.min_version, w.max_version) == (7, 0, 7)
+    o = w.overview
+    assert o["num_files"] == 9 and o["name"] == "sales" and o["partition_columns"] == ["region"]
+    assert [c["name"] for c in o["schema"]] == ["id", "region", "amount", "customer", "channel"]
+    assert o["files_with_dv"] == 2 and o["live_rows"] == o["num_records"] - o["deleted_rows"]
+    assert o["timestamp"] == "2024-01-01T07:00:00+00:00"
+    # other tabs are computed only when shown
+    assert w.files_ipc == b"" and w.history_ipc == b""
+    assert w.error == ""
+
+
+def test_rows_travel_as_arrow_ipc_buffers_not_json(sales):
+    w = explore(sales)
+    for tab in ("history", "files", "dv", "diff"):
+        w.tab = tab
+    w.tab = "layout"
+    w.layout_column = "amount"
+    state, buffer_paths, buffers = _remove_buffers(w.get_state())
+    paths = {p[0] for p in buffer_paths}
+    assert IPC_TRAITS <= paths
+    for name in IPC_TRAITS:
+        assert name not in state  # not in the JSON part of the message
+    stream = buffers[buffer_paths.index(["files_ipc"])]
+    assert bytes(stream[:4]) == b"\xff\xff\xff\xff"  # an Arrow IPC stream (continuation marker)
+    assert pa.ipc.open_stream(pa.py_buffer(bytes(stream))).read_all().num_rows == 9
+
+
+def test_history_tab_and_travelling_by_clicking_a_commit(sales):
+    w = explore(sales)
+    w.tab = "history"
+    hist = rows(w, "history_ipc")
+    assert [r["version"] for r in hist] == [7, 6, 5, 4, 3, 2, 1, 0]
+    assert hist[1]["operation"] == "OPTIMIZE" and hist[0]["user_name"] == "ana"
+    assert hist[-1]["timestamp"].startswith("2024-01-01T00:00:00")
+    w.version = 0  # what clicking the v0 row does
+    assert w.overview["version"] == 0 and w.overview["num_files"] == 3
+    assert "channel" not in [c["name"] for c in w.overview["schema"]]
+    assert w.history_ipc and w.error == ""
+
+
+def test_version_outside_the_log_is_refused(sales):
+    w = explore(sales)
+    with pytest.raises(traitlets.TraitError, match=r"outside the table.s versions 0\.\.7"):
+        w.version = 99
+    assert w.version == 7
+
+
+def test_files_tab_aggregates_first_then_pages(sales):
+    w = explore(sales, page_size=4)
+    w.tab = "files"
+    parts = {r["partition"]: r for r in rows(w, "partitions_ipc")}
+    assert set(parts) == {"region=emea", "region=amer", "region=apac"}
+    assert parts["region=emea"]["files"] == 1 and parts["region=amer"]["files"] == 4
+    assert w.partitions_summary["partitions"] == 3
+    assert sum(r["files"] for r in rows(w, "sizes_ipc")) == 9
+    assert w.files_total == 9
+    page1 = rows(w, "files_ipc")
+    assert len(page1) == 4
+    sizes = [r["size"] for r in page1]
+    assert sizes == sorted(sizes, reverse=True)
+    w.files_query = {**w.files_query, "offset": 4}
+    page2 = rows(w, "files_ipc")
+    assert len(page2) == 4 and not {r["path"] for r in page1} & {r["path"] for r in page2}
+    w.files_query = {**w.files_query, "offset": 0, "search": "REGION=APAC", "sort": "path", "descending": False}
+    apac = rows(w, "files_ipc")
+    assert w.files_total == 4 and all(r["partition"] == "region=apac" for r in apac)
+    assert [r["path"] for r in apac] == sorted(r["path"] for r in apac)
+
+
+def test_bad_sort_shows_an_error_instead_of_raising(sales):
+    w = explore(sales)
+    w.tab = "files"
+    w.files_query = {**w.files_query, "sort": "bogus"}
+    assert "cannot sort files by 'bogus'" in w.error
+
+
+def test_layout_overlap_depth_before_and_after_clustering(events):
+    w = explore(events, version=0, tab="layout")
+    assert "event_id" in w.layout_columns
+    w.layout_column = "event_id"
+    assert w.layout_summary["files_with_stats"] == 12
+    assert w.layout_summary["max_overlap"] == 12  # random ids: every file spans nearly everything
+    w.version = 1
+    assert w.layout_summary["max_overlap"] == 1  # sorted: disjoint ranges
+    ranges = rows(w, "layout_ipc")
+    assert [r["lo"] for r in ranges] == sorted(r["lo"] for r in ranges)
+    assert ranges[0]["min"] == "0"
+
+
+def test_deletion_vectors_tab(sales):
+    w = explore(sales, tab="dv")
+    s = w.dv_summary
+    assert s["files_with_dv"] == 2 and s["dv_files"] == 2
+    dvs = rows(w, "dv_ipc")
+    assert [r["storage"] for r in dvs] == ["u", "u"]
+    assert all(0 < r["deleted_ratio"] <= 1 for r in dvs)
+    assert dvs[0]["deleted_ratio"] >= dvs[1]["deleted_ratio"]
+    w.version = 2
+    assert w.dv_summary["files_with_dv"] == 0 and rows(w, "dv_ipc") == []
+
+
+def test_diff_between_two_versions(sales):
+    w = explore(sales, tab="diff")
+    w.diff_from, w.diff_to = 5, 6  # the OPTIMIZE of emea
+    s = w.diff_summary
+    assert (s["files_added"], s["files_removed"]) == (1, 4)
+    assert s["rows_added"] == s["rows_removed"]
+    changes = rows(w, "diff_ipc")
+    assert sorted(r["change"] for r in changes) == ["added"] + ["removed"] * 4
+    w.diff_from, w.diff_to = 3, 4  # ADD COLUMNS + property
+    s = w.diff_summary
+    assert s["schema_changes"] == [{"column": "channel", "change": "added", "detail": "string"}]
+    assert [c["key"] for c in s["property_changes"]] == ["delta.logRetentionDuration"]
+    w.diff_from, w.diff_to = 2, 3  # DELETE with DVs: files re-added with a new DV
+    assert w.diff_summary["files_readded_with_new_dv"] == 2
+
+
+def test_log_health_tab(sales):
+    w = explore(sales, tab="health")
+    h = w.health
+    assert h["commits"] == 8 and h["checkpoints"] == 0 and h["commits_since_checkpoint"] == 8
+    assert h["tombstones"] == 7  # 4 from the OPTIMIZE, 2 + 1 files replaced by re-adds with a (new) DV
+    assert h["last_checkpoint_problem"] == "missing"
+
+
+def test_maintenance_preview_and_a_missing_backend(sales):
+    w = explore(sales, tab="maintenance")
+    names = [o["name"] for o in w.maintenance["operations"]]
+    assert names == ["optimize", "vacuum", "checkpoint"]
+    w._on_custom_msg(w, {"type": "preview", "op": "optimize"}, [])  # what the Preview button sends
+    p = w.maintenance["preview"]
+    assert w.maintenance["selected"] == "optimize"
+    assert p["partitions_to_compact"] == 2 and p["files_to_rewrite"] == 8 and p["files_after"] == 2
+    ops = {o["name"]: o for o in w.maintenance["operations"]}
+    if not ops["optimize"]["available"]:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
+        assert "cannot run here yet" in w.error and w.version == 7
+
+
+def _compact(table: dx.Table, *, progress, **params) -> dict:
+    """A real (tiny) compaction: rewrites each partition's files into one and commits the change."""
+    import json
+    import os
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    snap = table.snapshot()
+    files = snap.files()
+    root = table.storage.root
+    by_part: dict[str, list[dict]] = {}
+    for f in files.to_pylist():
+        if f["cardinality"] is None:
+            by_part.setdefault(dict(f["partition_values"])["region"], []).append(f)
+    actions = [{"commitInfo": {"timestamp": 1_704_100_000_000, "operation": "OPTIMIZE", "operationParameters": {}}}]
+    groups = [g for g in by_part.items() if len(g[1]) > 1]
+    for i, (region, group) in enumerate(groups):
+        data = pa.concat_tables([pq.read_table(os.path.join(root, f["path"])) for f in group], promote_options="default")
+        name = f"region={region}/part-compacted-{uuid.uuid4()}.parquet"
+        pq.write_table(data, os.path.join(root, name))
+        for f in group:
+            actions.append({"remove": {"path": f["path"], "deletionTimestamp": 1_704_100_000_000, "dataChange": False}})
+        actions.append(
+            {
+                "add": {
+                    "path": name,
+                    "partitionValues": {"region": region},
+                    "size": os.path.getsize(os.path.join(root, name)),
+                    "modificationTime": 1_704_100_000_000,
+                    "dataChange": False,
+                    "stats": json.dumps({"numRecords": data.num_rows}),
+                }
+            }
+        )
+        progress((i + 1) / len(groups), f"compacted {region}")
+    version = snap.version + 1
+    with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "x") as fh:
+        fh.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    return {"partitions": len(groups)}
+
+
+def test_running_an_operation_shows_progress_and_the_new_version(tmp_path):
+    import demo_tables
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    w = explore(path, tab="maintenance")
+    seen: list[float] = []
+    w.observe(lambda ch: seen.append(ch["new"].get("progress", 0)), names="maintenance")
+    previous = maintenance._REGISTERED.pop("optimize", None)
+    maintenance.register_runner("optimize", "test-compactor", _compact)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
+    finally:
+        maintenance._REGISTERED.pop("optimize", None)
+        if previous:
+            maintenance._REGISTERED["optimize"] = previous
+    assert w.error == ""
+    assert (w.version, w.max_version) == (8, 8)  # the new version appeared and is shown
+    assert w.overview["num_files"] == 5
+    assert "version 7 -> 8" in w.maintenance["result"]
+    assert 0.5 in seen and 1.0 in seen and w.maintenance["running"] is False
+    assert dx.open_table(path).snapshot().to_arrow().num_rows == dx.open_table(path).snapshot(7).to_arrow().num_rows
+
+
+def test_refresh_picks_up_a_commit_made_elsewhere(tmp_path):
+    import demo_tables
+
+    path = demo_tables.build_events(tmp_path / "ev")
+    w = explore(path, version=0)
+    (tmp_path / "ev" / "_delta_log" / f"{2:020d}.json").write_text(
+        '{"commitInfo":{"timestamp":1704081600000,"operation":"SET TBLPROPERTIES"}}\n'
+    )
+    w._on_custom_msg(w, {"type": "refresh"}, [])
+    assert (w.max_version, w.version) == (2, 2)
+
+
+def test_table_errors_become_messages(tmp_path):
+    import demo_tables
+
+    path = demo_tables.build_sales(tmp_path / "s")
+    w = explore(path, tab="files")
+    first = w.files_total
+    for f in (tmp_path / "s" / "_delta_log").glob("*.json"):
+        if f.name.startswith("0000000000000000000"):
+            f.unlink()
+    w.version = 5  # its commits are gone now
+    assert "version 5" in w.error and w.files_total == first
+
+
+def test_open_table_accepts_a_table_object_and_storage_options(sales):
+    t = dx.open_table(sales)
+    assert explore(t).uri == t.uri
