@@ -1,0 +1,338 @@
+"""Reading details: partition values, stats, row tracking, type widening, column mapping, crc,
+txns, history counts, change data feed errors, scan pruning, log compaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import shutil
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from helpers import add, commit_info, metadata, protocol, remove, write_commit, write_data
+
+import deltaexplore as dx
+from deltaexplore.core.partitions import parse_partition_column
+from deltaexplore.core.schema import DecimalType, PrimitiveType
+
+UTC = dt.UTC
+
+
+@pytest.mark.parametrize(
+    ("typ", "raw", "expected"),
+    [
+        (PrimitiveType("string"), ["a", "", None], ["a", None, None]),
+        (PrimitiveType("long"), ["-5", "", "9223372036854775807"], [-5, None, 9223372036854775807]),
+        (PrimitiveType("integer"), ["7"], [7]),
+        (PrimitiveType("short"), ["-3"], [-3]),
+        (PrimitiveType("byte"), ["12"], [12]),
+        (PrimitiveType("double"), ["1.5", "NaN", "-Infinity"], [1.5, float("nan"), float("-inf")]),
+        (PrimitiveType("float"), ["2.25"], [2.25]),
+        (PrimitiveType("boolean"), ["true", "False", ""], [True, False, None]),
+        (PrimitiveType("date"), ["2024-02-29", ""], [dt.date(2024, 2, 29), None]),
+        (DecimalType(10, 2), ["12.34", "-0.01"], [Decimal("12.34"), Decimal("-0.01")]),
+        (PrimitiveType("binary"), ["\u0001\u0002"], [b"\x01\x02"]),
+        (
+            PrimitiveType("timestamp"),
+            ["2021-01-01 10:00:00", "2021-01-01 10:00:00.123456", ""],
+            [dt.datetime(2021, 1, 1, 10, tzinfo=UTC), dt.datetime(2021, 1, 1, 10, 0, 0, 123456, tzinfo=UTC), None],
+        ),
+        (
+            PrimitiveType("timestamp"),
+            ["2021-01-01T10:00:00.000000Z", "2021-01-01T12:00:00+02:00"],
+            [dt.datetime(2021, 1, 1, 10, tzinfo=UTC), dt.datetime(2021, 1, 1, 10, tzinfo=UTC)],
+        ),
+        (PrimitiveType("timestamp_ntz"), ["2021-11-18 02:30:00.123456"], [dt.datetime(2021, 11, 18, 2, 30, 0, 123456)]),
+    ],
+)
+def test_partition_value_parsing(typ, raw, expected):
+    got = parse_partition_column(pa.array(raw, pa.string()), typ).to_pylist()
+    for g, e in zip(got, expected):
+        if isinstance(e, float) and math.isnan(e):
+            assert math.isnan(g)
+        else:
+            assert g == e
+
+
+def test_bad_partition_value_is_a_typed_error():
+    with pytest.raises(dx.InvalidLogError, match="partition column 'n'"):
+        parse_partition_column(pa.array(["x"]), PrimitiveType("integer"), column="n")
+
+
+def test_partitioned_table_end_to_end(tmp_path):
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "v", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "d", "type": "date", "nullable": True, "metadata": {}},
+            {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        ],
+    }
+    name1, size1 = write_data(tmp_path, "d=2024-01-01/a.parquet", pa.table({"v": pa.array([1, 2], pa.int64())}))
+    name2, size2 = write_data(tmp_path, "d=__HIVE_DEFAULT_PARTITION__/b.parquet", pa.table({"v": pa.array([3], pa.int64())}))
+    write_commit(
+        tmp_path,
+        0,
+        [
+            protocol(),
+            metadata(schema, ["d", "ts"]),
+            add(name1, size1, 2, pv={"d": "2024-01-01", "ts": "2024-01-01T05:00:00.000000Z"}),
+            add(name2, size2, 1, pv={"d": None, "ts": ""}),
+        ],
+    )
+    rows = dx.open_table(str(tmp_path)).snapshot().to_arrow()
+    assert rows.column_names == ["v", "d", "ts"]
+    got = sorted(rows.to_pylist(), key=lambda r: r["v"])
+    assert got[0] == {"v": 1, "d": dt.date(2024, 1, 1), "ts": dt.datetime(2024, 1, 1, 5, tzinfo=UTC)}
+    assert got[2] == {"v": 3, "d": None, "ts": None}
+    # partition pruning
+    plan = dx.open_table(str(tmp_path)).snapshot().scan(where="d = '2024-01-01'")
+    assert plan.explain() == {"total_files": 2, "partition_pruned": 1, "stats_pruned": 0, "selected_files": 1}
+    assert plan.to_arrow().column("v").to_pylist() == [1, 2]
+
+
+def test_stats_pruning_and_row_filter(tmp_path):
+    adds = []
+    for i in range(4):
+        t = pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()), "value": [f"v{j}" for j in range(10)]})
+        name, size = write_data(tmp_path, f"f{i}.parquet", t)
+        stats = {
+            "numRecords": 10,
+            "minValues": {"id": i * 10, "value": "v0"},
+            "maxValues": {"id": i * 10 + 9, "value": "v9"},
+            "nullCount": {"id": 0, "value": 0},
+        }
+        adds.append(add(name, size, stats=json.dumps(stats)))
+    write_commit(tmp_path, 0, [protocol(), metadata(), *adds])
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    plan = snap.scan(where="id >= 15 AND id < 22")
+    assert plan.stats_pruned == 2
+    assert sorted(plan.to_arrow().column("id").to_pylist()) == list(range(15, 22))
+    assert snap.scan(where=[("id", "in", [5, 35])]).files.num_rows == 2
+    assert snap.scan(where="id IS NULL").files.num_rows == 0
+    assert snap.to_arrow(columns=["value"], where="id = 3").to_pylist() == [{"value": "v3"}]
+    stats = snap.file_stats(["id"])
+    assert stats.column("min.id").to_pylist() == [0, 10, 20, 30]
+    assert stats.column("null_count.id").to_pylist() == [0, 0, 0, 0]
+    with pytest.raises(dx.DeltaExploreError):
+        snap.scan(where="id >>> 3")
+
+
+def test_file_stats_from_stats_parsed(corpus):
+    snap = dx.open_table(str(corpus / "delta-kernel-rs" / "v1-single-part-struct-stats-only")).snapshot()
+    stats = snap.file_stats()
+    assert stats.num_rows == snap.files().num_rows > 0
+    assert stats.column("num_records").null_count == 0
+    assert snap.files().column("num_records").null_count == 0
+
+
+def test_file_stats_typed(corpus):
+    snap = dx.open_table(str(corpus / "dat" / "basic_partitioned" / "delta")).snapshot()
+    stats = snap.file_stats()
+    assert stats.schema.field("min.number").type == pa.int64()
+    assert stats.schema.field("max.a_float").type == pa.float64()
+    assert "min.letter" not in stats.column_names  # partition column: no stats
+    rows = snap.to_arrow()
+    assert min(stats.column("min.number").to_pylist()) == min(rows.column("number").to_pylist())
+    assert max(stats.column("max.a_float").to_pylist()) == max(rows.column("a_float").to_pylist())
+
+
+def test_row_tracking(tmp_path):
+    t = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "value": ["a", "b", "c"],
+            "_row_id_col": pa.array([None, 500, None], pa.int64()),
+            "_cv_col": pa.array([None, None, 1], pa.int64()),
+        }
+    )
+    name, size = write_data(tmp_path, "f.parquet", t)
+    conf = {
+        "delta.enableRowTracking": "true",
+        "delta.rowTracking.materializedRowIdColumnName": "_row_id_col",
+        "delta.rowTracking.materializedRowCommitVersionColumnName": "_cv_col",
+    }
+    write_commit(
+        tmp_path,
+        0,
+        [
+            protocol(1, 7, None, ["rowTracking", "domainMetadata"]),
+            metadata(configuration=conf),
+            add(name, size, 3, baseRowId=100, defaultRowCommitVersion=4),
+        ],
+    )
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    rows = snap.to_arrow(row_tracking=True).to_pylist()
+    assert [(r["id"], r["_row_id"], r["_row_commit_version"]) for r in rows] == [(1, 100, 4), (2, 500, 4), (3, 102, 1)]
+    assert "_row_id_col" not in snap.to_arrow().column_names
+    files = snap.files()
+    assert files.column("base_row_id").to_pylist() == [100]
+    assert files.column("default_row_commit_version").to_pylist() == [4]
+
+
+def test_type_widening_and_missing_columns(tmp_path):
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "a", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "b", "type": "double", "nullable": True, "metadata": {}},
+            {"name": "c", "type": "timestamp_ntz", "nullable": True, "metadata": {}},
+            {"name": "d", "type": "decimal(10,2)", "nullable": True, "metadata": {}},
+            {"name": "new_col", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+    old = pa.table(
+        {
+            "a": pa.array([1], pa.int8()),
+            "b": pa.array([1.5], pa.float32()),
+            "c": pa.array([dt.date(2024, 1, 2)], pa.date32()),
+            "d": pa.array([Decimal("1.5")], pa.decimal128(4, 1)),
+        }
+    )
+    name, size = write_data(tmp_path, "old.parquet", old)
+    write_commit(tmp_path, 0, [protocol(3, 7, ["typeWidening"], ["typeWidening"]), metadata(schema), add(name, size, 1)])
+    rows = dx.open_table(str(tmp_path)).snapshot().to_arrow()
+    assert rows.schema.field("a").type == pa.int64() and rows.schema.field("c").type == pa.timestamp("us")
+    assert rows.to_pylist() == [{"a": 1, "b": 1.5, "c": dt.datetime(2024, 1, 2), "d": Decimal("1.50"), "new_col": None}]
+
+
+def test_column_mapping_id_mode_by_field_id(tmp_path):
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "renamed",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"},
+            },
+            {
+                "name": "other",
+                "type": "string",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-2"},
+            },
+            {
+                "name": "absent",
+                "type": "string",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.id": 3, "delta.columnMapping.physicalName": "col-3"},
+            },
+        ],
+    }
+    file_schema = pa.schema(
+        [
+            pa.field("whatever_name", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+            pa.field("col-2", pa.string(), metadata={b"PARQUET:field_id": b"2"}),
+        ]
+    )
+    name, size = write_data(tmp_path, "f.parquet", pa.table([pa.array([7], pa.int64()), pa.array(["x"])], schema=file_schema))
+    conf = {"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "3"}
+    write_commit(tmp_path, 0, [protocol(2, 5), metadata(schema, configuration=conf), add(name, size, 1)])
+    assert dx.open_table(str(tmp_path)).snapshot().to_arrow().to_pylist() == [{"renamed": 7, "other": "x", "absent": None}]
+
+
+def test_crc_validation(corpus):
+    snap = dx.open_table(str(corpus / "delta-kernel-rs" / "v2-checkpoints-json-with-sidecars")).snapshot()
+    assert snap.crc is not None
+    report = snap.validate_crc()
+    assert report.num_rows >= 3
+    assert all(report.column("ok").to_pylist()), report.to_pylist()
+
+
+def test_crc_mismatch_is_reported(corpus, tmp_path):
+    dst = tmp_path / "t"
+    shutil.copytree(corpus / "delta-kernel-rs" / "v2-checkpoints-json-with-sidecars", dst)
+    crc = sorted((dst / "_delta_log").glob("*.crc"))[-1]
+    obj = json.loads(crc.read_text())
+    obj["numFiles"] += 1
+    crc.write_text(json.dumps(obj))
+    report = {r["field"]: r["ok"] for r in dx.open_table(str(dst)).snapshot().validate_crc().to_pylist()}
+    assert report["numFiles"] is False and report["protocol"] is True
+
+
+def test_txns_and_expiry(corpus):
+    snap = dx.open_table(str(corpus / "delta-golden" / "deltalog-getChanges")).snapshot()
+    assert snap.transaction_version("fakeAppId") == 3
+    assert snap.transaction_version("nonExistentAppId") is None
+    expired = dx.open_table(str(corpus / "delta-kernel-rs" / "app-txn-with-last-updated")).snapshot()
+    assert expired.config.set_transaction_retention_ms == 86_400_000
+    assert all(t.last_updated is None or t.last_updated >= 0 for t in expired.txns().values())
+    assert len(expired.txns()) < len(expired._all_txns)
+
+
+def test_history_counts(tmp_path):
+    write_commit(
+        tmp_path,
+        0,
+        [
+            commit_info("CREATE TABLE", userName="ann <script>"),
+            protocol(),
+            metadata(),
+            add("a.parquet", 10, 5),
+            add("b.parquet", 20, 7),
+        ],
+    )
+    write_commit(
+        tmp_path,
+        1,
+        [
+            commit_info("DELETE", operationMetrics={"numRemovedFiles": "1"}),
+            remove("a.parquet", size=10, stats=json.dumps({"numRecords": 5})),
+        ],
+    )
+    write_commit(tmp_path, 2, [add("c.parquet", 30)])  # no commitInfo, no stats
+    hist = dx.open_table(str(tmp_path)).history().to_pylist()
+    assert [h["version"] for h in hist] == [2, 1, 0]
+    v2, v1, v0 = hist
+    assert (v0["operation"], v0["user"], v0["files_added"], v0["bytes_added"], v0["rows_added"]) == (
+        "CREATE TABLE",
+        "ann <script>",
+        2,
+        30,
+        12,
+    )
+    assert v0["metadata_changed"] and v0["protocol_changed"]
+    assert (v1["files_removed"], v1["bytes_removed"], v1["rows_removed"], dict(v1["metrics"])) == (
+        1,
+        10,
+        5,
+        {"numRemovedFiles": "1"},
+    )
+    assert v2["operation"] is None and v2["rows_added"] is None and v2["files_added"] == 1
+
+
+def test_changes_need_cdf(tmp_path):
+    write_commit(tmp_path, 0, [protocol(), metadata(), add("a.parquet", 10, 5)])
+    with pytest.raises(dx.DeltaProtocolError, match="change data feed is not enabled"):
+        dx.open_table(str(tmp_path)).changes(0)
+    with pytest.raises(dx.VersionNotFoundError):
+        dx.open_table(str(tmp_path)).changes(3)
+
+
+def test_log_compaction_bridges_cleaned_commits(corpus, tmp_path):
+    src = corpus / "delta-kernel-rs" / "compacted-log-files-table"
+    dst = tmp_path / "t"
+    shutil.copytree(src, dst)
+    for v in range(6, 16):
+        (dst / "_delta_log" / f"{v:020d}.json").unlink()
+    snap = dx.open_table(str(dst)).snapshot()
+    assert any(f.name.endswith(".compacted.json") for f in snap.segment.json_files)
+    expected = dx.open_table(str(src)).snapshot()
+    key = lambda t: sorted(map(repr, t.to_pylist()))  # noqa: E731
+    assert key(snap.to_arrow()) == key(expected.to_arrow())
+    with pytest.raises(dx.InvalidLogError):  # version 8 sits inside the compacted range: no way to rebuild it
+        dx.open_table(str(dst)).snapshot(version=8).files()
+
+
+def test_fsspec_memory_storage():
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = "memory://mem-table"
+    lines = [commit_info(), protocol(), metadata(), add("x.parquet", 10, 1)]
+    fs.pipe(f"{root}/_delta_log/{0:020d}.json", ("\n".join(json.dumps(x) for x in lines) + "\n").encode())
+    snap = dx.open_table(root).snapshot()
+    assert snap.version == 0 and snap.files().column("path").to_pylist() == ["x.parquet"]
