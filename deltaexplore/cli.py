@@ -31,7 +31,7 @@ def _schema_lines(t: DataType, indent: int = 1) -> list[str]:
             null = "" if f.nullable else " not null"
             if isinstance(f.type, (StructType, ArrayType, MapType)):
                 out.append(f"{pad}{f.name}: {f.type.name}{null}")
-                inner = f.type
+                inner: DataType = f.type
                 while isinstance(inner, ArrayType):
                     inner = inner.element_type
                 if isinstance(inner, MapType):

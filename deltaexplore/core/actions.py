@@ -89,7 +89,7 @@ def _str_map(value: Any) -> dict[str, str]:
     if value is None:
         return {}
     if isinstance(value, dict):
-        return {str(k): (v if isinstance(v, str) or v is None else json.dumps(v)) for k, v in value.items()}
+        return {str(k): (v if isinstance(v, str) else "" if v is None else json.dumps(v)) for k, v in value.items()}
     if isinstance(value, list):  # map as list of (key, value) pairs (from parquet)
         return {str(k): v for k, v in value}
     raise InvalidLogError(f"expected a string map, got {value!r}")
@@ -109,6 +109,8 @@ class Protocol:
         try:
             rv = obj.get("minReaderVersion", obj.get("readerVersion"))
             wv = obj.get("minWriterVersion", obj.get("writerVersion"))
+            if rv is None or wv is None:
+                raise ValueError("minReaderVersion and minWriterVersion are required")
             return cls(int(rv), int(wv), _str_list(obj.get("readerFeatures")), _str_list(obj.get("writerFeatures")))
         except (TypeError, ValueError) as exc:
             raise InvalidLogError(f"malformed protocol action {obj!r}: {exc}") from exc

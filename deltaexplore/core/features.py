@@ -8,6 +8,7 @@ features never block reading.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -80,7 +81,7 @@ _FEATURE_LIST = [
     _f("clustering", False, None, None, True, False, None, "liquid clustering (delta.clustering domain)"),
     _f("collations", True, None, None, True, False, None, "collated strings"),
     _f("collations-preview", False, None, None, True, False, None, "", "collations"),
-    _f("catalogManaged", True, None, None, True, False, None, "commits go through a catalog"),
+    _f("catalogManaged", True, None, None, True, True, None, "commits go through a catalog"),
     _f("catalogOwned-preview", True, None, None, True, False, None, "", "catalogManaged"),
     _f("allowColumnDefaults", False, None, None, True, False, None, "column DEFAULT values"),
     _f("materializePartitionColumns", False, None, None, True, False, None, "partition columns also in files"),
@@ -92,7 +93,7 @@ _FEATURE_LIST = [
 FEATURES: dict[str, FeatureInfo] = {f.name: f for f in _FEATURE_LIST}
 
 
-def features_of(protocol: object) -> tuple[list[str], list[str]]:
+def features_of(protocol: Any) -> tuple[list[str], list[str]]:
     """(reader features, writer features) that a protocol enables, legacy versions included."""
     rv = int(protocol.min_reader_version)
     wv = int(protocol.min_writer_version)
@@ -109,7 +110,7 @@ def features_of(protocol: object) -> tuple[list[str], list[str]]:
     return reader, writer
 
 
-def check_readable(protocol: object, *, path: str | None = None) -> None:
+def check_readable(protocol: Any, *, path: str | None = None) -> None:
     """Refuse a protocol that needs more than we can read.
 
     Raises:
@@ -135,7 +136,7 @@ def check_readable(protocol: object, *, path: str | None = None) -> None:
                 )
 
 
-def check_writable(protocol: object, *, path: str | None = None) -> None:
+def check_writable(protocol: Any, *, path: str | None = None) -> None:
     """Refuse to write a table whose protocol needs writer features we do not implement.
 
     Raises:

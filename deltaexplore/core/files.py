@@ -66,8 +66,8 @@ def _leading_num_records(stats: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     found = np.zeros(n, dtype=bool)
     if n == 0 or stats.buffers()[2] is None or stats.null_count == n or stats.buffers()[2].size == 0:
         return values, found
-    offsets = np.frombuffer(stats.buffers()[1], dtype=np.int64 if pa.types.is_large_string(stats.type) else np.int32)
-    offsets = offsets[stats.offset : stats.offset + n + 1].astype(np.int64)
+    raw_offsets = np.frombuffer(stats.buffers()[1], dtype=np.int64 if pa.types.is_large_string(stats.type) else np.int32)
+    offsets: np.ndarray = raw_offsets[stats.offset : stats.offset + n + 1].astype(np.int64)
     data = np.frombuffer(stats.buffers()[2], dtype=np.uint8)
     starts, ends = offsets[:-1], offsets[1:]
     active = (ends - starts) > len(_PREFIX)

@@ -178,11 +178,11 @@ def _with_compactions(listing: LogListing, start: int, version: int) -> tuple[li
             out.append(options[0])
             v = options[0].end_version + 1
             continue
-        c = listing.commit(v)
-        if c is None:
+        commit = listing.commit(v)
+        if commit is None:
             missing.append(v)
         else:
-            out.append(c)
+            out.append(commit)
         v += 1
     return out, missing
 

@@ -379,9 +379,9 @@ class _Parser:
         tok = self.peek()
         if tok == ("op", "("):
             self.take()
-            expr = self.or_()
+            inner = self.or_()
             self.take("op", ")")
-            return expr
+            return inner
         if tok is not None and tok[0] == "lit" and isinstance(tok[1], bool):
             self.take()
             return Literal(tok[1])

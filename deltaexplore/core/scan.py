@@ -126,7 +126,8 @@ class ScanPlan:
         def read_one(i: int) -> pa.Table:
             raw = paths[i]
             location = storage.location(resolve_data_path(storage, raw))
-            deleted = read_deletion_vector(storage, dvs[i], data_file=raw) if dvs[i] is not None else None
+            dv = dvs[i]
+            deleted = read_deletion_vector(storage, dv, data_file=raw) if dv is not None else None
             cols, n, extras = read_data_file(
                 storage,
                 location,

@@ -261,7 +261,8 @@ class Snapshot:
                 return int(conf["rowIdHighWaterMark"])
         mark = None
         for _, _, body in self._lines.objects("rowIdHighWaterMark"):
-            mark = int(body.get("highWaterMark"))
+            if body.get("highWaterMark") is not None:
+                mark = int(body["highWaterMark"])
         return mark
 
     # -- files -------------------------------------------------------------------------------
