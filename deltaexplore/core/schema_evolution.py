@@ -105,8 +105,9 @@ def _check_unique(names: list[str], where: str) -> None:
     for n in names:
         key = n.lower()
         if key in seen:
+            scope = f" in {where}" if where else ""
             raise WriteRefusedError(
-                f"duplicate column names {seen[key]!r} and {n!r}{' in ' + where if where else ''}: Delta column names are case-insensitive"
+                f"duplicate column names {seen[key]!r} and {n!r}{scope}: Delta column names are case-insensitive"
             )
         seen[key] = n
 

@@ -50,6 +50,13 @@ _PROPERTY_FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "delta.columnMapping.mode": (("name", "id"), ("columnMapping",)),
 }
 
+#: features that need other features
+_DEPENDS: dict[str, tuple[str, ...]] = {
+    "rowTracking": ("domainMetadata",),
+    "catalogManaged": ("inCommitTimestamp",),
+    "catalogOwned-preview": ("inCommitTimestamp",),
+}
+
 #: operations that change existing rows: with change data feed on they must carry cdc files
 ROW_LEVEL_OPERATIONS = frozenset({"DELETE", "UPDATE", "MERGE"})
 
@@ -120,6 +127,8 @@ def protocol_for(metadata: Metadata, base: Protocol | None = None, *, extra: Ite
     reader-writer feature is needed, else (1, 7).
     """
     needed = set(required_features(metadata)) | set(extra)
+    for name in list(needed):
+        needed |= set(_DEPENDS.get(name, ()))
     if base is not None:
         reader, writer = (set(x) for x in features_of(base))
         if needed <= writer and all(not FEATURES[n].reader_writer or n in reader or _legacy_reads(base, n) for n in needed):
@@ -372,14 +381,6 @@ def check_file_actions(
         if maps.null_count:
             bad = t.column("path").filter(pc.is_null(maps))[0].as_py()
             raise WriteRefusedError(f"{kind} of {bad}: partitionValues is required", path=path)
-        sizes = pc.list_value_length(maps)
-        if not pc.all(pc.equal(sizes, len(keys))).as_py():
-            i = pc.index(pc.equal(sizes, len(keys)), False).as_py()
-            raise WriteRefusedError(
-                f"{kind} of {t.column('path')[i].as_py()}: partitionValues has keys {[k for k, _ in maps[i].as_py()]}, "
-                f"expected exactly the partition columns {keys}",
-                path=path,
-            )
         flags = pc.is_in(maps.keys.cast(pa.string()), value_set=pa.array(keys, pa.string())).to_numpy(zero_copy_only=False)
         offsets = maps.offsets.to_numpy()
         cumulative = np.concatenate([[0], np.cumsum(flags.astype(np.int64))])

@@ -1,0 +1,376 @@
+"""DELETE: remove the rows matching a predicate, with deletion vectors or by rewriting files.
+
+The protocol part is engine-neutral and shared with the Spark layer:
+
+- `plan_delete` picks the candidate files (partition and stats pruning) and says whether whole
+  files go (no predicate, or one on partition columns only) and whether deletion vectors are
+  used (`delta.enableDeletionVectors`);
+- `deletion_vector_update` turns the row indexes an engine found (physical positions, e.g.
+  Spark's `_metadata.row_index`) into one DV file in the spec's format and the remove/add actions
+  (a file whose every row is deleted is removed outright);
+- `delete` runs it all locally with pyarrow. With change data feed on, deleted rows are also
+  written to `_change_data/` files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.action_codec import file_actions_table
+from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.deletion_vectors import (
+    DeletionVectorDescriptor,
+    dv_file_bytes,
+    encode_bitmap,
+    read_deletion_vector,
+    z85_encode,
+)
+from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
+from deltaexplore.core.predicates import Expr, parse_predicate
+from deltaexplore.core.read import constant_column, read_data_file
+from deltaexplore.core.scan import resolve_data_path
+from deltaexplore.core.schema import to_arrow_type
+from deltaexplore.core.transaction import Transaction
+from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.catalog import CatalogClient
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+    from deltaexplore.storage import Storage
+
+__all__ = ["DeletePlan", "DeletionVectorUpdate", "delete", "deletion_vector_update", "plan_delete", "write_deletion_vector_file"]
+
+DELETE_METRICS = {
+    "version": pa.int64(),
+    "num_deleted_rows": pa.int64(),
+    "num_removed_files": pa.int64(),
+    "num_added_files": pa.int64(),
+    "num_deletion_vectors_added": pa.int64(),
+    "num_copied_rows": pa.int64(),
+    "num_added_change_files": pa.int64(),
+}
+
+
+@dataclass
+class DeletePlan:
+    """Which files a DELETE looks at and how it changes them."""
+
+    snapshot: Snapshot
+    predicate: Expr | None
+    files: pa.Table  # candidate add actions
+    partition_values: pa.Table  # typed partition values of `files`
+    whole_files: bool  # every candidate file goes entirely (no row-level work)
+    use_deletion_vectors: bool
+    change_data_feed: bool
+
+
+def plan_delete(snapshot: Snapshot, predicate: Any = None, *, use_deletion_vectors: bool | None = None) -> DeletePlan:
+    """Plan a DELETE of the rows matching `predicate` (all rows when None).
+
+    Raises:
+        WriteRefusedError: the table is append-only, or DVs were asked for but are not enabled.
+    """
+    config = snapshot.config
+    if config.append_only and "appendOnly" in snapshot.protocol.writer_feature_set:
+        raise WriteRefusedError(f"table {snapshot.table.uri} is append-only (delta.appendOnly=true): DELETE is not allowed")
+    dv_on = config.deletion_vectors_enabled
+    if use_deletion_vectors and not dv_on:
+        raise WriteRefusedError(
+            f"deletion vectors are not enabled on {snapshot.table.uri} (set delta.enableDeletionVectors = true)"
+        )
+    expr = parse_predicate(predicate)
+    plan = snapshot.scan(where=expr)
+    parts = {p.lower() for p in snapshot.partition_columns}
+    whole = expr is None or {c.lower() for c in expr.columns()} <= parts
+    return DeletePlan(
+        snapshot,
+        expr,
+        plan.files,
+        plan.partition_values,
+        whole,
+        dv_on if use_deletion_vectors is None else bool(use_deletion_vectors),
+        config.change_data_feed_enabled,
+    )
+
+
+@dataclass
+class DeletionVectorUpdate:
+    """The outcome of deleting rows from files with deletion vectors.
+
+    `dv_path`/`dv_bytes`: the new DV file (table-relative path) holding every new DV;
+    `removes`: add rows of the files whose logical file changes (to pass to `remove_files`);
+    `adds`: the same files re-added with their new DV (stats marked not tight);
+    `deleted_rows`: rows newly deleted per file (aligned with the input files).
+    """
+
+    dv_path: str | None
+    dv_bytes: bytes | None
+    removes: pa.Table
+    adds: pa.Table
+    deleted_rows: np.ndarray
+
+
+def _loosen(stats: str | None) -> str | None:
+    if not stats:
+        return stats
+    try:
+        obj = json.loads(stats)
+    except ValueError:
+        return stats
+    obj["tightBounds"] = False
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def deletion_vector_update(snapshot: Snapshot, files: pa.Table, deleted: list[np.ndarray]) -> DeletionVectorUpdate:
+    """DV actions for deleting `deleted[i]` (row indexes in the data file) from `files[i]`.
+
+    Indexes already deleted by a file's current DV are ignored; a file left with no live row is
+    removed without a new add.
+
+    Raises:
+        WriteRefusedError: a row index is outside its file.
+    """
+    storage = snapshot.storage
+    n_files = files.num_rows
+    counts = row_counts(snapshot, files)
+    rows = files.to_pylist()
+    bitmaps: list[bytes] = []
+    new_adds: list[dict[str, Any]] = []
+    remove_idx: list[int] = []
+    newly = np.zeros(n_files, dtype=np.int64)
+    dv_id = uuid.uuid4()
+    dv_path = f"deletion_vector_{dv_id}.bin"
+    for i, row in enumerate(rows):
+        new = np.unique(np.asarray(deleted[i], dtype=np.uint64)) if len(deleted[i]) else np.zeros(0, np.uint64)
+        if len(new) and int(new.max()) >= counts[i]:
+            raise WriteRefusedError(f"row index {int(new.max())} is outside {row['path']} ({counts[i]} rows)")
+        old = (
+            read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(row["deletionVector"]), data_file=row["path"])
+            if row.get("deletionVector")
+            else np.zeros(0, np.uint64)
+        )
+        union = np.union1d(old, new)
+        newly[i] = len(union) - len(old)
+        if newly[i] == 0:
+            continue
+        remove_idx.append(i)
+        if len(union) >= counts[i]:
+            continue  # nothing left: the file is just removed
+        data = encode_bitmap(union)
+        bitmaps.append(data)
+        add = dict(row)
+        add["deletionVector"] = {
+            "storageType": "u",
+            "pathOrInlineDv": z85_encode(dv_id.bytes),
+            "offset": None,  # filled below
+            "sizeInBytes": len(data),
+            "cardinality": len(union),
+        }
+        add["stats"] = _loosen(row.get("stats"))
+        add["dataChange"] = True
+        new_adds.append(add)
+    dv_bytes = None
+    if bitmaps:
+        dv_bytes, offsets = dv_file_bytes(bitmaps)
+        for add, off in zip(new_adds, offsets):
+            add["deletionVector"]["offset"] = off
+    removes = files.take(pa.array(remove_idx, pa.int64())) if remove_idx else files.slice(0, 0)
+    return DeletionVectorUpdate(dv_path if bitmaps else None, dv_bytes, removes, file_actions_table("add", new_adds), newly)
+
+
+def write_deletion_vector_file(storage: Storage, update: DeletionVectorUpdate) -> None:
+    """Create the update's DV file (never overwriting one)."""
+    if update.dv_path is None or update.dv_bytes is None:
+        return
+    if not storage.put_if_absent(update.dv_path, update.dv_bytes):
+        raise StorageError(f"deletion vector file {update.dv_path} already exists", path=update.dv_path)
+
+
+def _matches(plan: DeletePlan, i: int, *, all_columns: bool) -> tuple[np.ndarray, pa.Table | None]:
+    """Row indexes of file i that match the predicate (and, with `all_columns`, the rows)."""
+    snapshot = plan.snapshot
+    storage = snapshot.storage
+    schema = snapshot.schema
+    parts = set(snapshot.partition_columns)
+    row = plan.files.slice(i, 1).to_pylist()[0]
+    raw = row["path"]
+    location = storage.location(resolve_data_path(storage, raw))
+    dv = row.get("deletionVector")
+    existing = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(dv), data_file=raw) if dv else None
+    expr = plan.predicate
+    wanted = set(expr.columns()) if expr is not None else set()
+    fields = [f for f in schema.fields if f.name not in parts and (all_columns or f.name in {w.split(".")[0] for w in wanted})]
+    cols, n, extras = read_data_file(
+        storage,
+        location,
+        path=raw,
+        read_fields=fields,
+        mode=snapshot.column_mapping_mode,
+        deleted_rows=existing,
+        with_row_index=True,
+    )
+    arrays = {}
+    for f in schema.fields:
+        if f.name in parts:
+            value = plan.partition_values.column(f.name).slice(i, 1).combine_chunks()
+            arrays[f.name] = constant_column(value, to_arrow_type(f.type), n)
+        elif f.name in cols:
+            arrays[f.name] = cols[f.name]
+    rows = pa.table(arrays)
+    index = extras["__row_index"]
+    if expr is None:
+        mask = pa.array(np.ones(n, dtype=bool))
+    else:
+        types = {f.name: to_arrow_type(f.type) for f in schema.fields}
+        mask = pc.fill_null(_eval(rows, expr, types), False)
+    matched = index.filter(mask).to_numpy(zero_copy_only=False).astype(np.uint64)
+    deleted_rows = rows.filter(mask).select([f.name for f in schema.fields]) if all_columns else None
+    return matched, deleted_rows
+
+
+def _eval(rows: pa.Table, expr: Expr, types: dict[str, pa.DataType]) -> pa.Array:
+    import pyarrow.dataset as ds
+
+    result = ds.dataset(rows).to_table(columns={"__m": expr.to_arrow(types)})
+    return result.column("__m").combine_chunks()
+
+
+def delete(
+    table: Table | str | os.PathLike[str],
+    predicate: Any = None,
+    *,
+    dry_run: bool = False,
+    use_deletion_vectors: bool | None = None,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    storage_options: dict[str, Any] | None = None,
+    catalog: CatalogClient | None = None,
+    max_retries: int = 10,
+) -> pa.Table:
+    """Delete the rows matching `predicate` (SQL-like text, DNF tuples or `Expr`; None: all).
+
+    Returns:
+        One row of metrics: version (null for a dry run / no-op), dry_run, num_deleted_rows,
+        num_removed_files, num_added_files, num_deletion_vectors_added, num_copied_rows,
+        num_added_change_files.
+    """
+    t = open_for_write(table, storage_options, catalog)
+    snapshot = t.snapshot()
+    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors)
+    metrics: dict[str, Any] = {
+        "operation": "DELETE",
+        "version": None,
+        "dry_run": dry_run,
+        "num_deleted_rows": 0,
+        "num_removed_files": 0,
+        "num_added_files": 0,
+        "num_deletion_vectors_added": 0,
+        "num_copied_rows": 0,
+        "num_added_change_files": 0,
+    }
+    text = predicate if isinstance(predicate, str) else (repr(plan.predicate) if plan.predicate is not None else "true")
+    txn = Transaction(t, operation="DELETE", parameters={"predicate": json.dumps([text])}, read_snapshot=snapshot)
+    if plan.predicate is not None:
+        txn.read_files(predicate=plan.predicate)
+    else:
+        txn.read_whole_table()
+    cdc_rows: list[pa.Table] = []
+    written: list[pa.Table] = []
+    storage = t.storage
+    md = snapshot.metadata
+    if plan.whole_files:
+        counts = row_counts(snapshot, plan.files) if plan.files.num_rows else np.zeros(0, np.int64)
+        live = counts - _dv_cardinality(plan.files)
+        metrics.update(num_deleted_rows=int(live.sum()), num_removed_files=plan.files.num_rows)
+        if plan.change_data_feed and plan.files.num_rows and not dry_run:
+            rows, _ = read_files_for_rewrite(snapshot, plan.files)
+            cdc_rows.append(rows.select(snapshot.schema.names))
+        if not dry_run and plan.files.num_rows:
+            txn.remove_files(plan.files)
+    else:
+        matched: list[np.ndarray] = []
+        for i in range(plan.files.num_rows):
+            idx, rows = _matches(plan, i, all_columns=plan.change_data_feed)
+            matched.append(idx)
+            if rows is not None and rows.num_rows:
+                cdc_rows.append(rows)
+        hit = np.asarray([len(m) > 0 for m in matched], dtype=bool)
+        files = plan.files.filter(pa.array(hit)) if len(hit) else plan.files
+        hits = [m for m in matched if len(m)]
+        metrics["num_deleted_rows"] = int(sum(len(m) for m in hits))
+        if plan.use_deletion_vectors:
+            update = deletion_vector_update(snapshot, files, hits)
+            metrics.update(
+                num_removed_files=update.removes.num_rows - update.adds.num_rows,
+                num_deletion_vectors_added=update.adds.num_rows,
+            )
+            if not dry_run and update.removes.num_rows:
+                write_deletion_vector_file(storage, update)
+                txn.remove_files(update.removes)
+                txn.add_files(update.adds)
+        elif files.num_rows:
+            rows, extra = read_files_for_rewrite(snapshot, files)
+            types = {f.name: to_arrow_type(f.type) for f in snapshot.schema.fields}
+            assert plan.predicate is not None
+            gone = pc.fill_null(_eval(rows, plan.predicate, types), False)
+            survivors = rows.filter(pc.invert(gone))
+            metrics.update(num_removed_files=files.num_rows, num_copied_rows=survivors.num_rows)
+            if not dry_run:
+                adds = write_data_files(
+                    storage,
+                    survivors,
+                    schema=snapshot.schema,
+                    partition_columns=md.partition_columns,
+                    mode=snapshot.column_mapping_mode,
+                    configuration=md.configuration,
+                    target_file_size=target_file_size,
+                    extra_columns=extra,
+                )
+                written.append(adds)
+                metrics["num_added_files"] = adds.num_rows
+                txn.remove_files(files)
+                txn.add_files(adds)
+    if dry_run or (metrics["num_deleted_rows"] == 0 and metrics["num_removed_files"] == 0):
+        return metrics_table(metrics, DELETE_METRICS)
+    if cdc_rows:
+        changes = pa.concat_tables([r.select(snapshot.schema.names) for r in cdc_rows], promote_options="permissive")
+        changes = changes.append_column("_change_type", pa.array(["delete"] * changes.num_rows, pa.string()))
+        cdc = write_data_files(
+            storage,
+            changes,
+            schema=snapshot.schema,
+            partition_columns=md.partition_columns,
+            mode=snapshot.column_mapping_mode,
+            configuration=md.configuration,
+            kind="cdc",
+        )
+        txn.add_cdc_files(cdc)
+        metrics["num_added_change_files"] = cdc.num_rows
+    try:
+        result = txn.commit(max_retries=max_retries)
+    except DeltaExploreError:
+        from deltaexplore.core.operations.write import _discard
+
+        for adds in written:
+            _discard(t, adds)
+        raise
+    metrics["version"] = result.version
+    return metrics_table(metrics, DELETE_METRICS)
+
+
+def _dv_cardinality(files: pa.Table) -> np.ndarray:
+    if files.num_rows == 0:
+        return np.zeros(0, np.int64)
+    dv = files.column("deletionVector").combine_chunks()
+    card = pc.if_else(pc.is_valid(dv), dv.field("cardinality"), pa.scalar(0, pa.int64())) if dv.null_count < len(dv) else None
+    if card is None:
+        return np.zeros(files.num_rows, np.int64)
+    return pc.fill_null(card, 0).to_numpy(zero_copy_only=False).astype(np.int64)

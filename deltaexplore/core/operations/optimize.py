@@ -1,0 +1,285 @@
+"""OPTIMIZE (bin-packing compaction, optional Z-order) and deletion vector purge.
+
+`plan_optimize` is the engine-neutral part shared with Spark: per partition (optionally only
+those matching a partition filter) it picks the files worth rewriting — files smaller than the
+target size and files whose deletion vectors hide more than `max_deleted_rows_ratio` of their
+rows — and packs them into bins of about the target size. A bin of one small file without
+deletes is left alone. `optimize` rewrites each bin locally (rows with deletion vectors applied,
+row tracking ids preserved in the materialized columns) and commits removes and adds with
+`dataChange=false`. `purge_deletion_vectors` rewrites every file that carries a DV.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
+from deltaexplore.core.predicates import parse_predicate
+from deltaexplore.core.transaction import Transaction
+from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.catalog import CatalogClient
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["OptimizePlan", "optimize", "plan_optimize", "purge_deletion_vectors", "zorder_indices"]
+
+OPTIMIZE_METRICS = {
+    "version": pa.int64(),
+    "num_bins": pa.int64(),
+    "num_files_removed": pa.int64(),
+    "num_files_added": pa.int64(),
+    "bytes_removed": pa.int64(),
+    "bytes_added": pa.int64(),
+    "num_partitions_optimized": pa.int64(),
+    "total_considered_files": pa.int64(),
+    "num_deleted_rows_purged": pa.int64(),
+}
+
+
+@dataclass
+class OptimizePlan:
+    """Bins of files to rewrite together (each a table of add actions)."""
+
+    snapshot: Snapshot
+    bins: list[pa.Table] = field(default_factory=list)
+    target_size: int = DEFAULT_TARGET_FILE_SIZE
+    considered_files: int = 0
+    zorder_by: list[str] = field(default_factory=list)
+
+    @property
+    def files(self) -> pa.Table:
+        if not self.bins:
+            return self.snapshot.add_actions().slice(0, 0)
+        return pa.concat_tables(self.bins)
+
+
+def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
+    if target_size is not None:
+        if target_size <= 0:
+            raise WriteRefusedError(f"target_size must be positive, got {target_size}")
+        return int(target_size)
+    value = snapshot.properties.get("delta.targetFileSize")
+    try:
+        return int(value) if value else DEFAULT_TARGET_FILE_SIZE
+    except ValueError:
+        return DEFAULT_TARGET_FILE_SIZE
+
+
+def plan_optimize(
+    snapshot: Snapshot,
+    *,
+    target_size: int | None = None,
+    partition_filter: Any = None,
+    max_deleted_rows_ratio: float = 0.05,
+    dv_files_only: bool = False,
+    zorder_by: list[str] | None = None,
+) -> OptimizePlan:
+    """Choose the bins of an OPTIMIZE (see the module docstring).
+
+    Args:
+        partition_filter: only partitions matching this predicate (partition columns only).
+        max_deleted_rows_ratio: files whose DVs delete more than this share are rewritten.
+        dv_files_only: only files with deletion vectors (DV purge).
+        zorder_by: Z-order these columns: every file of a partition is rewritten together.
+
+    Raises:
+        WriteRefusedError: the filter uses non-partition columns, or an unknown Z-order column.
+    """
+    target = _target_size(snapshot, target_size)
+    expr = parse_predicate(partition_filter)
+    parts = {p.lower() for p in snapshot.partition_columns}
+    if expr is not None and not {c.lower() for c in expr.columns()} <= parts:
+        raise WriteRefusedError(
+            f"OPTIMIZE partition filter {partition_filter!r} may only use partition columns {snapshot.partition_columns}"
+        )
+    zorder = list(zorder_by or [])
+    for c in zorder:
+        f = snapshot.schema.get(c)
+        if f is None:
+            raise WriteRefusedError(f"Z-order column {c!r} is not in the table (columns: {', '.join(snapshot.schema.names)})")
+        if f.name.lower() in parts:
+            raise WriteRefusedError(f"Z-order column {c!r} is a partition column: Z-order by data columns only")
+    files = snapshot.scan(where=expr).files
+    plan = OptimizePlan(snapshot, target_size=target, considered_files=files.num_rows, zorder_by=zorder)
+    if files.num_rows == 0:
+        return plan
+    sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
+    dv = files.column("deletionVector").combine_chunks()
+    has_dv = pc.is_valid(dv).to_numpy(zero_copy_only=False) if len(dv) else np.zeros(0, bool)
+    deleted = np.zeros(files.num_rows, dtype=np.int64)
+    if has_dv.any():
+        card = pc.fill_null(pc.if_else(pc.is_valid(dv), dv.field("cardinality"), pa.scalar(0, pa.int64())), 0)
+        deleted = card.to_numpy(zero_copy_only=False).astype(np.int64)
+    ratio = np.zeros(files.num_rows)
+    if has_dv.any():
+        counts = row_counts(snapshot, files)
+        ratio = np.where(counts > 0, deleted / np.maximum(counts, 1), 0.0)
+    must = has_dv if dv_files_only else (ratio > max_deleted_rows_ratio)
+    small = np.zeros(files.num_rows, bool) if dv_files_only else sizes < target
+    keys = [json.dumps(sorted(m or []), default=str) for m in files.column("partitionValues").to_pylist()]
+    by_partition: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        by_partition.setdefault(key, []).append(i)
+    for idx in by_partition.values():
+        if zorder:  # Z-order rewrites whole partitions
+            plan.bins.append(files.take(pa.array(idx, pa.int64())))
+            continue
+        cand = [i for i in idx if must[i] or small[i]]
+        cand.sort(key=lambda i: sizes[i])
+        current: list[int] = []
+        current_size = 0
+        groups: list[list[int]] = []
+        for i in cand:
+            if current and current_size + sizes[i] > target:
+                groups.append(current)
+                current, current_size = [], 0
+            current.append(i)
+            current_size += int(sizes[i])
+        if current:
+            groups.append(current)
+        for g in groups:
+            if len(g) > 1 or must[g[0]]:
+                plan.bins.append(files.take(pa.array(g, pa.int64())))
+    return plan
+
+
+def zorder_indices(data: pa.Table, columns: list[str]) -> np.ndarray:
+    """Row order that sorts `data` along a Z-order curve of `columns` (ranks interleaved bit by bit)."""
+    n = data.num_rows
+    if n == 0 or not columns:
+        return np.arange(n)
+    bits = max(1, 63 // len(columns))
+    ranks = []
+    for c in columns:
+        col = data.column(c).combine_chunks()
+        order = pc.rank(col, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
+        r = order.to_numpy(zero_copy_only=False).astype(np.uint64) - 1
+        top = int(r.max()) if len(r) else 0
+        if top >= (1 << bits):
+            r = (r.astype(np.float64) * ((1 << bits) - 1) / max(top, 1)).astype(np.uint64)
+        ranks.append(r)
+    z = np.zeros(n, dtype=np.uint64)
+    for b in range(bits - 1, -1, -1):
+        for r in ranks:
+            z = (z << np.uint64(1)) | ((r >> np.uint64(b)) & np.uint64(1))
+    return np.argsort(z, kind="stable")
+
+
+def optimize(
+    table: Table | str | os.PathLike[str],
+    *,
+    target_size: int | None = None,
+    partition_filter: Any = None,
+    max_deleted_rows_ratio: float = 0.05,
+    zorder_by: list[str] | None = None,
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    catalog: CatalogClient | None = None,
+    max_retries: int = 10,
+    _dv_files_only: bool = False,
+) -> pa.Table:
+    """Compact small files (and files with many deleted rows) into files of about `target_size`.
+
+    Returns:
+        One row of metrics: operation, version (null for a dry run / nothing to do), dry_run,
+        num_bins, num_files_removed, num_files_added, bytes_removed, bytes_added,
+        num_partitions_optimized, total_considered_files, num_deleted_rows_purged.
+    """
+    t = open_for_write(table, storage_options, catalog)
+    snapshot = t.snapshot()
+    plan = plan_optimize(
+        snapshot,
+        target_size=target_size,
+        partition_filter=partition_filter,
+        max_deleted_rows_ratio=max_deleted_rows_ratio,
+        dv_files_only=_dv_files_only,
+        zorder_by=zorder_by,
+    )
+    operation = "REORG" if _dv_files_only else "OPTIMIZE"
+    removed = plan.files
+    dv = removed.column("deletionVector").combine_chunks() if removed.num_rows else pa.array([], pa.null())
+    purged = int(pc.sum(dv.field("cardinality")).as_py() or 0) if removed.num_rows and dv.null_count < len(dv) else 0
+    metrics: dict[str, Any] = {
+        "operation": operation,
+        "version": None,
+        "dry_run": dry_run,
+        "num_bins": len(plan.bins),
+        "num_files_removed": removed.num_rows,
+        "num_files_added": 0,
+        "bytes_removed": int(pc.sum(removed.column("size")).as_py() or 0) if removed.num_rows else 0,
+        "bytes_added": 0,
+        "num_partitions_optimized": len({json.dumps(sorted(b.column("partitionValues")[0].as_py() or [])) for b in plan.bins}),
+        "total_considered_files": plan.considered_files,
+        "num_deleted_rows_purged": purged,
+    }
+    if dry_run or not plan.bins:
+        return metrics_table(metrics, OPTIMIZE_METRICS)
+    md = snapshot.metadata
+    params = {
+        "predicate": json.dumps([str(partition_filter)] if partition_filter is not None else []),
+        "zOrderBy": json.dumps(plan.zorder_by),
+    }
+    txn = Transaction(t, operation=operation, parameters=params, read_snapshot=snapshot)
+    written: list[pa.Table] = []
+    try:
+        for files in plan.bins:
+            rows, extra = read_files_for_rewrite(snapshot, files)
+            if plan.zorder_by:
+                rows = rows.take(pa.array(zorder_indices(rows, plan.zorder_by), pa.int64()))
+            adds = write_data_files(
+                t.storage,
+                rows,
+                schema=snapshot.schema,
+                partition_columns=md.partition_columns,
+                mode=snapshot.column_mapping_mode,
+                configuration=md.configuration,
+                target_file_size=plan.target_size,
+                data_change=False,
+                extra_columns=extra,
+            )
+            written.append(adds)
+            txn.remove_files(files, data_change=False)
+            txn.add_files(adds)
+        result = txn.commit(max_retries=max_retries)
+    except DeltaExploreError:
+        from deltaexplore.core.operations.write import _discard
+
+        for adds in written:
+            _discard(t, adds)
+        raise
+    added = pa.concat_tables(written) if written else None
+    metrics.update(
+        version=result.version,
+        num_files_added=added.num_rows if added is not None else 0,
+        bytes_added=int(pc.sum(added.column("size")).as_py() or 0) if added is not None and added.num_rows else 0,
+    )
+    return metrics_table(metrics, OPTIMIZE_METRICS)
+
+
+def purge_deletion_vectors(
+    table: Table | str | os.PathLike[str],
+    *,
+    partition_filter: Any = None,
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    catalog: CatalogClient | None = None,
+) -> pa.Table:
+    """Rewrite every file that carries a deletion vector (REORG ... APPLY (PURGE))."""
+    return optimize(
+        table,
+        partition_filter=partition_filter,
+        dry_run=dry_run,
+        storage_options=storage_options,
+        catalog=catalog,
+        _dv_files_only=True,
+    )

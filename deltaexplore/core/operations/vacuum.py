@@ -1,0 +1,247 @@
+"""VACUUM: delete data files no retained version of the table needs.
+
+`plan_vacuum` (shared with Spark) lists every file under the table root and keeps:
+
+- the files of the latest version and their deletion vector files;
+- the files of remove tombstones younger than the retention (versions inside the retention
+  window may still be time-travelled to), with their DV files;
+- every file a commit inside the retention window mentions (adds, removes, change data);
+- anything modified after the cut-off (a concurrent writer may be about to commit it);
+- `_delta_log/` and hidden files and directories (`.`/`_` prefixes, except partition
+  directories and `_change_data`).
+
+The rest is eligible. The retention defaults to `delta.deletedFileRetentionDuration` (7 days);
+a shorter one is refused unless `enforce_retention_duration=False`. The whole protocol (reader
+and writer features: `vacuumProtocolCheck`) must be supported, catalog-managed tables are
+refused, and `vacuum` defaults to a dry run. Only files under the root are ever deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
+from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.features import check_writable
+from deltaexplore.core.json_log import read_log_files
+from deltaexplore.core.operations._common import metrics_table, open_for_write
+from deltaexplore.core.snapshot import CATALOG_FEATURES
+from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.catalog import CatalogClient
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+    from deltaexplore.storage import Storage
+
+__all__ = ["VacuumPlan", "plan_vacuum", "vacuum"]
+
+_TMP = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+VACUUM_METRICS = {"version": pa.int64(), "retention_hours": pa.float64(), "num_files": pa.int64(), "num_bytes": pa.int64()}
+
+
+@dataclass
+class VacuumPlan:
+    """Files VACUUM would delete: `files` has path (table-relative), size, modification_time (ms)."""
+
+    snapshot: Snapshot
+    retention_ms: int
+    cutoff_ms: int
+    files: pa.Table
+    num_kept: int
+
+
+def _relative(storage: Storage, raw: str | None) -> str | None:
+    """The table-relative path of a log path (None when it points outside the table)."""
+    if not raw:
+        return None
+    decoded = unquote(raw)
+    if "://" not in decoded and not decoded.startswith("/"):
+        return os.path.normpath(decoded).replace(os.sep, "/")
+    try:
+        location = storage.location(decoded)
+        root = storage.location("").rstrip("/")
+    except DeltaExploreError:
+        return None
+    if location.startswith(root + "/"):
+        return location[len(root) + 1 :]
+    return None
+
+
+def _dv_paths(storage: Storage, dvs: list[dict[str, Any] | None]) -> set[str]:
+    out = set()
+    for d in dvs:
+        if not d:
+            continue
+        try:
+            path = DeletionVectorDescriptor.from_dict(d).file_path()
+        except DeltaExploreError:
+            continue
+        rel = _relative(storage, path) if path else None
+        if rel:
+            out.add(rel)
+    return out
+
+
+def _hidden(rel: str, partition_names: set[str]) -> bool:
+    for part in rel.split("/")[:-1]:
+        if part.startswith("."):
+            return True
+        if part.startswith("_") and part != "_change_data":
+            if "=" in part and part.split("=", 1)[0] in partition_names:
+                continue
+            return True
+    name = rel.rsplit("/", 1)[-1]
+    if name.startswith(".") and not _TMP.match(name):
+        return True
+    return name.startswith("_")
+
+
+def _list_all(storage: Storage) -> list[tuple[str, int, int | None]]:
+    fs, root = storage.arrow_filesystem()
+    root = root.rstrip("/")
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except OSError as exc:
+        raise StorageError(f"cannot list {storage.root}: {exc}", path=storage.root) from exc
+    out = []
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        path = info.path
+        if not path.startswith(root + "/"):
+            continue
+        rel = path[len(root) + 1 :]
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else None
+        out.append((rel, int(info.size or 0), mtime))
+    return out
+
+
+def plan_vacuum(
+    table: Table,
+    *,
+    retention_hours: float | None = None,
+    enforce_retention_duration: bool = True,
+    now_ms: int | None = None,
+) -> VacuumPlan:
+    """Which files VACUUM deletes (see the module docstring). Nothing is deleted here.
+
+    Raises:
+        UnsupportedFeatureError: the table needs a reader or writer feature we do not support.
+        WriteRefusedError: retention shorter than the table's, or a catalog-managed table.
+    """
+    snapshot = table.snapshot()
+    root = table.uri
+    check_writable(snapshot.protocol, path=root)  # the whole protocol, as vacuumProtocolCheck asks
+    if snapshot.protocol.has(*CATALOG_FEATURES):
+        raise WriteRefusedError(f"VACUUM of catalog-managed table {root} is not permitted by its catalog", path=root)
+    config = snapshot.config
+    default_ms = config.deleted_file_retention_ms
+    retention = default_ms if retention_hours is None else int(retention_hours * 3_600_000)
+    if retention < 0:
+        raise WriteRefusedError(f"retention must not be negative, got {retention_hours} hours")
+    if retention < default_ms and enforce_retention_duration:
+        raise WriteRefusedError(
+            f"VACUUM retention {retention / 3_600_000:g} hours is shorter than the table's "
+            f"delta.deletedFileRetentionDuration ({default_ms / 3_600_000:g} hours): files a reader still needs could be "
+            "deleted; pass enforce_retention_duration=False to force it",
+            path=root,
+        )
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    cutoff = now - retention
+    storage = table.storage
+    keep: set[str] = set()
+    adds = snapshot.add_actions()
+    keep |= {p for p in (_relative(storage, x) for x in adds.column("path").to_pylist()) if p}
+    keep |= _dv_paths(storage, adds.column("deletionVector").to_pylist())
+    tombs = snapshot.tombstones()
+    if tombs.num_rows:
+        young = tombs.filter(pc.fill_null(pc.greater_equal(tombs.column("deletionTimestamp"), cutoff), True))
+        keep |= {p for p in (_relative(storage, x) for x in young.column("path").to_pylist()) if p}
+        keep |= _dv_paths(storage, young.column("deletionVector").to_pylist())
+    keep |= _recent_commit_files(table, snapshot, cutoff)
+    mode = snapshot.column_mapping_mode
+    names = set(snapshot.partition_columns)
+    if mode != "none":
+        names |= {snapshot.schema.field(p).physical_name for p in snapshot.partition_columns}
+    rows = []
+    for rel, size, mtime in _list_all(storage):
+        if rel.startswith("_delta_log/") or rel in keep or _hidden(rel, names):
+            continue
+        if mtime is None or mtime >= cutoff:
+            continue
+        rows.append((rel, size, mtime))
+    files = pa.table(
+        {
+            "path": pa.array([r[0] for r in rows], pa.string()),
+            "size": pa.array([r[1] for r in rows], pa.int64()),
+            "modification_time": pa.array([r[2] for r in rows], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        }
+    )
+    return VacuumPlan(snapshot, retention, cutoff, files, len(keep))
+
+
+def _recent_commit_files(table: Table, snapshot: Snapshot, cutoff: int) -> set[str]:
+    """Every file path mentioned by commits at or after the cut-off (and the one before it)."""
+    listing = table.listing(refresh=False)
+    clock = snapshot.clock
+    versions = sorted(v for v in listing.commits if v <= snapshot.version)
+    recent = [v for v in versions if clock.timestamp(v) >= cutoff]
+    if not recent:
+        return set()
+    first = versions.index(recent[0])
+    if first > 0:
+        recent.insert(0, versions[first - 1])
+    files = [listing.commit(v) for v in recent]
+    lines = read_log_files(table.storage, [f for f in files if f is not None], recent)
+    storage = table.storage
+    out: set[str] = set()
+    for kind in ("add", "remove", "cdc"):
+        t = lines.file_actions(kind)
+        out |= {p for p in (_relative(storage, x) for x in t.column("path").to_pylist()) if p}
+        if "deletionVector" in t.column_names:
+            out |= _dv_paths(storage, t.column("deletionVector").to_pylist())
+    return out
+
+
+def vacuum(
+    table: Table | str | os.PathLike[str],
+    *,
+    retention_hours: float | None = None,
+    dry_run: bool = True,
+    enforce_retention_duration: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    catalog: CatalogClient | None = None,
+) -> pa.Table:
+    """Delete files no retained version needs (dry run by default).
+
+    Returns:
+        One row: operation, version (the snapshot vacuumed), dry_run, retention_hours,
+        num_files and num_bytes (deleted, or that would be), files (their paths).
+    """
+    t = open_for_write(table, storage_options, catalog)
+    plan = plan_vacuum(t, retention_hours=retention_hours, enforce_retention_duration=enforce_retention_duration)
+    paths = plan.files.column("path").to_pylist()
+    if not dry_run:
+        for path in paths:
+            t.storage.delete(path)
+    return metrics_table(
+        {
+            "operation": "VACUUM",
+            "version": plan.snapshot.version,
+            "dry_run": dry_run,
+            "retention_hours": plan.retention_ms / 3_600_000,
+            "num_files": len(paths),
+            "num_bytes": int(pc.sum(plan.files.column("size")).as_py() or 0) if paths else 0,
+            "files": paths,
+        },
+        VACUUM_METRICS,
+    )

@@ -1,0 +1,132 @@
+"""What happens after a commit succeeded: publishing (catalog-managed tables), the version
+checksum file, a checkpoint every `delta.checkpointInterval` versions and expired log cleanup.
+
+None of this may undo or fail the commit: errors are collected into
+`CommitResult.post_commit_errors`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.actions import DomainMetadata, Metadata, Protocol, Txn
+from deltaexplore.core.config import TableConfig
+from deltaexplore.core.log_path import commit_name
+from deltaexplore.core.replay import reconcile, superseded_by
+from deltaexplore.core.snapshot import CATALOG_FEATURES
+from deltaexplore.core.version_checksum import checksum_after_commit, checksum_from_state, write_checksum
+from deltaexplore.errors import DeltaExploreError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.table import Table
+    from deltaexplore.core.transaction import CommitResult, Transaction
+
+__all__ = ["publish_commits", "run_post_commit"]
+
+
+def publish_commits(table: Table, up_to: int) -> list[int]:
+    """Copy the catalog's ratified commits up to `up_to` into `_delta_log/<v>.json`, in order,
+    then tell the catalog they are published. Returns the versions published by this call."""
+    catalog = table.catalog
+    if catalog is None:
+        return []
+    ratified = catalog.get_ratified_commits(table.uri, None, up_to)
+    done = []
+    for c in sorted(ratified.commits, key=lambda c: c.version):
+        if c.version > up_to:
+            break
+        data = c.content if c.content is not None else table.storage.read_bytes(str(c.path))
+        if table.storage.put_if_absent(commit_name(c.version), data):
+            done.append(c.version)
+    catalog.mark_published(table.uri, up_to)
+    return done
+
+
+def _with_line(t: pa.Table, start: int) -> pa.Table:
+    return t.append_column("line", pa.array(np.arange(start, start + t.num_rows, dtype=np.int64)))
+
+
+def _checksum(
+    txn: Transaction, protocol: Protocol, metadata: Metadata, adds: pa.Table, removes: pa.Table, ict: int | None, rebased: bool
+) -> dict[str, Any] | None:
+    snap = txn.read_snapshot
+    now = int(time.time() * 1000)
+    txns: dict[str, Txn] = dict(snap.txns()) if snap is not None and snap.has_metadata else {}
+    for app_id, version in txn._app_txns.items():
+        txns[app_id] = Txn(app_id, version, now)
+    domains: dict[str, DomainMetadata] = dict(snap.domain_metadata()) if snap is not None and snap.has_metadata else {}
+    for name, dm in txn._last_domains.items():
+        if dm.removed:
+            domains.pop(name, None)
+        else:
+            domains[name] = dm
+    common = {"txns": txns, "domains": domains, "ict": ict, "txn_id": txn.txn_id}
+    if snap is None:
+        return checksum_from_state(protocol, metadata, adds, **common)
+    if rebased:
+        return None
+    if getattr(snap, "_adds", None) is None and snap.crc is not None:
+        # The read snapshot's files were never loaded (a blind append): update the last checksum.
+        return checksum_after_commit(snap.crc, protocol, metadata, adds, removes, **common)
+    return checksum_from_state(protocol, metadata, state_after(snap.add_actions(), adds, removes), **common)
+
+
+def state_after(active: pa.Table, adds: pa.Table, removes: pa.Table) -> pa.Table:
+    """The active add actions after applying one commit's adds and removes to `active`."""
+    json_adds, json_removes = _with_line(adds, removes.num_rows), _with_line(removes, 0)
+    exclude = superseded_by(json_adds, json_removes)
+    if exclude is not None:
+        mask = exclude(active)
+        if mask is not None:
+            active = active.filter(pc.invert(mask))
+    return reconcile(active, json_adds, json_removes, want="add")
+
+
+def run_post_commit(
+    txn: Transaction,
+    result: CommitResult,
+    protocol: Protocol,
+    metadata: Metadata,
+    adds: pa.Table,
+    removes: pa.Table,
+    ict: int | None,
+    rebased_over: list[int],
+) -> CommitResult:
+    """Run the post-commit hooks for `result` (see the module docstring)."""
+    table = txn.table
+    version = result.version
+    errors: list[str] = []
+    published = True
+    if protocol.has(*CATALOG_FEATURES):
+        try:
+            publish_commits(table, version)
+        except (DeltaExploreError, OSError) as exc:
+            published = False
+            errors.append(f"publishing commit {version}: {exc}")
+    checksum_written = False
+    try:
+        obj = _checksum(txn, protocol, metadata, adds, removes, ict, bool(rebased_over))
+        if obj is not None:
+            checksum_written = write_checksum(table.storage, version, obj)
+    except (DeltaExploreError, OSError) as exc:
+        errors.append(f"checksum file for version {version}: {exc}")
+    checkpoint = None
+    config = TableConfig(protocol, metadata)
+    if published and version > 0 and version % config.checkpoint_interval == 0:
+        from deltaexplore.core.checkpoint_writer import write_checkpoint
+        from deltaexplore.core.log_cleanup import cleanup_log
+
+        try:
+            cp = write_checkpoint(table, version=version)
+            checkpoint = cp.path
+            if str(metadata.configuration.get("delta.enableExpiredLogCleanup", "true")).lower() != "false":
+                cleanup_log(table, dry_run=False)
+        except (DeltaExploreError, OSError) as exc:
+            errors.append(f"checkpoint of version {version}: {exc}")
+    return replace(result, checkpoint=checkpoint, checksum_written=checksum_written, post_commit_errors=tuple(errors))
