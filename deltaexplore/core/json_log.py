@@ -25,7 +25,7 @@ import pyarrow.json as pajson
 from deltaexplore.core.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
 from deltaexplore.core.log_path import LogFile, LogKind
 from deltaexplore.errors import InvalidLogError
-from deltaexplore.storage import Storage
+from deltaexplore.storage import LocalStorage, Storage
 
 __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 
@@ -110,7 +110,10 @@ class LogLines:
         """All `kind` (add/remove/cdc) actions as a table with the fields of `FILE_ACTION_FIELDS`
         plus `version` and `line` (replay order of the line). Cached."""
         if kind not in self._file_action_cache:
-            self._file_action_cache[kind] = self._file_actions(kind)
+            for k in FILE_ACTION_FIELDS:  # one parse serves every kind; then free it
+                self._file_action_cache[k] = self._file_actions(k)
+            self._parsed = None
+            self._map_text_cache.clear()
         return self._file_action_cache[kind]
 
     def _file_actions(self, kind: str) -> pa.Table:
@@ -284,8 +287,6 @@ def _parse_map_text(text: str | None) -> list[tuple[str, str | None]] | None:
 
 def lines_from_bytes(files: Sequence[LogFile], contents: Sequence[bytes], versions: Sequence[int] | None = None) -> LogLines:
     """Split file contents into lines; `versions[i]` is the version lines of file i belong to."""
-    if versions is None:
-        versions = [f.end_version for f in files]
     chunks = []
     sizes = []
     for data in contents:
@@ -293,7 +294,15 @@ def lines_from_bytes(files: Sequence[LogFile], contents: Sequence[bytes], versio
             data = data + b"\n"
         chunks.append(data)
         sizes.append(len(data))
-    buf = b"".join(chunks)
+    return lines_from_buffer(files, b"".join(chunks), sizes, versions)
+
+
+def lines_from_buffer(
+    files: Sequence[LogFile], buf: bytes | bytearray, sizes: Sequence[int], versions: Sequence[int] | None = None
+) -> LogLines:
+    """Split one buffer holding the files back to back (each ending with a newline) into lines."""
+    if versions is None:
+        versions = [f.end_version for f in files]
     raw = np.frombuffer(buf, dtype=np.uint8)
     newlines = np.flatnonzero(raw == 10)
     offsets = np.empty(len(newlines) + 1, dtype=np.int64)
@@ -301,16 +310,18 @@ def lines_from_bytes(files: Sequence[LogFile], contents: Sequence[bytes], versio
     offsets[1:] = newlines + 1
     n = len(newlines)
     text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
+    file_ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
     try:
         text.validate(full=True)
     except pa.ArrowInvalid:
-        for f, data in zip(files, contents):
+        start = 0
+        for f, end in zip(files, file_ends):
             try:
-                data.decode("utf-8")
+                bytes(buf[start:end]).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InvalidLogError(f"{f.path} is not valid UTF-8 text: {exc}", path=f.path) from None
+            start = int(end)
         raise InvalidLogError("log files are not valid UTF-8 text") from None
-    file_ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
     starts = offsets[:-1]
     file_index = np.searchsorted(file_ends, starts, side="right").astype(np.int32)
     file_starts_line = np.searchsorted(starts, np.concatenate([[0], file_ends[:-1]])) if len(files) else np.array([], np.int64)
@@ -343,6 +354,43 @@ def _check_unrecognised(lines: LogLines) -> None:
         )
 
 
+def _read_local(storage: LocalStorage, files: Sequence[LogFile]) -> tuple[bytearray, list[int]] | None:
+    """Read local files straight into one buffer (sizes from the listing): no per-file copies.
+
+    None when a file changed size since it was listed (the caller reads it the plain way).
+    """
+    total = sum(f.size for f in files) + len(files)
+    buf = bytearray(total)
+    view = memoryview(buf)
+    pos = 0
+    sizes = []
+    for f in files:
+        if f.inline is not None:
+            return None
+        try:
+            with open(storage.location(f.path), "rb", buffering=0) as fh:
+                got = fh.readinto(view[pos : pos + f.size])
+                if got != f.size or fh.read(1):
+                    return None
+        except FileNotFoundError as exc:
+            raise InvalidLogError(f"log file {f.path} disappeared while reading the table", path=f.path) from exc
+        except OSError:
+            return None
+        end = pos + f.size
+        if f.size and buf[end - 1] != 10:
+            buf[end] = 10
+            end += 1
+        sizes.append(end - pos)
+        pos = end
+    del view
+    del buf[pos:]
+    return buf, sizes
+
+
 def read_log_files(storage: Storage, files: Sequence[LogFile], versions: Sequence[int] | None = None) -> LogLines:
-    """Read JSON log files (in parallel) and split them into lines."""
+    """Read JSON log files (in parallel for object stores) and split them into lines."""
+    if isinstance(storage, LocalStorage) and files:
+        local = _read_local(storage, files)
+        if local is not None:
+            return lines_from_buffer(files, local[0], local[1], versions)
     return lines_from_bytes(files, _read_all(storage, files), versions)
