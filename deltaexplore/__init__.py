@@ -30,6 +30,7 @@ from deltaexplore.errors import (
     VersionNotFoundError,
     WriteRefusedError,
 )
+import deltaexplore.inspect  # noqa: F401  # registers table.inspect / snap.inspect
 from deltaexplore.widgets import explore  # registers Table's notebook display; imports no UI library
 
 __version__ = "0.1.0"

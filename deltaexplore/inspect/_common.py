@@ -1,0 +1,183 @@
+"""Shared helpers of the inspection layer: resolving snapshots, vectorized column helpers."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.partitions import map_column_values
+from deltaexplore.core.replay import dv_unique_id
+from deltaexplore.errors import DeltaExploreError
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = [
+    "HIVE_NULL",
+    "InspectError",
+    "conform",
+    "dv_cardinality",
+    "live_rows",
+    "partition_keys",
+    "snapshot_of",
+    "table_of",
+]
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+class InspectError(DeltaExploreError, ValueError):
+    """An inspection was asked something it cannot answer (bad argument, unknown column, ...)."""
+
+
+_latest: weakref.WeakKeyDictionary[Any, Snapshot] = weakref.WeakKeyDictionary()
+
+
+def table_of(obj: Table | Snapshot) -> Table:
+    """The `Table` of a table or snapshot."""
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+    if isinstance(obj, Snapshot):
+        return obj.table
+    if isinstance(obj, Table):
+        return obj
+    raise InspectError(f"expected a deltaexplore Table or Snapshot, got {type(obj).__name__}")
+
+
+def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
+    """A snapshot: `obj` itself, the table at `version`, or the table's latest version.
+
+    The latest snapshot of a table is cached (per table object) while the table does not move,
+    so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once.
+    """
+    from deltaexplore.core.snapshot import Snapshot
+
+    if isinstance(obj, Snapshot):
+        if version is None or version == obj.version:
+            return obj
+        return obj.table.snapshot(version)
+    table = table_of(obj)
+    if version is not None:
+        cached = _latest.get(table)
+        if cached is not None and cached.version == version:
+            return cached
+        return table.snapshot(version)
+    latest = table.latest_version()
+    cached = _latest.get(table)
+    if cached is not None and cached.version == latest:
+        return cached
+    snap = table.snapshot()
+    _latest[table] = snap
+    return snap
+
+
+def conform(columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
+    """A table with exactly `schema` from arrays/lists (missing columns are null)."""
+    n = None
+    for v in columns.values():
+        if v is not None:
+            n = len(v)
+            break
+    n = n or 0
+    arrays = []
+    for f in schema:
+        value = columns.get(f.name)
+        if value is None:
+            arrays.append(pa.nulls(n, f.type))
+            continue
+        if isinstance(value, pa.ChunkedArray):
+            value = value.combine_chunks()
+        if not isinstance(value, pa.Array):
+            value = pa.array(value, f.type)
+        if value.type != f.type:
+            value = value.cast(f.type)
+        arrays.append(value)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def combined(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def dv_cardinality(adds: pa.Table) -> pa.Array:
+    """Rows deleted per add (0 where there is no deletion vector)."""
+    n = adds.num_rows
+    if n == 0:
+        return pa.array([], pa.int64())
+    dv = combined(adds.column("deletionVector"))
+    if dv.null_count == n:
+        return pa.array(np.zeros(n, dtype=np.int64))
+    card = pc.fill_null(dv.field("cardinality").cast(pa.int64()), 0)
+    if dv.null_count:
+        card = pc.if_else(pc.is_valid(dv), card, 0)
+    return card
+
+
+def dv_ids(adds: pa.Table) -> pa.Array:
+    """Deletion vector unique id per add (null without DV)."""
+    return dv_unique_id(combined(adds.column("deletionVector"))).cast(pa.string())
+
+
+def live_rows(num_records: pa.Array, deleted: pa.Array) -> pa.Array:
+    return pc.subtract(num_records, deleted)
+
+
+def partition_keys(snapshot: Snapshot, adds: pa.Table) -> pa.Array:
+    """`col=value/col2=value2` per add (logical names, partition order; '' when unpartitioned)."""
+    n = adds.num_rows
+    cols = snapshot.partition_columns
+    if not cols:
+        return pa.repeat(pa.scalar("", pa.string()), n)
+    maps = combined(adds.column("partitionValues"))
+    mapping = _physical_partition_names(snapshot)
+    pieces = []
+    for name in cols:
+        key = mapping.get(name, name)
+        values = map_column_values(maps, key) if n else pa.array([], pa.string())
+        if key != name and n and values.null_count == n:
+            values = map_column_values(maps, name)
+        values = pc.fill_null(values, HIVE_NULL)
+        values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
+        pieces.append(pc.binary_join_element_wise(pa.scalar(name), values, "="))
+    if len(pieces) == 1:
+        return pieces[0]
+    return pc.binary_join_element_wise(*pieces, "/")
+
+
+def _physical_partition_names(snapshot: Snapshot) -> dict[str, str]:
+    """logical -> physical name of each partition column (identity without column mapping)."""
+    if snapshot.column_mapping_mode == "none":
+        return {}
+    try:
+        schema = snapshot.schema
+    except DeltaExploreError:
+        return {}
+    out = {}
+    for name in snapshot.partition_columns:
+        f = schema.get(name)
+        if f is not None:
+            out[name] = f.physical_name
+    return out
+
+
+def to_ts(values: Any) -> pa.Array:
+    """int64 milliseconds -> timestamp[ms, UTC]."""
+    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
+    return pc.cast(arr.cast(pa.int64()), pa.timestamp("ms", tz="UTC"))
+
+
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"

@@ -1,0 +1,153 @@
+"""What other Delta clients can read and write: declared data, not scattered `if`s.
+
+`CLIENTS` lists client versions with their highest protocol versions; `FEATURE_SINCE` says from
+which version of a client family each feature is read / written. `client_features()` expands
+them into the long `CLIENT_FEATURES_SCHEMA` table the compatibility check joins against.
+
+Sources and confidence:
+
+- Delta Spark: the "features that require client upgrades" table of docs.delta.io
+  (versioning page) and release notes (documented).
+- delta-rs (Python `deltalake` 1.x): reads checked here against the conformance corpus with
+  deltalake 1.6 (`QueryBuilder`/DataFusion reads column mapping, deletion vectors, timestampNtz,
+  v2 checkpoints and variantType-preview, but not typeWidening-preview, variantShredding or
+  geospatial; `to_pyarrow_table()` refuses column mapping, deletion vectors and v2 checkpoints);
+  writes from delta-rs' protocol checker (`kernel/transaction/protocol.rs`) (verified/documented).
+- DuckDB `delta` extension 1.5 (delta-kernel-rs): reads checked here against the corpus
+  (column mapping, deletion vectors, timestampNtz, type widening preview, v2 checkpoints,
+  variant and shredded variant read; geospatial and `void` columns do not); writes are blind
+  inserts only, feature support from delta-kernel-rs' `table_features` (approximate).
+- deltaexplore: from `deltaexplore.core.features.FEATURES` (read/write flags).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from deltaexplore.core.features import FEATURES, MAX_READER_VERSION, MAX_WRITER_VERSION
+from deltaexplore.inspect._common import conform
+from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
+
+__all__ = ["CLIENTS", "FEATURE_SINCE", "client_features", "clients_table"]
+
+DELTAEXPLORE = "deltaexplore"
+SPARK = "Delta Spark"
+DELTA_RS = "delta-rs (DataFusion)"
+DELTA_RS_PYARROW = "delta-rs (to_pyarrow)"
+DUCKDB = "DuckDB delta"
+
+# (client, version, max reader, max writer, writes, confidence, notes)
+CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
+    (DELTAEXPLORE, "this", MAX_READER_VERSION, MAX_WRITER_VERSION, True, "verified", "local writes for maintenance operations"),
+    (SPARK, "2.2", 2, 6, True, "documented", "before table features (reader 3 / writer 7)"),
+    (SPARK, "2.4", 3, 7, True, "documented", "table features, deletion vectors (scan + DELETE)"),
+    (SPARK, "3.1", 3, 7, True, "documented", "v2 checkpoints, domain metadata, clustering, icebergCompatV2"),
+    (SPARK, "3.2", 3, 7, True, "documented", "row tracking, type widening preview, variant preview (Spark 4 builds)"),
+    (SPARK, "3.3", 3, 7, True, "documented", "identity columns, in-commit timestamps"),
+    (SPARK, "4.0", 3, 7, True, "documented", "type widening, variant, collations, catalog-managed preview"),
+    (DELTA_RS, "1.x", 3, 7, True, "verified", "QueryBuilder/DataFusion reads; write_deltalake, merge, optimize"),
+    (DELTA_RS_PYARROW, "1.x", 3, 7, False, "verified", "DeltaTable.to_pyarrow_table()/to_pyarrow_dataset() reads"),
+    (
+        DUCKDB,
+        "1.5",
+        3,
+        7,
+        True,
+        "verified",
+        "delta_scan via delta-kernel-rs (reads checked here); writes: blind INSERT only (approximate)",
+    ),
+]
+
+# feature -> {client family: (first version that reads, first version that writes)}; None: never.
+# For single-version clients the version is "1.x"/"this" or None.
+_S = SPARK
+FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
+    "appendOnly": {_S: ("0.0", "0.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "invariants": {_S: ("0.0", "0.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "checkConstraints": {_S: ("0.8", "0.8"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "changeDataFeed": {_S: ("2.0", "2.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "generatedColumns": {_S: ("1.0", "1.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "columnMapping": {_S: ("1.2", "1.2"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "identityColumns": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "deletionVectors": {_S: ("2.3", "2.4"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "rowTracking": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "timestampNtz": {_S: ("2.4", "2.4"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "domainMetadata": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "v2Checkpoint": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "icebergCompatV1": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "icebergCompatV2": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "icebergWriterCompatV1": {
+        _S: ("4.0", "4.0"),
+        DELTA_RS: ("1.x", None),
+        DELTA_RS_PYARROW: ("1.x", None),
+        DUCKDB: ("1.5", None),
+    },
+    "clustering": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "inCommitTimestamp": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "typeWidening-preview": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "typeWidening": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "variantType-preview": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "variantShredding-preview": {
+        _S: ("4.0", "4.0"),
+        DELTA_RS: (None, None),
+        DELTA_RS_PYARROW: (None, None),
+        DUCKDB: ("1.5", None),
+    },
+    "variantShredding": {_S: (None, None), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
+    "allowColumnDefaults": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "collations-preview": {_S: ("4.0", "4.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "checkpointProtection": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "catalogOwned-preview": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
+    "catalogManaged": {_S: (None, None), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
+    "materializePartitionColumns": {
+        _S: ("4.0", "4.0"),
+        DELTA_RS: ("1.x", None),
+        DELTA_RS_PYARROW: ("1.x", None),
+        DUCKDB: ("1.5", None),
+    },
+    "geospatial": {_S: (None, None), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
+}
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in v.split("."))
+    except ValueError:
+        return (0,)
+
+
+def _at_least(client_version: str, since: str | None) -> bool:
+    if since is None:
+        return False
+    if since in ("1.x", "this") or client_version in ("1.x", "this"):
+        return True
+    return _version_key(client_version) >= _version_key(since)
+
+
+def clients_table() -> pa.Table:
+    """`CLIENTS` as a `CLIENTS_SCHEMA` table."""
+    cols = {f.name: [c[i] for c in CLIENTS] for i, f in enumerate(CLIENTS_SCHEMA)}
+    return conform(cols, CLIENTS_SCHEMA)
+
+
+def client_features() -> pa.Table:
+    """Every (client version, feature) with read/write support (`CLIENT_FEATURES_SCHEMA`)."""
+    rows: dict[str, list] = {f.name: [] for f in CLIENT_FEATURES_SCHEMA}
+    for client, version, _, _, writes, _, _ in CLIENTS:
+        names = sorted(set(FEATURE_SINCE) | set(FEATURES))
+        for feature in names:
+            if client == DELTAEXPLORE:
+                info = FEATURES.get(feature)
+                read, write = (info.read, info.write) if info else (False, False)
+            else:
+                since = FEATURE_SINCE.get(feature, {}).get(client, (None, None))
+                read = _at_least(version, since[0])
+                write = writes and _at_least(version, since[1])
+            rows["client"].append(client)
+            rows["version"].append(version)
+            rows["feature"].append(feature)
+            rows["read"].append(read)
+            rows["write"].append(write)
+    return conform(rows, CLIENT_FEATURES_SCHEMA)

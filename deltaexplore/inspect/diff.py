@@ -1,0 +1,428 @@
+"""Differences between two versions, from the log only (no data file is read).
+
+File changes are computed per data path: a path only in the newer state was added, only in the
+older one removed, in both with a different deletion vector `dv_changed` (the file was re-added
+with a new DV: rows were deleted without rewriting it). When every commit between the versions is
+retained, only the older version is replayed and the commits in between are applied to the paths
+they touch (one snapshot open plus the commits read); otherwise both versions are replayed and
+compared. Bytes and rows of removed files come from the older state (remove actions may lack
+stats). Metadata sections compare the two snapshots' schema, partitioning, properties, protocol
+and features, domain metadata and application transactions. Row-level changes come from the
+change data feed (`diff_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.features import features_of
+from deltaexplore.core.files import num_records_of
+from deltaexplore.core.json_log import read_log_files
+from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect._common import InspectError, combined, conform, dv_cardinality, dv_ids, partition_keys, table_of
+from deltaexplore.inspect.schema_diff import schema_changes
+from deltaexplore.inspect.schemas import DIFF_FILES_SCHEMA, DIFF_SCHEMA
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["diff", "diff_files", "diff_rows", "resolve_versions"]
+
+_SIDE_COLUMNS = ["path", "dv", "size", "num_records", "card", "partition", "mtime"]
+
+
+def resolve_versions(obj: Table | Snapshot, v1: int | None, v2: int | None) -> tuple[int, int]:
+    """(v1, v2) with defaults: v2 = the snapshot's (or latest) version, v1 = v2 - 1."""
+    from deltaexplore.core.snapshot import Snapshot
+
+    if v2 is None:
+        v2 = obj.version if isinstance(obj, Snapshot) else table_of(obj).latest_version()
+    if v1 is None:
+        v1 = max(v2 - 1, 0)
+    for v in (v1, v2):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InspectError(f"versions must be non-negative integers, got {v!r}")
+    return v1, v2
+
+
+# -- file changes ------------------------------------------------------------------------------
+
+
+def _side(snapshot: Snapshot, adds: pa.Table) -> pl.DataFrame:
+    """Per add: path, dv id, size, num_records, DV cardinality, partition key, mtime."""
+    if adds.num_rows == 0:
+        return pl.DataFrame(
+            schema={
+                "path": pl.String,
+                "dv": pl.String,
+                "size": pl.Int64,
+                "num_records": pl.Int64,
+                "card": pl.Int64,
+                "partition": pl.String,
+                "mtime": pl.Int64,
+            }
+        )
+    table = pa.table(
+        {
+            "path": combined(adds.column("path")).cast(pa.string()),
+            "dv": dv_ids(adds),
+            "size": combined(adds.column("size")).cast(pa.int64()),
+            "num_records": num_records_of(adds),
+            "card": dv_cardinality(adds),
+            "partition": partition_keys(snapshot, adds),
+            "mtime": combined(adds.column("modificationTime")).cast(pa.int64()),
+        }
+    )
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def _compare(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
+    """Outer join by path: added / removed / dv_changed rows (unchanged paths dropped)."""
+    b = before.unique(subset=["path"], keep="last").with_columns(pl.lit(True).alias("_in"))
+    a = after.unique(subset=["path"], keep="last").with_columns(pl.lit(True).alias("_in"))
+    joined = b.join(a, on="path", how="full", suffix="_after", coalesce=True, nulls_equal=False)
+    in_b = pl.col("_in").fill_null(False)
+    in_a = pl.col("_in_after").fill_null(False)
+    change = (
+        pl.when(in_b & ~in_a)
+        .then(pl.lit("removed"))
+        .when(~in_b & in_a)
+        .then(pl.lit("added"))
+        .when(pl.col("dv").eq_missing(pl.col("dv_after")))
+        .then(pl.lit(None, pl.String))
+        .otherwise(pl.lit("dv_changed"))
+    )
+    out = joined.with_columns(change.alias("change")).filter(pl.col("change").is_not_null())
+    live_before = pl.col("num_records") - pl.col("card")
+    live_after = pl.col("num_records_after") - pl.col("card_after")
+    return out.select(
+        pl.col("path"),
+        pl.col("change"),
+        pl.coalesce("partition_after", "partition").alias("partition"),
+        pl.coalesce("size_after", "size").alias("size"),
+        pl.coalesce("num_records_after", "num_records").alias("num_records"),
+        pl.when(pl.col("change") != "added").then(pl.col("card")).alias("deleted_before"),
+        pl.when(pl.col("change") != "removed").then(pl.col("card_after")).alias("deleted_after"),
+        pl.when(pl.col("change") == "added")
+        .then(live_after)
+        .when(pl.col("change") == "removed")
+        .then(-live_before)
+        .otherwise(live_after - live_before)
+        .alias("rows_delta"),
+        pl.when(pl.col("change") != "added").then(pl.col("dv")).alias("dv_before"),
+        pl.when(pl.col("change") != "removed").then(pl.col("dv_after")).alias("dv_after"),
+        pl.coalesce("mtime_after", "mtime").alias("modification_time"),
+    ).sort(["change", "path"])
+
+
+def _range_files(table: Table, lo: int, hi: int) -> list[Any] | None:
+    listing = table.listing(refresh=False)
+    files = [listing.commit(v) for v in range(lo + 1, hi + 1)]
+    return None if any(f is None for f in files) else files
+
+
+def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> pl.DataFrame:
+    """Apply the commits (lo, hi] to the paths they touch in the older state."""
+    lo, hi = a.version, b.version
+    lines = read_log_files(table.storage, files, list(range(lo + 1, hi + 1)))
+    adds = lines.file_actions("add")
+    removes = lines.file_actions("remove")
+    if adds.num_rows + removes.num_rows == 0:
+        return _compare(_side(a, adds.slice(0, 0)), _side(b, adds.slice(0, 0)))
+    keys = pl.DataFrame(
+        {
+            "path": pl.from_arrow(pa.concat_arrays([combined(adds.column("path")), combined(removes.column("path"))])),
+            "dv": pl.from_arrow(pa.concat_arrays([dv_ids(adds), dv_ids(removes)])),
+            "line": np.concatenate([adds.column("line").to_numpy(), removes.column("line").to_numpy()]),
+            "row": np.concatenate([np.arange(adds.num_rows), np.arange(removes.num_rows)]).astype(np.int64),
+            "is_add": np.concatenate([np.ones(adds.num_rows, bool), np.zeros(removes.num_rows, bool)]),
+        }
+    )
+    final = keys.sort("line", descending=True).unique(subset=["path", "dv"], keep="first")
+    touched = final.get_column("path").unique()
+    older = a.add_actions()
+    mask = pc.is_in(combined(older.column("path")).cast(pa.string()), value_set=touched.to_arrow().cast(pa.string()))
+    before = _side(a, older.filter(mask))
+    final_keys = final.select("path", "dv")
+    survivors = before.join(final_keys, on=["path", "dv"], how="anti", nulls_equal=True)
+    added_rows = final.filter(pl.col("is_add")).get_column("row").sort().to_numpy()
+    after_adds = _side(b, adds.take(pa.array(added_rows, pa.int64())))
+    after = pl.concat([survivors, after_adds], how="vertical")
+    return _compare(before, after)
+
+
+def _full(a: Snapshot, b: Snapshot) -> pl.DataFrame:
+    return _compare(_side(a, a.add_actions()), _side(b, b.add_actions()))
+
+
+def _use_incremental(a: Snapshot, b: Snapshot, files: list[Any] | None) -> bool:
+    if files is None:
+        return False
+    if a.checkpoint_version == b.checkpoint_version:
+        return True  # the newer segment holds every commit of the range anyway
+    range_bytes = sum(f.size for f in files)
+    ck = b.segment.checkpoint
+    b_bytes = sum(f.size for f in b.segment.json_files) + (4 * ck.size if ck is not None else 0)
+    return range_bytes <= b_bytes
+
+
+_CACHE: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapshot, Snapshot, str]:
+    """(file changes v1 -> v2, snapshot v1, snapshot v2, method)."""
+    table = table_of(obj)
+    lo, hi = min(v1, v2), max(v1, v2)
+    listing = table.listing(refresh=False) if table._listing is not None else table.listing()
+    stamp = (lo, hi, listing.latest_version, len(listing.commits), listing.earliest_commit)
+    hit = _CACHE.get(table)
+    if hit is not None and hit[0] == stamp:
+        changes, a, b, method = hit[1]
+    else:
+        a = table.snapshot(lo)
+        b = a if hi == lo else table.snapshot(hi)
+        if lo == hi:
+            frame, method = _compare(_side(a, a.add_actions().slice(0, 0)), _side(a, a.add_actions().slice(0, 0))), "same version"
+        else:
+            files = _range_files(table, lo, hi)
+            if _use_incremental(a, b, files):
+                assert files is not None
+                frame, method = _incremental(table, a, b, files), "incremental"
+            else:
+                frame, method = _full(a, b), "full"
+        changes = _to_arrow(frame)
+        _CACHE[table] = (stamp, (changes, a, b, method))
+    if v1 > v2:
+        changes, a, b = _reverse(changes), b, a
+    return changes, a, b, method
+
+
+def _to_arrow(frame: pl.DataFrame) -> pa.Table:
+    t = frame.to_arrow()
+    cols = {name: t.column(name) for name in t.column_names}
+    if "modification_time" in cols:
+        cols["modification_time"] = pc.cast(cols["modification_time"].cast(pa.int64()), pa.timestamp("ms", tz="UTC"))
+    return conform(cols, DIFF_FILES_SCHEMA)
+
+
+def _reverse(changes: pa.Table) -> pa.Table:
+    """The same changes seen from the newer version to the older one."""
+    change = changes.column("change").combine_chunks()
+    flipped = pc.if_else(pc.equal(change, "added"), "removed", pc.if_else(pc.equal(change, "removed"), "added", change))
+    cols = {name: changes.column(name) for name in changes.column_names}
+    cols["change"] = flipped
+    cols["deleted_before"], cols["deleted_after"] = changes.column("deleted_after"), changes.column("deleted_before")
+    cols["dv_before"], cols["dv_after"] = changes.column("dv_after"), changes.column("dv_before")
+    cols["rows_delta"] = pc.negate(changes.column("rows_delta").combine_chunks())
+    return conform(cols, DIFF_FILES_SCHEMA)
+
+
+def diff_files(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) -> pa.Table:
+    """One row per data file whose state differs from version `v1` to `v2` (`DIFF_FILES_SCHEMA`).
+
+    Columns: path, change (added | removed | dv_changed), partition, size, num_records,
+    deleted_before / deleted_after (DV cardinality at each side; null where the file is absent),
+    rows_delta (change of live rows; null without stats), dv_before / dv_after (DV unique ids),
+    modification_time. `v2` defaults to the snapshot's (or latest) version and `v1` to `v2 - 1`;
+    `v1 > v2` is allowed (the diff is seen backwards). Read from the log only.
+    """
+    v1, v2 = resolve_versions(obj, v1, v2)
+    return _compute(obj, v1, v2)[0]
+
+
+# -- the summary -------------------------------------------------------------------------------
+
+
+def _row(section: str, change: str, name: str, before: Any = None, after: Any = None, detail: str = "", **nums: Any) -> dict:
+    return {
+        "section": section,
+        "change": change,
+        "name": name,
+        "before": None if before is None else str(before),
+        "after": None if after is None else str(after),
+        "files": nums.get("files"),
+        "bytes": nums.get("bytes"),
+        "rows": nums.get("rows"),
+        "detail": detail,
+    }
+
+
+def _file_rows(changes: pa.Table) -> list[dict]:
+    frame = pl.from_arrow(changes.select(["change", "size", "rows_delta"]))
+    assert isinstance(frame, pl.DataFrame)
+    out = []
+    labels = {"added": "files added", "removed": "files removed", "dv_changed": "files re-added with another deletion vector"}
+    for change, label in labels.items():
+        sub = frame.filter(pl.col("change") == change)
+        n = sub.height
+        size = int(sub.get_column("size").sum() or 0) if change != "dv_changed" else 0
+        known = sub.get_column("rows_delta").null_count() == 0
+        delta = int(sub.get_column("rows_delta").sum() or 0)
+        rows = (delta if change == "added" else -delta) if known else None
+        detail = f"{n} {label}"
+        if change == "dv_changed" and n and rows is not None:
+            detail += f": {rows} rows deleted in place" if rows >= 0 else f": {-rows} rows restored"
+        out.append(_row("files", change, "files", detail=detail, files=n, bytes=size, rows=rows))
+    added, removed = out[0], out[1]
+    all_known = frame.get_column("rows_delta").null_count() == 0
+    out.append(
+        _row(
+            "files",
+            "net",
+            "files",
+            detail="net change of files, bytes and live rows",
+            files=added["files"] - removed["files"],
+            bytes=added["bytes"] - removed["bytes"],
+            rows=int(frame.get_column("rows_delta").sum() or 0) if all_known else None,
+        )
+    )
+    return out
+
+
+def _metadata_rows(a: Snapshot, b: Snapshot) -> list[dict]:
+    out: list[dict] = []
+    ma = a._state.metadata
+    mb = b._state.metadata
+    # schema
+    try:
+        sa = ma.schema if ma is not None and ma.schema_string else None
+        sb = mb.schema if mb is not None and mb.schema_string else None
+    except DeltaExploreError:
+        sa = sb = None
+    for c in schema_changes(sa, sb):
+        out.append(_row("schema", c.change, c.name, c.before, c.after, c.detail))
+    # partitioning
+    pa_, pb = list(a.partition_columns), list(b.partition_columns)
+    if pa_ != pb:
+        out.append(_row("partitioning", "changed", "partitionColumns", json.dumps(pa_), json.dumps(pb), "partitioning changed"))
+    # properties
+    qa, qb = a.properties, b.properties
+    for k in sorted(set(qa) | set(qb)):
+        if k not in qb:
+            out.append(_row("properties", "removed", k, qa[k], None, f"property {k} unset"))
+        elif k not in qa:
+            out.append(_row("properties", "added", k, None, qb[k], f"property {k} set to {qb[k]}"))
+        elif qa[k] != qb[k]:
+            out.append(_row("properties", "changed", k, qa[k], qb[k], f"property {k}: {qa[k]} -> {qb[k]}"))
+    # protocol and features
+    p1, p2 = a.protocol, b.protocol
+    for label, x, y in (
+        ("minReaderVersion", p1.min_reader_version, p2.min_reader_version),
+        ("minWriterVersion", p1.min_writer_version, p2.min_writer_version),
+    ):
+        if x != y:
+            out.append(_row("protocol", "changed", label, x, y, f"{label} {x} -> {y}"))
+    (r1, w1), (r2, w2) = features_of(p1), features_of(p2)
+    for side, f1, f2 in (("reader", set(r1), set(r2)), ("writer", set(w1), set(w2))):
+        for name in sorted(f2 - f1):
+            out.append(_row("features", "added", name, None, side, f"{side} feature {name} enabled"))
+        for name in sorted(f1 - f2):
+            out.append(_row("features", "removed", name, side, None, f"{side} feature {name} dropped"))
+    # domain metadata
+    da, db = a.domain_metadata(), b.domain_metadata()
+    for k in sorted(set(da) | set(db)):
+        if k not in db:
+            out.append(_row("domain_metadata", "removed", k, da[k].configuration, None, f"domain {k} removed"))
+        elif k not in da:
+            out.append(_row("domain_metadata", "added", k, None, db[k].configuration, f"domain {k} added"))
+        elif da[k].configuration != db[k].configuration:
+            out.append(_row("domain_metadata", "changed", k, da[k].configuration, db[k].configuration, f"domain {k} changed"))
+    # application transactions
+    ta, tb = a._all_txns, b._all_txns
+    for k in sorted(set(ta) | set(tb)):
+        x = ta[k].version if k in ta else None
+        y = tb[k].version if k in tb else None
+        if x != y:
+            change = "added" if x is None else ("removed" if y is None else "changed")
+            out.append(_row("txn", change, k, x, y, f"application {k}: version {x} -> {y}"))
+    # table identity
+    if ma is not None and mb is not None:
+        for label, x, y in (
+            ("id", ma.id, mb.id),
+            ("name", ma.name, mb.name),
+            ("description", ma.description, mb.description),
+            ("format", ma.format_provider, mb.format_provider),
+        ):
+            if x != y:
+                detail = "the table was replaced (new table id)" if label == "id" else f"{label} changed"
+                out.append(_row("metadata", "changed", label, x, y, detail))
+    return out
+
+
+def _cdf_row(table: Table, a: Snapshot, b: Snapshot) -> dict:
+    lo, hi = min(a.version, b.version), max(a.version, b.version)
+    if lo == hi:
+        return _row("cdf", "unavailable", "change data feed", detail="same version: no row changes")
+    older = a if a.version == lo else b
+    newer = b if older is a else a
+    enabled = [s.has_metadata and s.config.change_data_feed_enabled for s in (older, newer)]
+    if not all(enabled):
+        return _row(
+            "cdf",
+            "unavailable",
+            "change data feed",
+            detail="delta.enableChangeDataFeed is not true at both versions: row-level changes are not recorded",
+        )
+    if _range_files(table, lo, hi) is None:
+        return _row("cdf", "unavailable", "change data feed", detail=f"commits between {lo} and {hi} were cleaned up")
+    return _row(
+        "cdf",
+        "available",
+        "change data feed",
+        detail=f"row-level changes: inspect.diff_rows({lo}, {hi}) = table.changes({lo + 1}, {hi})",
+    )
+
+
+def diff(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) -> pa.Table:
+    """Everything that changed from version `v1` to `v2`, from metadata only (`DIFF_SCHEMA`).
+
+    One row per change, by `section`:
+
+    - `files`: `added`, `removed`, `dv_changed` (re-added with a new deletion vector) and `net`
+      rows with `files`, `bytes` and live `rows` (per-file detail: `diff_files`)
+    - `schema`: `added` / `removed` / `renamed` (by column mapping field id) / `widened` /
+      `type_changed` / `nullability` / `metadata` per column path
+    - `partitioning`, `properties` (added / removed / changed keys), `protocol` (reader and
+      writer versions), `features` (added / removed, with reader or writer), `domain_metadata`,
+      `txn` (application versions), `metadata` (table id, name, description, format)
+    - `cdf`: whether row-level changes are available (`diff_rows`)
+
+    `v2` defaults to the snapshot's (or latest) version and `v1` to `v2 - 1`.
+    """
+    v1, v2 = resolve_versions(obj, v1, v2)
+    changes, a, b, _ = _compute(obj, v1, v2)
+    rows = _file_rows(changes) + _metadata_rows(a, b) + [_cdf_row(table_of(obj), a, b)]
+    cols = {f.name: [r[f.name] for r in rows] for f in DIFF_SCHEMA}
+    return conform(cols, DIFF_SCHEMA)
+
+
+def diff_rows(
+    obj: Table | Snapshot, v1: int | None = None, v2: int | None = None, *, columns: list[str] | None = None
+) -> pa.Table:
+    """Row-level changes from `v1` to `v2` (`v1 < v2`) from the change data feed.
+
+    The rows of `table.changes(v1 + 1, v2)`: the table's columns plus `_change_type` (insert,
+    delete, update_preimage, update_postimage), `_commit_version` and `_commit_timestamp`.
+
+    Raises:
+        InspectError: `v1 > v2`.
+        DeltaProtocolError: change data feed was not enabled over the range.
+        VersionNotFoundError: commits of the range were cleaned up.
+    """
+    v1, v2 = resolve_versions(obj, v1, v2)
+    if v1 > v2:
+        raise InspectError(f"diff_rows needs v1 <= v2 (got {v1} > {v2}): the change data feed runs forward")
+    table = table_of(obj)
+    if v1 == v2:
+        return table.changes(v2, v2, columns=columns).slice(0, 0)
+    return table.changes(v1 + 1, v2, columns=columns)

@@ -1,0 +1,128 @@
+"""Files and partitions: what a version is made of, per file and per partition.
+
+`files()` is the core's flat files table plus derived columns (partition key, deleted and live
+rows, whether stats exist, small-file flag). `partitions()` aggregates it per partition with
+polars: file counts, bytes, rows, deletion vectors, small files and skew.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.inspect._common import conform, dv_cardinality, partition_keys, snapshot_of
+from deltaexplore.inspect.schemas import FILES_SCHEMA, PARTITIONS_SCHEMA
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["DEFAULT_SMALL_FILE_BYTES", "files", "partitions", "small_file_threshold"]
+
+#: files below this size count as small unless the table sets delta.targetFileSize
+#: (128 MiB: the target of Delta's auto compaction; OPTIMIZE aims at 1 GiB files)
+DEFAULT_SMALL_FILE_BYTES = 128 * 1024 * 1024
+
+
+def small_file_threshold(snapshot: Snapshot, small_file_bytes: int | None = None) -> int:
+    """`small_file_bytes`, else `delta.targetFileSize` / 2, else 128 MiB."""
+    if small_file_bytes is not None:
+        return int(small_file_bytes)
+    target = snapshot.properties.get("delta.targetFileSize")
+    if target:
+        try:
+            return max(1, _parse_size(target) // 2)
+        except ValueError:
+            pass
+    return DEFAULT_SMALL_FILE_BYTES
+
+
+def _parse_size(text: str) -> int:
+    t = text.strip().lower().replace(" ", "")
+    units = {"b": 1, "kb": 1024, "k": 1024, "mb": 1024**2, "m": 1024**2, "gb": 1024**3, "g": 1024**3, "tb": 1024**4}
+    for suffix in sorted(units, key=len, reverse=True):
+        if t.endswith(suffix) and t[: -len(suffix)].replace(".", "", 1).isdigit():
+            return int(float(t[: -len(suffix)]) * units[suffix])
+    return int(t)
+
+
+def files(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
+    """One row per active file (schema `schemas.FILES_SCHEMA`).
+
+    The core's files columns (path, size, modification_time, data_change, partition_values,
+    num_records, stats, the deletion vector descriptor, row tracking fields, tags), plus:
+
+    - `partition`: `col=value/...` ('' when unpartitioned; nulls as `__HIVE_DEFAULT_PARTITION__`)
+    - `deleted_rows`: rows deleted by the file's deletion vector (0 without one)
+    - `live_rows`: `num_records - deleted_rows` (null without stats)
+    - `has_stats`: the add carries statistics
+    - `is_small`: `size < small_file_bytes` (default: `delta.targetFileSize` / 2, else 128 MiB)
+    """
+    snap = snapshot_of(obj, version)
+    core = snap.files()
+    adds = snap.add_actions()
+    threshold = small_file_threshold(snap, small_file_bytes)
+    deleted = dv_cardinality(adds)
+    num_records = core.column("num_records").combine_chunks()
+    cols = {name: core.column(name) for name in core.column_names}
+    cols["partition"] = partition_keys(snap, adds)
+    cols["deleted_rows"] = deleted
+    cols["live_rows"] = pc.subtract(num_records, deleted)
+    cols["has_stats"] = pc.is_valid(num_records)
+    cols["is_small"] = pc.less(core.column("size").combine_chunks(), threshold) if core.num_rows else pa.array([], pa.bool_())
+    return conform(cols, FILES_SCHEMA)
+
+
+def partitions(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
+    """One row per partition, largest first (schema `schemas.PARTITIONS_SCHEMA`).
+
+    Columns: partition, partition_values, files, bytes, rows (files with stats only),
+    deleted_rows, live_rows, files_without_stats, dv_files, small_files, small_bytes,
+    min/max/mean/median_file_bytes, bytes_share (of the table) and skew (bytes / median bytes
+    over partitions: 1.0 is typical, 10 means ten times the median partition). An unpartitioned
+    table has one row with partition ''.
+    """
+    snap = snapshot_of(obj, version)
+    f = files(snap, small_file_bytes=small_file_bytes)
+    if f.num_rows == 0:
+        return PARTITIONS_SCHEMA.empty_table()
+    frame = pl.from_arrow(
+        f.select(["partition", "size", "num_records", "deleted_rows", "live_rows", "has_stats", "is_small", "cardinality"])
+    )
+    assert isinstance(frame, pl.DataFrame)
+    agg = (
+        frame.with_row_index("_row")
+        .lazy()
+        .group_by("partition")
+        .agg(
+            pl.len().cast(pl.Int64).alias("files"),
+            pl.col("size").sum().alias("bytes"),
+            pl.col("num_records").sum().alias("rows"),
+            pl.col("deleted_rows").sum().alias("deleted_rows"),
+            pl.col("live_rows").sum().alias("live_rows"),
+            (~pl.col("has_stats")).sum().cast(pl.Int64).alias("files_without_stats"),
+            pl.col("cardinality").is_not_null().sum().cast(pl.Int64).alias("dv_files"),
+            pl.col("is_small").sum().cast(pl.Int64).alias("small_files"),
+            pl.col("size").filter(pl.col("is_small")).sum().alias("small_bytes"),
+            pl.col("size").min().alias("min_file_bytes"),
+            pl.col("size").max().alias("max_file_bytes"),
+            pl.col("size").mean().alias("mean_file_bytes"),
+            pl.col("size").median().alias("median_file_bytes"),
+            pl.col("_row").first().alias("_row"),
+        )
+        .with_columns(
+            (pl.col("bytes") / pl.col("bytes").sum()).alias("bytes_share"),
+            (pl.col("bytes") / pl.col("bytes").median()).alias("skew"),
+        )
+        .sort(["bytes", "partition"], descending=[True, False])
+        .collect()
+    )
+    out = agg.to_arrow()
+    # the partition_values map of each partition: the one of its first file
+    pvals = f.column("partition_values").combine_chunks().take(out.column("_row").cast(pa.int64()))
+    cols = {name: out.column(name) for name in out.column_names if name != "_row"}
+    cols["partition_values"] = pvals
+    return conform(cols, PARTITIONS_SCHEMA)

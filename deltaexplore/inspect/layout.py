@@ -1,0 +1,417 @@
+"""Data layout: per-file value ranges of a column, how much they overlap, and what skipping can do.
+
+Bounds come from the per-file statistics (partition columns use their partition values). All
+computations run on integer ranks of the bounds (`pyarrow.compute.rank`, dense), so every
+orderable type works the same way, vectorized with numpy:
+
+- `overlapping_files`: other files whose [min, max] intersects a file's, by binary search over
+  the sorted mins and maxes;
+- depth D(x): files whose range contains the value x, a prefix sum over the ranks;
+  `overlap_depth` of a file is the largest D over its range (a range-maximum query answered
+  level by level with a sparse table that keeps one level in memory);
+- `clustering_quality` = 1 - (mean depth - 1) / (files - 1): 1 when ranges are disjoint (a
+  point query reads one file), 0 when every file overlaps every other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.scan import partition_table
+from deltaexplore.core.schema import ArrayType, MapType, StructType, leaf_paths, to_arrow_type
+from deltaexplore.core.stats import stats_columns, stats_for_adds
+from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
+from deltaexplore.inspect._common import combined, conform, partition_keys, snapshot_of
+from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["clustering_columns", "layout", "layout_summary", "overlap_metrics"]
+
+_NO_STATS_TYPES = ("binary", "variant", "void")
+DEFAULT_PREFIX_LENGTH = 32
+DEFAULT_NUM_INDEXED_COLS = 32
+
+
+# -- overlap metrics on ranks ------------------------------------------------------------------
+
+
+def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo[i]:hi[i]+1]) for every i (lo <= hi), O((n + q) log n) time, O(n) memory."""
+    out = np.empty(len(lo), dtype=values.dtype)
+    if len(lo) == 0:
+        return out
+    length = hi - lo + 1
+    k = np.floor(np.log2(length)).astype(np.int64)
+    level = values.copy()
+    order = np.argsort(k, kind="stable")
+    ks = k[order]
+    bounds = np.searchsorted(ks, np.arange(int(ks[-1]) + 2))
+    for j in range(int(ks[-1]) + 1):
+        if j:
+            step = 1 << (j - 1)
+            level = np.maximum(level[:-step], level[step:])
+        sel = order[bounds[j] : bounds[j + 1]]
+        if len(sel):
+            width = 1 << j
+            out[sel] = np.maximum(level[lo[sel]], level[hi[sel] - width + 1])
+    return out
+
+
+def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
+    """Per range (integer ranks, lo <= hi): overlapping ranges, depth, sort rank."""
+    n = len(lo)
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return {"overlapping_files": z, "overlap_depth": z, "rank": z, "depth_profile": z}
+    lo = lo.astype(np.int64)
+    hi = hi.astype(np.int64)
+    sorted_lo = np.sort(lo)
+    sorted_hi = np.sort(hi)
+    starts_after = n - np.searchsorted(sorted_lo, hi, side="right")
+    ends_before = np.searchsorted(sorted_hi, lo, side="left")
+    overlapping = n - starts_after - ends_before - 1
+    size = int(max(lo.max(), hi.max())) + 1
+    opened = np.cumsum(np.bincount(lo, minlength=size))
+    closed_before = np.cumsum(np.bincount(hi, minlength=size)) - np.bincount(hi, minlength=size)
+    depth_profile = (opened - closed_before).astype(np.int64)
+    depth = _range_max(depth_profile, lo, hi)
+    order = np.lexsort((hi, lo))
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank, "depth_profile": depth_profile}
+
+
+def _ranks(mins: pa.Array, maxs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ranks of mins and maxes in one shared order."""
+    both = pa.concat_arrays([mins, maxs])
+    if pa.types.is_boolean(both.type):
+        both = both.cast(pa.int8())
+    ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64) - 1
+    return ranks[: len(mins)], ranks[len(mins) :]
+
+
+# -- column resolution -------------------------------------------------------------------------
+
+
+def _resolve(snap: Snapshot, column: str) -> tuple[str, Any, bool]:
+    """(logical name, StatsColumn-or-field, is_partition)."""
+    schema = snap.schema
+    parts = {p.lower(): p for p in snap.partition_columns}
+    if column.lower() in parts:
+        f = schema.get(parts[column.lower()])
+        if f is not None:
+            return f.name, f, True
+    cols = stats_columns(schema, snap.column_mapping_mode, snap.partition_columns, None)
+    for c in cols:
+        if c.name == column or c.name.lower() == column.lower():
+            return c.name, c, False
+    names = [c.name for c in cols] + list(snap.partition_columns)
+    raise ColumnNotFoundError(
+        f"column {column!r} has no per-file statistics in {snap.table.uri} (columns with bounds: {', '.join(names)})"
+    )
+
+
+def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
+    """Per requested column: typed min, max, null_count, and the stats table's num_records."""
+    resolved = [_resolve(snap, c) for c in columns]
+    out: dict[str, dict[str, Any]] = {}
+    stat_names = [name for name, _, is_part in resolved if not is_part]
+    stats = stats_for_adds(snap, adds, stat_names) if stat_names else None
+    parts = partition_table(snap, adds) if any(is_part for _, _, is_part in resolved) else None
+    for name, col, is_part in resolved:
+        if is_part:
+            assert parts is not None
+            values = parts.column(name).combine_chunks()
+            out[name] = {
+                "min": values,
+                "max": values,
+                "null_count": None,
+                "type": col.type,
+                "physical": col.physical_name,
+                "partition": True,
+            }
+        else:
+            assert stats is not None
+            out[name] = {
+                "min": stats.column(f"min.{name}").combine_chunks(),
+                "max": stats.column(f"max.{name}").combine_chunks(),
+                "null_count": stats.column(f"null_count.{name}").combine_chunks(),
+                "type": col.field.type,
+                "physical": ".".join(col.physical),
+                "partition": False,
+            }
+    return out
+
+
+def _truncated(mins: pa.Array, maxs: pa.Array, prefix: int) -> pa.Array:
+    if not pa.types.is_string(mins.type) and not pa.types.is_large_string(mins.type):
+        return pa.array(np.zeros(len(mins), bool))
+    long_min = pc.greater_equal(pc.utf8_length(mins), prefix)
+    long_max = pc.greater_equal(pc.utf8_length(maxs), prefix)
+    tie = pc.match_substring_regex(maxs, "[\ufffd\uffff\U0010ffff]$")
+    out = pc.or_(pc.or_(pc.fill_null(long_min, False), pc.fill_null(long_max, False)), pc.fill_null(tie, False))
+    return out
+
+
+def _prefix_length(snap: Snapshot) -> int:
+    try:
+        return int(snap.properties.get("delta.dataSkippingStringPrefixLength", DEFAULT_PREFIX_LENGTH))
+    except ValueError:
+        return DEFAULT_PREFIX_LENGTH
+
+
+def _metrics(mins: pa.Array, maxs: pa.Array) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Overlap metrics of the files with both bounds, and the mask of those files."""
+    has = pc.and_(pc.is_valid(mins), pc.is_valid(maxs)).to_numpy(zero_copy_only=False).astype(bool)
+    idx = np.flatnonzero(has)
+    take = pa.array(idx, pa.int64())
+    lo, hi = _ranks(mins.take(take), maxs.take(take)) if len(idx) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    swap = lo > hi  # malformed stats: keep the range well-formed
+    lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
+    return overlap_metrics(lo, hi), has
+
+
+def _scatter(values: np.ndarray, has: np.ndarray) -> pa.Array:
+    full = np.zeros(len(has), np.int64)
+    full[has] = values
+    return pa.array(full, mask=~has)
+
+
+def layout(obj: Table | Snapshot, column: str, *, version: int | None = None) -> pa.Table:
+    """Per-file value ranges of `column` and how they overlap (`schemas.layout_schema(type)`).
+
+    Columns: path, partition, size, num_records, null_count, min, max (the column's type;
+    partition values for a partition column), has_stats, truncated (string bounds that look
+    truncated: at least `delta.dataSkippingStringPrefixLength` (32) characters or ending with a
+    tie-breaker character), rank (order by (min, max)), overlapping_files (other files whose
+    range intersects) and overlap_depth (the most files, this one included, that contain a
+    single value of this file's range: what a point query landing here must read). Files
+    without bounds have null metrics. Rows are in the snapshot's file order.
+
+    Raises:
+        ColumnNotFoundError: the column has no per-file bounds.
+    """
+    snap = snapshot_of(obj, version)
+    adds = snap.add_actions()
+    name = _resolve(snap, column)[0]
+    b = _bounds(snap, adds, [name])[name]
+    mins, maxs = b["min"], b["max"]
+    metrics, has = _metrics(mins, maxs)
+    from deltaexplore.core.files import num_records_of
+
+    value_type = to_arrow_type(b["type"])
+    cols = {
+        "path": combined(adds.column("path")).cast(pa.string()),
+        "partition": partition_keys(snap, adds),
+        "size": adds.column("size"),
+        "num_records": num_records_of(adds),
+        "null_count": b["null_count"],
+        "min": mins,
+        "max": maxs,
+        "has_stats": pa.array(has),
+        "truncated": _truncated(mins, maxs, _prefix_length(snap)),
+        "rank": _scatter(metrics["rank"], has),
+        "overlapping_files": _scatter(metrics["overlapping_files"], has),
+        "overlap_depth": _scatter(metrics["overlap_depth"], has),
+    }
+    return conform(cols, layout_schema(value_type))
+
+
+# -- per-column summary ------------------------------------------------------------------------
+
+
+def clustering_columns(snap: Snapshot) -> list[tuple[str, ...]]:
+    """Physical paths of the liquid clustering columns (from the `delta.clustering` domain)."""
+    dom = snap.domain_metadata().get("delta.clustering")
+    if dom is None:
+        return []
+    conf = dom.config
+    cols = conf.get("clusteringColumns") if isinstance(conf, dict) else None
+    out = []
+    for c in cols or []:
+        if isinstance(c, list):
+            out.append(tuple(str(x) for x in c))
+        elif isinstance(c, str):
+            out.append(tuple(c.split(".")))
+    return out
+
+
+def _indexed(snap: Snapshot) -> tuple[set[str] | None, int]:
+    props = snap.properties
+    listed = props.get("delta.dataSkippingStatsColumns")
+    if listed:
+        return {c.strip().strip("`").lower() for c in listed.split(",") if c.strip()}, -1
+    try:
+        n = int(props.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    except ValueError:
+        n = DEFAULT_NUM_INDEXED_COLS
+    return None, n
+
+
+def layout_summary(obj: Table | Snapshot, columns: list[str] | None = None, *, version: int | None = None) -> pa.Table:
+    """Per column: stats coverage, data-skipping eligibility and clustering quality (`LAYOUT_SUMMARY_SCHEMA`).
+
+    One row per leaf column (nested struct fields dotted; arrays and maps have no bounds) and per
+    partition column, or only `columns`. Columns: column, physical_name, type, position (leaf
+    index counted by `delta.dataSkippingNumIndexedCols`), is_partition, is_clustering,
+    eligible_type, indexed (writers collect stats: first `dataSkippingNumIndexedCols` (32) leaves
+    or `dataSkippingStatsColumns`), files, files_with_min_max, files_with_null_count, coverage,
+    truncated_files, min/max (text), avg_depth, max_depth, clustering_quality, skipping
+    (partition | stats | partial | none) and reason.
+    """
+    snap = snapshot_of(obj, version)
+    adds = snap.add_actions()
+    schema = snap.schema
+    n = adds.num_rows
+    parts = list(snap.partition_columns)
+    part_lower = {p.lower() for p in parts}
+    listed, num_indexed = _indexed(snap)
+    clustering = {tuple(p.lower() for p in c) for c in clustering_columns(snap)}
+    mode = snap.column_mapping_mode
+    prefix = _prefix_length(snap)
+    entries: list[dict[str, Any]] = []
+    position = 0
+    for logical, f in leaf_paths(schema):
+        name = ".".join(logical)
+        is_part = len(logical) == 1 and logical[0].lower() in part_lower
+        phys = _physical_path(schema, logical, mode)
+        complex_type = isinstance(f.type, (ArrayType, MapType))
+        eligible = not complex_type and f.type.name not in _NO_STATS_TYPES
+        if is_part:
+            indexed = True
+        elif listed is not None:
+            indexed = any(name.lower() == c or name.lower().startswith(c + ".") for c in listed)
+        else:
+            indexed = num_indexed < 0 or position < num_indexed
+        entries.append(
+            {
+                "column": name,
+                "physical_name": ".".join(phys),
+                "type": str(f.type),
+                "position": None if is_part else position,
+                "is_partition": is_part,
+                "is_clustering": tuple(p.lower() for p in phys) in clustering,
+                "eligible_type": eligible or is_part,
+                "indexed": indexed,
+            }
+        )
+        if not is_part:
+            position += 1
+    if columns is not None:
+        wanted = {c.lower() for c in columns}
+        known = {e["column"].lower() for e in entries}
+        missing = [c for c in columns if c.lower() not in known]
+        if missing:
+            raise ColumnNotFoundError(
+                f"columns {missing} are not in the table (columns: {', '.join(e['column'] for e in entries)})"
+            )
+        entries = [e for e in entries if e["column"].lower() in wanted]
+    with_bounds = [e["column"] for e in entries if e["eligible_type"]]
+    bounds = _bounds(snap, adds, with_bounds) if with_bounds and n else {}
+    for e in entries:
+        b = bounds.get(e["column"])
+        e["files"] = n
+        if b is None:
+            e.update(files_with_min_max=0, files_with_null_count=0, coverage=0.0 if n else None, truncated_files=0)
+        else:
+            metrics, has = _metrics(b["min"], b["max"])
+            k = int(has.sum())
+            nulls = b["null_count"]
+            e["files_with_min_max"] = k
+            e["files_with_null_count"] = n if nulls is None else int(pc.sum(pc.is_valid(nulls).cast(pa.int64())).as_py() or 0)
+            e["coverage"] = k / n if n else None
+            e["truncated_files"] = int(pc.sum(_truncated(b["min"], b["max"], prefix).cast(pa.int64())).as_py() or 0)
+            if k:
+                e["min"] = _text(pc.min(b["min"]))
+                e["max"] = _text(pc.max(b["max"]))
+                depth = metrics["overlap_depth"]
+                e["avg_depth"] = float(depth.mean())
+                e["max_depth"] = int(depth.max())
+                e["clustering_quality"] = 1.0 - (e["avg_depth"] - 1.0) / (k - 1) if k > 1 else 1.0
+        e["skipping"], e["reason"] = _skipping(e, num_indexed, listed is not None)
+    cols = {f.name: [e.get(f.name) for e in entries] for f in LAYOUT_SUMMARY_SCHEMA}
+    return conform(cols, LAYOUT_SUMMARY_SCHEMA)
+
+
+def _text(scalar: pa.Scalar) -> str | None:
+    value = scalar.as_py()
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.hex()
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _skipping(e: dict[str, Any], num_indexed: int, listed: bool) -> tuple[str, str | None]:
+    if e["is_partition"]:
+        return "partition", None
+    if not e["eligible_type"]:
+        return "none", f"{e['type']} columns have no min/max statistics"
+    files, k = e["files"], e["files_with_min_max"]
+    if files == 0:
+        return "none", "the table has no files"
+    if k == files:
+        return "stats", None
+    if not e["indexed"]:
+        why = "not in delta.dataSkippingStatsColumns" if listed else f"beyond the first {num_indexed} indexed columns"
+        return ("partial" if k else "none"), f"writers skip statistics for it ({why})"
+    if k == 0:
+        return "none", "no file has min/max statistics for it"
+    return "partial", f"{files - k} of {files} files lack min/max statistics for it"
+
+
+def _physical_path(schema: StructType, logical: tuple[str, ...], mode: str) -> tuple[str, ...]:
+    if mode == "none":
+        return logical
+    out = []
+    current: Any = schema
+    for part in logical:
+        f = current.field(part)
+        out.append(f.physical_name)
+        current = f.type
+    return tuple(out)
+
+
+def clustering_view(snap: Snapshot) -> list[dict[str, Any]]:
+    """Rows for `clustering()`: clustering columns with their layout metrics."""
+    phys_cols = clustering_columns(snap)
+    if not phys_cols:
+        return []
+    schema = snap.schema
+    mode = snap.column_mapping_mode
+    by_phys = {tuple(p.lower() for p in _physical_path(schema, logical, mode)): (logical, f) for logical, f in leaf_paths(schema)}
+    rows = []
+    for i, phys in enumerate(phys_cols):
+        found = by_phys.get(tuple(p.lower() for p in phys))
+        logical_name = ".".join(found[0]) if found else None
+        row: dict[str, Any] = {
+            "position": i,
+            "column": logical_name,
+            "physical_path": ".".join(phys),
+            "type": str(found[1].type) if found else None,
+        }
+        if logical_name is not None:
+            try:
+                summary = layout_summary(snap, [logical_name]).to_pylist()[0]
+                row.update(
+                    coverage=summary["coverage"],
+                    avg_depth=summary["avg_depth"],
+                    max_depth=summary["max_depth"],
+                    clustering_quality=summary["clustering_quality"],
+                )
+            except DeltaExploreError as exc:
+                row["type"] = f"{row['type']} ({exc})"
+        rows.append(row)
+    return rows
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
