@@ -206,4 +206,4 @@ def test_max_retries_exhausted(table):
         write_table(table, sample(1, 200 + i))
     with pytest.raises(dx.CommitConflictError, match="gave up"):
         a.commit(max_retries=0)
-    assert table.latest_version() == 4
+    assert table.latest_version() == 3
