@@ -125,7 +125,7 @@ function overview(model) {
       ["table", o.name || o.uri], ["location", o.uri], ["version", `${o.version} (${o.timestamp})`],
       ["description", o.description], ["table id", o.table_id],
       ["protocol", `reader v${o.reader_version}, writer v${o.writer_version}`],
-      ["features", [...(o.reader_features || []), ...(o.writer_features || [])].join(", ") || "–"],
+      ["features", [...new Set([...(o.reader_features || []), ...(o.writer_features || [])])].join(", ") || "–"],
       ["partitioned by", (o.partition_columns || []).join(", ") || "not partitioned"],
       ["files", `${num(o.num_files)} (${num(o.small_files)} small, ${num(o.files_without_stats)} without stats)`],
       ["size", bytes(o.size_bytes)],
@@ -324,10 +324,11 @@ function render({ model, el }) {
     }
     const err = model.get("error");
     const busy = model.get("busy");
-    root.replaceChildren(header, tabs,
+    const parts = [header, tabs,
       busy ? h("p", { class: "dx-busy", role: "status" }, busy) : null,
       err ? h("p", { class: "dx-error", role: "alert" }, err) : null,
-      h("div", { class: "dx-panel", role: "tabpanel", "aria-label": (TABS.find((t) => t[0] === tab) || TABS[0])[1] }, body));
+      h("div", { class: "dx-panel", role: "tabpanel", "aria-label": (TABS.find((t) => t[0] === tab) || TABS[0])[1] }, body)];
+    root.replaceChildren(...parts.filter((p) => p !== null));
   }
   const names = ["tab", "version", "min_version", "max_version", "overview", "history_ipc", "partitions_ipc", "sizes_ipc", "files_ipc",
     "files_total", "files_query", "layout_columns", "layout_summary", "layout_ipc", "dv_summary", "dv_ipc", "diff_summary",
