@@ -92,14 +92,39 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _group_sum(
-    versions: np.ndarray, values: np.ndarray | None, index: dict[int, int], n: int, *, nullable_mask: np.ndarray | None = None
-) -> np.ndarray:
+def _group_sum(versions: np.ndarray, values: np.ndarray | None, order: np.ndarray, n: int) -> np.ndarray:
+    """Per-commit sums of `values` (counts when None); `order` is the sorted commit versions."""
     out = np.zeros(n, dtype=np.int64)
-    pos = np.array([index[int(v)] for v in versions], dtype=np.int64) if len(versions) else np.zeros(0, np.int64)
-    if len(pos):
+    if len(versions):
+        pos = np.searchsorted(order, versions)
         np.add.at(out, pos, values if values is not None else np.ones(len(pos), dtype=np.int64))
     return out
+
+
+def _latest_ict_config(table: Table, listing: Any) -> Any:
+    """In-commit timestamp config of the latest version, reading commits newest first in small
+    batches and stopping as soon as protocol and metadata are found (else the checkpoint)."""
+    latest = listing.latest_version
+    checkpoint = max((v for v in listing.checkpoints if latest is not None and v <= latest), default=None)
+    protocol = metadata = None
+    versions = [v for v in sorted(set(listing.commits) | set(listing.ratified), reverse=True) if latest is None or v <= latest]
+    versions = [v for v in versions if checkpoint is None or v > checkpoint]
+    try:
+        for start in range(0, len(versions), 64):
+            batch = versions[start : start + 64]
+            lines = read_log_files(table.storage, [listing.commit(v) for v in batch], batch)
+            for _, _, body in lines.objects("protocol"):
+                protocol = protocol or body
+            for _, _, body in lines.objects("metaData"):
+                metadata = metadata or body
+            if protocol is not None and metadata is not None:
+                break
+        if protocol is None or metadata is None:
+            snap = table.snapshot()
+            return ict_config(snap.protocol, snap._state.metadata)
+        return ict_config(Protocol.from_json(protocol), Metadata.from_json(metadata))
+    except DeltaExploreError:
+        return None
 
 
 def history(
@@ -134,17 +159,17 @@ def history(
         proto_changed[index[version]] = True
         newest_protocol = body
 
-    # In-commit timestamps follow the latest snapshot's configuration.
+    # In-commit timestamps follow the latest snapshot's configuration: take it from these lines
+    # when they reach the latest version and hold both actions, else build the snapshot.
     ict = None
-    try:
-        latest = table.snapshot()
-        ict = ict_config(latest.protocol, latest._state.metadata)
-    except DeltaExploreError:
-        if newest_protocol is not None and newest_metadata is not None:
-            try:
-                ict = ict_config(Protocol.from_json(newest_protocol), Metadata.from_json(newest_metadata))
-            except DeltaExploreError:
-                ict = None
+    latest_version = listing.latest_version
+    if versions and versions[-1] == latest_version and newest_protocol is not None and newest_metadata is not None:
+        try:
+            ict = ict_config(Protocol.from_json(newest_protocol), Metadata.from_json(newest_metadata))
+        except DeltaExploreError:
+            ict = None
+    else:
+        ict = _latest_ict_config(table, listing)
     known = {v: int(b["inCommitTimestamp"]) for v, b in infos.items() if _int(b.get("inCommitTimestamp")) is not None}
     clock = CommitClock(table.storage, listing, ict, known_ict=known)
     timestamps = [clock.timestamp(v) for v in versions]
@@ -152,7 +177,7 @@ def history(
     adds = lines.file_actions("add")
     removes = lines.file_actions("remove")
     cdc_idx = lines.where("cdc")
-    cols = _action_counts(adds, removes, lines.version[cdc_idx], index, n)
+    cols = _action_counts(adds, removes, lines.version[cdc_idx], np.asarray(versions, dtype=np.int64), n)
 
     def info(v: int, *keys: str) -> Any:
         body = infos.get(v) or {}
@@ -190,9 +215,7 @@ def history(
     return pa.table(data, schema=HISTORY_SCHEMA)
 
 
-def _action_counts(
-    adds: pa.Table, removes: pa.Table, cdc_versions: np.ndarray, index: dict[int, int], n: int
-) -> dict[str, pa.Array]:
+def _action_counts(adds: pa.Table, removes: pa.Table, cdc_versions: np.ndarray, order: np.ndarray, n: int) -> dict[str, pa.Array]:
     av = adds.column("version").to_numpy()
     rv = removes.column("version").to_numpy()
     a_size = pc.fill_null(adds.column("size"), 0).to_numpy()
@@ -220,17 +243,17 @@ def _action_counts(
         else np.zeros(0, bool)
     )
 
-    files_added = _group_sum(av, None, index, n)
-    files_removed = _group_sum(rv, None, index, n)
-    bytes_added = _group_sum(av, a_size, index, n)
-    bytes_removed = _group_sum(rv, r_size, index, n)
-    rows_added = _group_sum(av, a_rows, index, n)
-    rows_removed = _group_sum(rv, r_rows, index, n)
-    unknown_a = _group_sum(av, (~a_known).astype(np.int64), index, n)
-    unknown_r = _group_sum(rv, (~r_known).astype(np.int64), index, n)
-    r_size_unknown = _group_sum(rv, pc.is_null(r_size_col).to_numpy(zero_copy_only=False).astype(np.int64), index, n)
-    dv_added = _group_sum(av, a_dv.astype(np.int64), index, n)
-    cdc = _group_sum(cdc_versions, None, index, n)
+    files_added = _group_sum(av, None, order, n)
+    files_removed = _group_sum(rv, None, order, n)
+    bytes_added = _group_sum(av, a_size, order, n)
+    bytes_removed = _group_sum(rv, r_size, order, n)
+    rows_added = _group_sum(av, a_rows, order, n)
+    rows_removed = _group_sum(rv, r_rows, order, n)
+    unknown_a = _group_sum(av, (~a_known).astype(np.int64), order, n)
+    unknown_r = _group_sum(rv, (~r_known).astype(np.int64), order, n)
+    r_size_unknown = _group_sum(rv, pc.is_null(r_size_col).to_numpy(zero_copy_only=False).astype(np.int64), order, n)
+    dv_added = _group_sum(av, a_dv.astype(np.int64), order, n)
+    cdc = _group_sum(cdc_versions, None, order, n)
     return {
         "files_added": pa.array(files_added, pa.int64()),
         "files_removed": pa.array(files_removed, pa.int64()),
