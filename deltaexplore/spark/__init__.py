@@ -1,0 +1,45 @@
+"""Delta tables on plain PySpark: reads, change data feed and maintenance from the core's plans.
+
+Importing this package does not import pyspark; the functions below load it when called.
+
+    >>> import deltaexplore.spark as dxs
+    >>> spark = dxs.get_spark()
+    >>> df = dxs.read(spark, "path/to/table", where="date >= '2024-01-01'")
+    >>> dxs.changes(spark, "path/to/table", 3).show()
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "LAPTOP_DEFAULTS",
+    "changes",
+    "get_spark",
+    "progress",
+    "read",
+    "read_plan",
+]
+
+_EXPORTS = {
+    "LAPTOP_DEFAULTS": "deltaexplore.spark.session",
+    "get_spark": "deltaexplore.spark.session",
+    "read": "deltaexplore.spark.reader",
+    "read_plan": "deltaexplore.spark.reader",
+    "changes": "deltaexplore.spark.cdf",
+    "progress": "deltaexplore.spark.jobs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deltaexplore.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

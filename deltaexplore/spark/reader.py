@@ -1,0 +1,283 @@
+"""Reading a Delta table with plain Spark from the core's scan plan.
+
+The core decides *what* to read (`Snapshot.scan`: selected files, typed partition values,
+deletion vectors, the row filter); Spark reads the parquet files in one scan per group (files
+with and without DVs) with the physical schema (physical names or parquet field ids), and:
+
+- per-file values (partition values, the file's id) come from a small broadcast table joined on
+  `_metadata.file_path` (see `paths.file_path_key`; a row whose file is not in the table fails
+  the job instead of being dropped);
+- rows deleted by DVs are removed with a left anti join on (file id, `_metadata.row_index`);
+  files without DVs are never joined;
+- columns are cast from their physical to their logical type and name (widened types,
+  renamed nested fields), missing columns are null, timestamps are instants (UTC);
+- the row filter runs last, with the core's semantics (`filters.to_spark_filter`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltaexplore.core.scan import ScanPlan, partition_table
+from deltaexplore.core.schema import PrimitiveType, StructField
+from deltaexplore.spark.paths import file_path_key, spark_location
+from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.types import spark_field, spark_schema, spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["read", "read_plan", "scan_files", "snapshot_of"]
+
+FILE_COL = "__dx_file"
+ROW_COL = "__dx_row"
+PATH_COL = "__dx_path"
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def snapshot_of(
+    uri: Any,
+    *,
+    version: int | None = None,
+    timestamp: str | dt.datetime | dt.date | int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Snapshot:
+    """A snapshot from a URI/path, a `Table` or a `Snapshot` (returned as is)."""
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table, open_table
+
+    if isinstance(uri, Snapshot):
+        if version is None and timestamp is None:
+            return uri
+        uri = uri.table
+    table: Table = uri if isinstance(uri, Table) else open_table(uri, storage_options=storage_options)
+    return table.snapshot(version, timestamp=timestamp)
+
+
+def read(
+    spark: SparkSession,
+    uri: Any,
+    version: int | None = None,
+    timestamp: str | dt.datetime | dt.date | int | None = None,
+    columns: list[str] | None = None,
+    where: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    dv_mode: str = "auto",
+    delegate: bool = False,
+) -> DataFrame:
+    """A Delta table as a Spark DataFrame: the rows and logical schema `snapshot.to_arrow()` gives.
+
+    Args:
+        spark: the session (see `get_spark`).
+        uri: table location (path or URI), or a `Table`/`Snapshot`.
+        version: version to read (time travel); default latest.
+        timestamp: read the version that was current at this time.
+        columns: logical columns to return (default all, in schema order).
+        where: row filter (SQL-like text, DNF tuples or a core `Expr`); also prunes files by
+            partition values and statistics.
+        storage_options: options for the core's storage (object store credentials, ...).
+        dv_mode: how deletion vectors are decoded: ``auto``, ``driver`` or ``executor``
+            (see `deltaexplore.spark.deletion_vectors`).
+        delegate: when the session has the Delta Spark extension configured, read with
+            ``spark.read.format("delta")`` instead (nothing else depends on it).
+
+    Raises:
+        DeltaExploreError: the table cannot be read (missing version, unsupported feature, ...).
+        SparkError: Spark failed to plan the read.
+    """
+    snap = snapshot_of(uri, version=version, timestamp=timestamp, storage_options=storage_options)
+    if delegate and _has_delta_extension(spark):
+        return _read_with_extension(spark, snap, columns, where)
+    plan = snap.scan(columns, where=where)
+    return read_plan(spark, plan, dv_mode=dv_mode, storage_options=storage_options)
+
+
+def _has_delta_extension(spark: SparkSession) -> bool:
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    return DELTA_EXTENSION in extensions
+
+
+def _read_with_extension(spark: SparkSession, snap: Snapshot, columns: list[str] | None, where: Any) -> DataFrame:
+    from deltaexplore.core.predicates import parse_predicate
+    from deltaexplore.spark.filters import to_spark_filter
+    from deltaexplore.spark.paths import spark_root
+
+    with spark_errors("reading with the Delta extension", path=snap.table.uri):
+        df = spark.read.format("delta").option("versionAsOf", snap.version).load(spark_root(snap.storage))
+        expr = parse_predicate(where)
+        if expr is not None:
+            df = df.where(to_spark_filter(expr, snap.schema))
+        return df.select(*(columns or snap.schema.names))
+
+
+def read_plan(
+    spark: SparkSession, plan: ScanPlan, *, dv_mode: str = "auto", storage_options: dict[str, Any] | None = None
+) -> DataFrame:
+    """Execute a core `ScanPlan` with Spark (see the module docstring)."""
+    from deltaexplore.spark.filters import to_spark_filter
+
+    snap = plan.snapshot
+    wanted: list[StructField] = []
+    for f in [*plan.fields, *plan.extra_fields]:
+        if f.name not in {w.name for w in wanted}:
+            wanted.append(f)
+    with spark_errors("planning the Spark read", path=snap.table.uri):
+        df = scan_files(
+            spark,
+            snap,
+            plan.files,
+            wanted,
+            partition_values=plan.partition_values,
+            dv_mode=dv_mode,
+            storage_options=storage_options,
+        )
+        if plan.predicate is not None:
+            df = df.where(to_spark_filter(plan.predicate, snap.schema))
+        return df.select(*[_quoted(f.name) for f in plan.fields])
+
+
+def _quoted(name: str) -> str:
+    return f"`{name.replace('`', '``')}`"
+
+
+def empty_frame(spark: SparkSession, fields: list[StructField], *, with_ids: bool = False) -> DataFrame:
+    from pyspark.sql import types as T
+
+    schema = spark_schema(fields)
+    if with_ids:
+        schema = schema.add(FILE_COL, T.IntegerType()).add(ROW_COL, T.LongType())
+    return spark.createDataFrame([], schema)
+
+
+def ensure_field_ids(spark: SparkSession) -> None:
+    """Column mapping id mode: make Spark match parquet columns by field id."""
+    if str(spark.conf.get("spark.sql.parquet.fieldId.read.enabled", "false")).lower() != "true":
+        spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    if str(spark.conf.get("spark.sql.parquet.fieldId.read.ignoreMissing", "false")).lower() != "true":
+        spark.conf.set("spark.sql.parquet.fieldId.read.ignoreMissing", "true")
+
+
+def parquet_reader(spark: SparkSession, schema: Any) -> Any:
+    return (
+        spark.read.schema(schema)
+        .option("datetimeRebaseMode", "CORRECTED")
+        .option("int96RebaseMode", "CORRECTED")
+        .option("mergeSchema", "false")
+    )
+
+
+def scan_files(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: pa.Table,
+    fields: list[StructField],
+    *,
+    partition_values: pa.Table | None = None,
+    with_ids: bool = False,
+    apply_dvs: bool = True,
+    dv_mode: str = "auto",
+    storage_options: dict[str, Any] | None = None,
+) -> DataFrame:
+    """Rows of the add actions `files` as logical columns `fields`.
+
+    With `with_ids` the frame also has ``__dx_file`` (index of the row's file in `files`) and
+    ``__dx_row`` (the row's index in its parquet file) — what DML and OPTIMIZE need.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from deltaexplore.spark.deletion_vectors import deleted_rows_frame
+
+    n = files.num_rows
+    if n == 0:
+        return empty_frame(spark, fields, with_ids=with_ids)
+    storage = snapshot.storage
+    mode = snapshot.column_mapping_mode
+    if mode == "id":
+        ensure_field_ids(spark)
+    parts = set(snapshot.partition_columns)
+    part_fields = [f for f in fields if f.name in parts]
+    data_fields = [f for f in fields if f.name not in parts and f.type != PrimitiveType("void")]
+    if part_fields and partition_values is None:
+        partition_values = partition_table(snapshot, files)
+
+    raw_paths = files.column("path").to_pylist()
+    dv_dicts = files.column("deletionVector").to_pylist() if "deletionVector" in files.column_names else [None] * n
+    has_dv = [bool(d) and apply_dvs for d in dv_dicts]
+    need_join = bool(part_fields) or with_ids or any(has_dv)
+
+    # Spark matches parquet columns by the read schema's names (or ids): use the physical ones.
+    physical = T.StructType([spark_field(f, mode=mode) for f in data_fields])
+    reader = parquet_reader(spark, physical)
+
+    files_df = None
+    if need_join:
+        keys = [file_path_key(storage, p) for p in raw_paths]
+        cols: dict[str, pa.Array] = {PATH_COL: pa.array(keys, pa.string()), FILE_COL: pa.array(range(n), pa.int32())}
+        for j, f in enumerate(part_fields):
+            assert partition_values is not None
+            cols[f"__dx_p{j}"] = partition_values.column(f.name).combine_chunks()
+        files_df = spark.createDataFrame(pa.table(cols))
+
+    def group(indexes: list[int], *, dvs: bool) -> DataFrame:
+        locations = [spark_location(storage, raw_paths[i]) for i in indexes]
+        df = reader.parquet(*locations)
+        selected = [F.col(_quoted(f.name)).alias(f"__dx_c{i}") for i, f in enumerate(physical.fields)]
+        if need_join:
+            selected += [F.col("_metadata.file_path").alias(PATH_COL), F.col("_metadata.row_index").alias(ROW_COL)]
+        df = df.select(*selected)
+        if not need_join:
+            return df
+        assert files_df is not None
+        df = df.join(F.broadcast(files_df), on=PATH_COL, how="left")
+        missing = F.raise_error(
+            F.concat(F.lit("deltaexplore: rows of a data file that is not in the scan plan: "), F.col(PATH_COL))
+        )
+        df = df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), missing.cast("int")))
+        if dvs:
+            sub = [i for i in indexes if has_dv[i]]
+            from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
+
+            deleted, small = deleted_rows_frame(
+                spark,
+                storage,
+                file_ids=sub,
+                paths=[raw_paths[i] for i in sub],
+                dvs=[DeletionVectorDescriptor.from_dict(dv_dicts[i]) for i in sub],
+                mode=dv_mode,
+                storage_options=storage_options,
+            )
+            deleted = deleted.withColumnRenamed("__dx_row", ROW_COL)
+            df = df.join(F.broadcast(deleted) if small else deleted, on=[FILE_COL, ROW_COL], how="left_anti")
+        return df
+
+    with_dv = [i for i in range(n) if has_dv[i]]
+    without = [i for i in range(n) if not has_dv[i]]
+    frames = []
+    if without:
+        frames.append(group(without, dvs=False))
+    if with_dv:
+        frames.append(group(with_dv, dvs=True))
+    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+    out = []
+    data_index = {f.name: i for i, f in enumerate(data_fields)}
+    part_index = {f.name: j for j, f in enumerate(part_fields)}
+    for f in fields:
+        target = spark_type(f.type)
+        if f.name in data_index:
+            out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
+        elif f.name in part_index:
+            out.append(F.col(f"__dx_p{part_index[f.name]}").cast(target).alias(f.name))
+        else:
+            out.append(F.lit(None).cast(target).alias(f.name))
+    if with_ids:
+        out += [F.col(FILE_COL), F.col(ROW_COL)]
+    return df.select(*out)

@@ -1,0 +1,126 @@
+"""Delta types as Spark types: the logical schema users see and the physical one files use.
+
+Under column mapping the physical schema uses physical names (mode ``name``) or carries parquet
+field ids (mode ``id``, Spark's ``parquet.field.id`` field metadata); variant columns are read
+as ``struct<metadata: binary, value: binary>`` (what the core gives), geo types as WKB binary.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from deltaexplore.core.schema import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+)
+from deltaexplore.errors import DeltaProtocolError
+
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
+
+__all__ = ["delta_type_from_spark", "spark_field", "spark_schema", "spark_type"]
+
+SPARK_FIELD_ID = "parquet.field.id"
+
+
+def spark_type(t: DataType, *, mode: str | None = None) -> T.DataType:
+    """The Spark type of a Delta type; with `mode` ("name"/"id") nested fields are physical."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, PrimitiveType):
+        name = t.name
+        simple = {
+            "string": T.StringType(),
+            "long": T.LongType(),
+            "integer": T.IntegerType(),
+            "short": T.ShortType(),
+            "byte": T.ByteType(),
+            "float": T.FloatType(),
+            "double": T.DoubleType(),
+            "boolean": T.BooleanType(),
+            "binary": T.BinaryType(),
+            "date": T.DateType(),
+            "timestamp": T.TimestampType(),
+            "timestamp_ntz": T.TimestampNTZType(),
+            "void": T.NullType(),
+        }
+        if name in simple:
+            return simple[name]
+        if name == "variant":
+            return T.StructType([T.StructField("metadata", T.BinaryType(), True), T.StructField("value", T.BinaryType(), True)])
+        if name.startswith(("geometry", "geography")):
+            return T.BinaryType()
+        if name.startswith(("char", "varchar")):
+            return T.StringType()
+        raise DeltaProtocolError(f"data type {name!r} cannot be read with Spark by deltaexplore")
+    if isinstance(t, DecimalType):
+        if t.precision > 38:
+            raise DeltaProtocolError(f"{t.name} exceeds Spark's maximum decimal precision (38)")
+        return T.DecimalType(t.precision, t.scale)
+    if isinstance(t, ArrayType):
+        return T.ArrayType(spark_type(t.element_type, mode=mode), t.contains_null)
+    if isinstance(t, MapType):
+        return T.MapType(spark_type(t.key_type, mode=mode), spark_type(t.value_type, mode=mode), t.value_contains_null)
+    return T.StructType([spark_field(f, mode=mode) for f in t.fields])
+
+
+def spark_field(f: StructField, *, mode: str | None = None) -> T.StructField:
+    """A Spark field: logical (mode None/"none") or physical (name/id mode, with field ids)."""
+    from pyspark.sql import types as T
+
+    physical = mode in ("name", "id")
+    name = f.physical_name if physical else f.name
+    metadata: dict[str, Any] = {}
+    if mode == "id" and f.field_id is not None:
+        metadata[SPARK_FIELD_ID] = f.field_id
+    return T.StructField(name, spark_type(f.type, mode=mode), True, metadata)
+
+
+def spark_schema(fields: list[StructField], *, mode: str | None = None) -> T.StructType:
+    from pyspark.sql import types as T
+
+    return T.StructType([spark_field(f, mode=mode) for f in fields])
+
+
+def delta_type_from_spark(t: T.DataType) -> DataType:
+    """The Delta type of a Spark type (for writes).
+
+    Raises:
+        DeltaProtocolError: a Spark type Delta cannot store (intervals, ...).
+    """
+    from pyspark.sql import types as T
+
+    simple: list[tuple[type, str]] = [
+        (T.StringType, "string"),
+        (T.LongType, "long"),
+        (T.IntegerType, "integer"),
+        (T.ShortType, "short"),
+        (T.ByteType, "byte"),
+        (T.FloatType, "float"),
+        (T.DoubleType, "double"),
+        (T.BooleanType, "boolean"),
+        (T.BinaryType, "binary"),
+        (T.DateType, "date"),
+        (T.TimestampNTZType, "timestamp_ntz"),
+        (T.TimestampType, "timestamp"),
+        (T.NullType, "void"),
+    ]
+    for cls, name in simple:
+        if type(t) is cls:
+            return PrimitiveType(name)
+    if isinstance(t, (T.CharType, T.VarcharType)):
+        return PrimitiveType("string")
+    if isinstance(t, T.DecimalType):
+        return DecimalType(t.precision, t.scale)
+    if isinstance(t, T.ArrayType):
+        return ArrayType(delta_type_from_spark(t.elementType), t.containsNull)
+    if isinstance(t, T.MapType):
+        return MapType(delta_type_from_spark(t.keyType), delta_type_from_spark(t.valueType), t.valueContainsNull)
+    if isinstance(t, T.StructType):
+        return StructType(tuple(StructField(f.name, delta_type_from_spark(f.dataType), f.nullable, {}) for f in t.fields))
+    raise DeltaProtocolError(f"Spark type {t.simpleString()} cannot be stored in a Delta table")

@@ -1,0 +1,168 @@
+"""Spark layer basics: lazy import, get_spark without Java, progress, filters, time travel and
+file names with special characters (tables written by delta-rs)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+import deltaexplore as dx
+
+from .conftest import assert_same_rows
+
+
+def test_importing_the_spark_layer_does_not_import_pyspark():
+    code = "import sys, deltaexplore, deltaexplore.spark as s; s.__dir__(); print('pyspark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_get_spark_without_java_names_the_fix(tmp_path):
+    pytest.importorskip("pyspark")
+    code = (
+        "import deltaexplore as dx\n"
+        "from deltaexplore.spark import get_spark\n"
+        "try:\n    get_spark()\nexcept dx.SparkError as e:\n    print('SparkError:', e)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME",)}
+    env["JAVA_HOME"] = str(tmp_path / "no-jdk")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert "SparkError:" in out.stdout, out.stderr[-2000:]
+    assert "JAVA_HOME" in out.stdout and "openjdk" in out.stdout
+
+
+def _write_delta_rs(path, table: pa.Table, **kw) -> str:
+    deltalake = pytest.importorskip("deltalake")
+    deltalake.write_deltalake(str(path), table, **kw)
+    return str(path)
+
+
+FILTER_DATA = pa.table(
+    {
+        "id": pa.array([1, 2, 3, 4, 5, 6, None], pa.int64()),
+        "x": pa.array([1.5, float("nan"), -2.0, None, 0.0, 10.0, 3.0], pa.float64()),
+        "name": pa.array(["a", "b", None, "a b", "z%", "[q]", "é"], pa.string()),
+        "ts": pa.array([dt.datetime(2024, 1, d, 12, tzinfo=dt.UTC) for d in range(1, 7)] + [None], pa.timestamp("us", tz="UTC")),
+        "day": pa.array(
+            [dt.date(2024, 1, 1), dt.date(2024, 1, 2), None, dt.date(2024, 1, 1), dt.date(2024, 2, 1)] * 1
+            + [dt.date(2024, 1, 1)] * 2,
+            pa.date32(),
+        ),
+        "part": pa.array(["p 1", "p%2", "p/3", None, "p 1", "p=5", "ü[6]"], pa.string()),
+    }
+)
+
+FILTERS = [
+    "id > 2",
+    "id != 3",
+    "x > 0",
+    "x != 1.5",
+    "x <= 3",
+    "id IN (1, 3, 99)",
+    "id NOT IN (1, 3)",
+    "name NOT IN ('a')",
+    "name IS NULL OR id = 1",
+    "NOT (id < 3 AND name = 'b')",
+    "ts >= '2024-01-03T00:00:00Z'",
+    "ts < '2024-01-03 12:00:00'",
+    "day = '2024-01-01'",
+    "part = 'p 1'",
+    "part IS NULL",
+    "part IN ('p%2', 'ü[6]') AND id >= 2",
+    "id BETWEEN 2 AND 5",
+    [("id", ">", 1), ("part", "!=", "p 1")],
+]
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_filters_match_the_core(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    from deltaexplore.core.predicates import parse_predicate
+    from deltaexplore.spark import read
+    from deltaexplore.spark.filters import to_spark_filter
+
+    uri = _write_delta_rs(tmp_path / "t", FILTER_DATA, partition_by=["part"])
+    snap = dx.open_table(uri).snapshot()
+    # Every filter as a boolean column of one read (one Spark job): rows where it is true.
+    df = read(spark, uri)
+    flags = [
+        F.coalesce(to_spark_filter(parse_predicate(w), snap.schema), F.lit(False)).alias(f"__f{i}") for i, w in enumerate(FILTERS)
+    ]
+    marked = df.select("*", *flags).toArrow()
+    names = snap.schema.names
+    for i, where in enumerate(FILTERS):
+        got = marked.filter(marked.column(f"__f{i}")).select(names)
+        assert_same_rows(got, snap.to_arrow(where=where), str(where))
+    # The planned path: file pruning + the filter, and a projection with a filter-only column.
+    for where in ("part = 'p 1'", "id > 2 AND x != 1.5"):
+        assert_same_rows(read(spark, uri, where=where).toArrow(), snap.to_arrow(where=where), where)
+    got = read(spark, uri, columns=["name"], where="id >= 5").toArrow()
+    assert_same_rows(got, snap.to_arrow(columns=["name"], where="id >= 5"), "projection")
+    assert snap.scan(where="part = 'p 1'").explain()["partition_pruned"] > 0
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_time_travel_and_special_file_names(spark, tmp_path):
+    from deltaexplore.spark import read
+
+    uri = _write_delta_rs(tmp_path / "d i r+é", FILTER_DATA.slice(0, 3), partition_by=["part"])
+    _write_delta_rs(uri, FILTER_DATA.slice(3), partition_by=["part"], mode="append")
+    table = dx.open_table(uri)
+    assert table.latest_version() == 1
+    for version in (0, 1):
+        assert_same_rows(read(spark, uri, version=version).toArrow(), table.snapshot(version).to_arrow(), f"v{version}")
+    ts = table.snapshot(0).timestamp
+    assert_same_rows(read(spark, uri, timestamp=ts).toArrow(), table.snapshot(0).to_arrow(), "timestamp")
+    with pytest.raises(dx.VersionNotFoundError):
+        read(spark, uri, version=7)
+    with pytest.raises(dx.ColumnNotFoundError):
+        read(spark, uri, columns=["nope"])
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_progress_text_and_widget(spark):
+    from deltaexplore.spark import progress
+
+    buf = io.StringIO()
+    with progress(spark, "sum of ids", display="text", stream=buf) as p:
+        total = spark.range(0, 100_000, numPartitions=3).selectExpr("sum(id) AS s").collect()[0]["s"]
+    assert total == sum(range(100_000))
+    text = buf.getvalue()
+    assert "[deltaexplore] stage" in text and "3/3 tasks" in text
+    assert p.summary.jobs >= 1 and p.summary.tasks >= 3 and p.summary.failed_tasks == 0
+    assert text.strip().endswith(p.summary.text())
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+    ipywidgets = pytest.importorskip("ipywidgets")
+    with progress(spark, "count <b>", display="widget") as w:
+        spark.range(0, 1000, numPartitions=2).count()
+    bars = [c for c in w._box.children if isinstance(c, ipywidgets.IntProgress)]
+    assert bars and all(b.value == b.max for b in bars if b.bar_style == "success")
+    assert "&lt;b&gt;" in w._box.children[0].value and w.summary.text() in w._box.children[-1].value.replace("&lt;", "<").replace(
+        "&gt;", ">"
+    )
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_failures_become_spark_errors(spark, tmp_path):
+    from deltaexplore.spark import read
+
+    uri = _write_delta_rs(tmp_path / "t", FILTER_DATA.slice(0, 2))
+    df = read(spark, uri)
+    for f in (tmp_path / "t").glob("*.parquet"):
+        f.unlink()
+    from deltaexplore.spark.session import spark_errors
+
+    with pytest.raises(dx.SparkError, match="collecting failed in Spark"):
+        with spark_errors("collecting"):
+            df.collect()
