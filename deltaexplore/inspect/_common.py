@@ -166,6 +166,27 @@ def _physical_partition_names(snapshot: Snapshot) -> dict[str, str]:
     return out
 
 
+def relative_to_root(paths: pa.Array, root: str) -> pa.Array:
+    """Absolute paths (or `file:` URIs) under the table root made table-relative; others unchanged."""
+    if len(paths) == 0:
+        return paths
+    out = paths
+    if pc.any(pc.fill_null(pc.starts_with(out, "file:"), False)).as_py():
+        out = _strip_file_scheme(out)
+    prefix = root.rstrip("/") + "/"
+    under = pc.fill_null(pc.starts_with(out, prefix), False)
+    if pc.any(under).as_py():
+        out = pc.if_else(under, pc.utf8_slice_codeunits(out, len(prefix)), out)
+    return out
+
+
+def _strip_file_scheme(paths: pa.Array) -> pa.Array:
+    """`file:///a/b`, `file:/a/b`, `file://localhost/a/b` -> `/a/b`."""
+    out = pc.replace_substring_regex(paths, "^file://localhost/", "/")
+    out = pc.replace_substring_regex(out, "^file:///", "/")
+    return pc.replace_substring_regex(out, "^file:/", "/")
+
+
 def to_ts(values: Any) -> pa.Array:
     """int64 milliseconds -> timestamp[ms, UTC]."""
     arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())

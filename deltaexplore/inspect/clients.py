@@ -28,7 +28,7 @@ from deltaexplore.core.features import FEATURES, MAX_READER_VERSION, MAX_WRITER_
 from deltaexplore.inspect._common import conform
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
 
-__all__ = ["CLIENTS", "FEATURE_SINCE", "client_features", "clients_table"]
+__all__ = ["CLIENTS", "FEATURE_SINCE", "STRICT_PROTOCOL_CLIENTS", "client_features", "clients_table"]
 
 DELTAEXPLORE = "deltaexplore"
 SPARK = "Delta Spark"
@@ -57,6 +57,11 @@ CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
         "delta_scan via delta-kernel-rs (reads checked here); writes: blind INSERT only (approximate)",
     ),
 ]
+
+#: clients that reject a table-features protocol (reader 3) listing a reader-writer feature in
+#: writerFeatures only (delta-kernel-rs: "Writer features must be Writer-only or also listed in
+#: reader features"), checked here with the corpus' dat/iceberg_compat_v1
+STRICT_PROTOCOL_CLIENTS = frozenset({DUCKDB})
 
 # feature -> {client family: (first version that reads, first version that writes)}; None: never.
 # For single-version clients the version is "1.x"/"this" or None.

@@ -15,7 +15,7 @@ from deltaexplore.core.features import FEATURES, features_of
 from deltaexplore.core.schema import ArrayType, DataType, MapType, StructType
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect._common import conform, snapshot_of
-from deltaexplore.inspect.clients import CLIENTS, client_features
+from deltaexplore.inspect.clients import CLIENTS, STRICT_PROTOCOL_CLIENTS, client_features
 from deltaexplore.inspect.schemas import COMPATIBILITY_SCHEMA, FEATURES_SCHEMA
 
 if TYPE_CHECKING:
@@ -171,6 +171,14 @@ def features(obj: Table | Snapshot, *, version: int | None = None, all_known: bo
     return conform(rows, FEATURES_SCHEMA)
 
 
+def _writer_only_listing(p: Any) -> list[str]:
+    """Reader-writer features a table-features protocol lists in writerFeatures but not readerFeatures."""
+    if p.min_reader_version < 3:
+        return []
+    listed = set(p.reader_features or ())
+    return [f for f in p.writer_features or () if f in FEATURES and FEATURES[f].reader_writer and f not in listed]
+
+
 def compatibility(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table:
     """Which clients can read and write the table, and why not (`COMPATIBILITY_SCHEMA`).
 
@@ -183,6 +191,7 @@ def compatibility(obj: Table | Snapshot, *, version: int | None = None) -> pa.Ta
     snap = snapshot_of(obj, version)
     p = snap.protocol
     readers, writers = features_of(p)
+    lopsided = _writer_only_listing(p)
     support = {(r["client"], r["version"], r["feature"]): (r["read"], r["write"]) for r in client_features().to_pylist()}
     rows: dict[str, list[Any]] = {f.name: [] for f in COMPATIBILITY_SCHEMA}
     for client, cversion, max_r, max_w, writes, confidence, notes in CLIENTS:
@@ -192,6 +201,8 @@ def compatibility(obj: Table | Snapshot, *, version: int | None = None) -> pa.Ta
         for f in readers:
             if not support.get((client, cversion, f), (False, False))[0]:
                 read_block.append(f)
+        if client in STRICT_PROTOCOL_CLIENTS and lopsided:
+            read_block.append(f"reader-writer features listed for writers only: {', '.join(lopsided)} (strict protocol check)")
         write_block = list(read_block)
         if not writes:
             write_block.append("the client does not write Delta tables")

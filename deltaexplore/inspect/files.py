@@ -100,9 +100,9 @@ def partitions(obj: Table | Snapshot, *, version: int | None = None, small_file_
         .agg(
             pl.len().cast(pl.Int64).alias("files"),
             pl.col("size").sum().alias("bytes"),
-            pl.col("num_records").sum().alias("rows"),
+            pl.when(pl.col("num_records").is_not_null().any()).then(pl.col("num_records").sum()).alias("rows"),
             pl.col("deleted_rows").sum().alias("deleted_rows"),
-            pl.col("live_rows").sum().alias("live_rows"),
+            pl.when(pl.col("live_rows").is_not_null().any()).then(pl.col("live_rows").sum()).alias("live_rows"),
             (~pl.col("has_stats")).sum().cast(pl.Int64).alias("files_without_stats"),
             pl.col("cardinality").is_not_null().sum().cast(pl.Int64).alias("dv_files"),
             pl.col("is_small").sum().cast(pl.Int64).alias("small_files"),

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.config import DEFAULT_DELETED_FILE_RETENTION_MS, DEFAULT_LOG_RETENTION_MS
 from deltaexplore.core.json_log import read_log_files
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import InspectError, combined, conform, snapshot_of, table_of, to_ts
+from deltaexplore.inspect._common import InspectError, combined, conform, relative_to_root, snapshot_of, table_of, to_ts
 from deltaexplore.inspect.deletion_vectors import _dv_paths
 from deltaexplore.inspect.schemas import VACUUM_SCHEMA, VERSIONS_SCHEMA
 
@@ -128,9 +128,9 @@ def _lifetimes(table: Table) -> _Lifetimes:
     return _Lifetimes(versions, ok, files, int(versions[-1]) if n else -1)
 
 
-def _paths_of(adds: pa.Table) -> pa.Array:
-    """Data file path and, for files with a DV in a file, that DV path (both decoded)."""
-    return _decode(combined(adds.column("path")).cast(pa.string()))
+def _paths_of(adds: pa.Table, root: str) -> pa.Array:
+    """Data file paths, URL-decoded and table-relative where they are under the root."""
+    return relative_to_root(_decode(combined(adds.column("path")).cast(pa.string())), root)
 
 
 def _run_lifetimes(table: Table, listing: LogListing, start: int, end: int) -> pl.DataFrame:
@@ -140,11 +140,14 @@ def _run_lifetimes(table: Table, listing: LogListing, start: int, end: int) -> p
     commits = [listing.commit(v) for v in range(start + 1, end + 1)]
     known = [(v, f) for v, f in zip(range(start + 1, end + 1), commits) if f is not None]
     lines = read_log_files(table.storage, [f for _, f in known], [v for v, _ in known]) if known else None
-    frames = [_events(base_adds, np.full(base_adds.num_rows, start, np.int64), np.arange(base_adds.num_rows) - (1 << 40), True)]
+    root = table.storage.root
+    frames = [
+        _events(base_adds, np.full(base_adds.num_rows, start, np.int64), np.arange(base_adds.num_rows) - (1 << 40), True, root)
+    ]
     if lines is not None:
         for kind, is_add in (("add", True), ("remove", False)):
             acts = lines.file_actions(kind)
-            frames.append(_events(acts, acts.column("version").to_numpy(), acts.column("line").to_numpy(), is_add))
+            frames.append(_events(acts, acts.column("version").to_numpy(), acts.column("line").to_numpy(), is_add, root))
     ev = pl.concat([f for f in frames if f.height], how="vertical") if any(f.height for f in frames) else frames[0]
     if ev.height == 0:
         return pl.DataFrame(schema={"path": pl.String, "start": pl.Int64, "end": pl.Int64})
@@ -163,7 +166,7 @@ def _run_lifetimes(table: Table, listing: LogListing, start: int, end: int) -> p
     return pl.concat([adds.select("path", "start", "end"), dv_files], how="vertical")
 
 
-def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: bool) -> pl.DataFrame:
+def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: bool, root: str) -> pl.DataFrame:
     n = actions.num_rows
     if n == 0:
         return pl.DataFrame(
@@ -179,7 +182,7 @@ def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: 
     dv = combined(actions.column("deletionVector"))
     if dv.null_count < n:
         st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
-        dv_path = _decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string())))
+        dv_path = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
         from deltaexplore.core.replay import dv_unique_id
 
         dv_id = dv_unique_id(dv).cast(pa.string())
@@ -188,7 +191,7 @@ def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: 
         dv_id = pa.nulls(n, pa.string())
     return pl.DataFrame(
         {
-            "key": pl.from_arrow(_paths_of(actions)),
+            "key": pl.from_arrow(_paths_of(actions, root)),
             "dv": pl.from_arrow(dv_id),
             "dv_path": pl.from_arrow(dv_path),
             "version": versions.astype(np.int64),
@@ -249,8 +252,8 @@ def reconstructable_versions(
         if vacuum_retention_hours is not None:
             deleted = set(vacuum_preview(table, retention_hours=vacuum_retention_hours).column("path").to_pylist())
             after_count = _count_per_version(_missing(life.files, listed, deleted), versions)
-    latest = snapshot_of(table)
     try:
+        latest = snapshot_of(table)
         log_retention = latest.config.log_retention_ms if latest.has_metadata else DEFAULT_LOG_RETENTION_MS
     except DeltaExploreError:
         log_retention = DEFAULT_LOG_RETENTION_MS
@@ -326,17 +329,18 @@ def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = Non
     cutoff = int(time.time() * 1000) - retention_ms
     listed = list_table_files(table)
     adds = snap.add_actions()
-    active = pl.DataFrame({"path": pl.from_arrow(_paths_of(adds))})
+    root = table.storage.root
+    active = pl.DataFrame({"path": pl.from_arrow(_paths_of(adds, root))})
     dv = combined(adds.column("deletionVector"))
     if adds.num_rows and dv.null_count < adds.num_rows:
         st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
-        dvp = _decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string())))
+        dvp = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
         active = pl.concat([active, pl.DataFrame({"path": pl.from_arrow(dvp)}).drop_nulls()])
     tomb = snap.tombstones()
     tomb_frame = (
         pl.DataFrame(
             {
-                "path": pl.from_arrow(_paths_of(tomb)) if tomb.num_rows else pl.Series([], dtype=pl.String),
+                "path": pl.from_arrow(_paths_of(tomb, root)) if tomb.num_rows else pl.Series([], dtype=pl.String),
                 "deletion_time": pl.from_arrow(combined(tomb.column("deletionTimestamp")).cast(pa.int64()))
                 if tomb.num_rows
                 else pl.Series([], dtype=pl.Int64),

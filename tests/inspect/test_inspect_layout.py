@@ -1,0 +1,164 @@
+"""layout / layout_summary / explain: overlap metrics against brute force, exact values on hand
+tables, agreement with the core's scan planner on the corpus."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from corpus_paths import CORPUS, corpus_catalog
+from helpers import add, commit_info, metadata, protocol, write_commit
+from inspect_tables import T0, build_partitioned_table, stats
+
+import deltaexplore as dx
+from deltaexplore.errors import ColumnNotFoundError
+from deltaexplore.inspect import explain, layout, layout_summary
+from deltaexplore.inspect._common import InspectError
+from deltaexplore.inspect.layout import overlap_metrics
+from deltaexplore.inspect.schemas import EXPLAIN_SCHEMA, LAYOUT_SUMMARY_SCHEMA, layout_schema
+
+
+def _brute(lo, hi):
+    n = len(lo)
+    ov = [sum(1 for j in range(n) if j != i and lo[j] <= hi[i] and hi[j] >= lo[i]) for i in range(n)]
+    depth = [max(sum(1 for j in range(n) if lo[j] <= x <= hi[j]) for x in range(lo[i], hi[i] + 1)) for i in range(n)]
+    return ov, depth
+
+
+def test_overlap_metrics_match_brute_force():
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        lo = rng.integers(0, 50, n)
+        hi = lo + rng.integers(0, 12, n)
+        m = overlap_metrics(lo, hi)
+        ov, depth = _brute(lo.tolist(), hi.tolist())
+        assert m["overlapping_files"].tolist() == ov
+        assert m["overlap_depth"].tolist() == depth
+        assert sorted(m["rank"].tolist()) == list(range(n))
+
+
+def _ranges_table(root, ranges, *, schema=None, props=None, column="id"):
+    actions = [commit_info("WRITE", T0), protocol(), metadata(schema=schema, configuration=props or {})]
+    for i, r in enumerate(ranges):
+        if r is None:
+            actions.append(add(f"f{i}.parquet", 100 + i))
+        else:
+            actions.append(add(f"f{i}.parquet", 100 + i, stats=stats(10, r[0], r[1], column=column)))
+    write_commit(root, 0, actions)
+    return dx.open_table(str(root))
+
+
+def test_layout_exact(tmp_path):
+    # f0 [0,9] f1 [10,19] f2 [5,14] f3 no stats f4 [100,100]
+    t = _ranges_table(tmp_path, [(0, 9), (10, 19), (5, 14), None, (100, 100)])
+    lay = layout(t, "id")
+    assert lay.schema == layout_schema(lay.schema.field("min").type)
+    rows = {r["path"]: r for r in lay.to_pylist()}
+    assert (rows["f0.parquet"]["min"], rows["f0.parquet"]["max"]) == (0, 9)
+    assert rows["f0.parquet"]["overlapping_files"] == 1 and rows["f0.parquet"]["overlap_depth"] == 2
+    assert rows["f2.parquet"]["overlapping_files"] == 2 and rows["f2.parquet"]["overlap_depth"] == 2
+    assert rows["f4.parquet"]["overlapping_files"] == 0 and rows["f4.parquet"]["overlap_depth"] == 1
+    assert rows["f3.parquet"]["has_stats"] is False and rows["f3.parquet"]["overlap_depth"] is None
+    assert [rows[f"f{i}.parquet"]["rank"] for i in (0, 2, 1, 4)] == [0, 1, 2, 3]
+    s = {r["column"]: r for r in layout_summary(t).to_pylist()}["id"]
+    assert (s["files"], s["files_with_min_max"], s["coverage"]) == (5, 4, 0.8)
+    assert (s["avg_depth"], s["max_depth"]) == (1.75, 2)
+    assert s["clustering_quality"] == pytest.approx(1 - 0.75 / 3)
+    assert (s["skipping"], s["min"], s["max"]) == ("partial", "0", "100")
+    assert "1 of 5 files lack" in s["reason"]
+    with pytest.raises(ColumnNotFoundError):
+        layout(t, "nope")
+
+
+def test_layout_truncated_strings_and_indexing(tmp_path):
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "s", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "b", "type": "binary", "nullable": True, "metadata": {}},
+            {"name": "n", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
+    long = "x" * 32
+    t = _ranges_table(
+        tmp_path,
+        [("a", "b"), (long, long + "\ufffd"[:0] + "y"), ("c", "d\uffff")],
+        schema=schema,
+        props={"delta.dataSkippingNumIndexedCols": "1"},
+        column="s",
+    )
+    lay = {r["path"]: r["truncated"] for r in layout(t, "s").to_pylist()}
+    assert lay == {"f0.parquet": False, "f1.parquet": True, "f2.parquet": True}
+    summary = {r["column"]: r for r in layout_summary(t).to_pylist()}
+    assert summary["s"]["truncated_files"] == 2 and summary["s"]["indexed"] is True and summary["s"]["skipping"] == "stats"
+    assert summary["b"]["eligible_type"] is False and summary["b"]["skipping"] == "none"
+    assert summary["n"]["indexed"] is False and summary["n"]["skipping"] == "none"
+    assert "beyond the first 1 indexed columns" in summary["n"]["reason"]
+    assert layout_summary(t).schema == LAYOUT_SUMMARY_SCHEMA
+
+
+def test_layout_on_a_partition_column(tmp_path):
+    build_partitioned_table(tmp_path)
+    t = dx.open_table(str(tmp_path))
+    lay = layout(t, "date").to_pylist()
+    assert {str(r["min"]) for r in lay} == {"2024-01-01", "2024-01-02", "None"}
+    s = {r["column"]: r for r in layout_summary(t).to_pylist()}
+    assert s["date"]["is_partition"] and s["date"]["skipping"] == "partition"
+    assert s["id"]["files_with_min_max"] == 3
+
+
+def test_explain_reasons_and_counts(tmp_path):
+    build_partitioned_table(tmp_path)
+    t = dx.open_table(str(tmp_path))
+    e = explain(t, "`date` = '2024-01-01' AND id > 20")
+    assert e.schema == EXPLAIN_SCHEMA
+    rows = {r["path"].split("/")[-1]: r for r in e.to_pylist()}
+    assert rows["f3.parquet"]["stage"] == "partition_pruned" and rows["f3.parquet"]["reason"].startswith("date = '2024-01-01'")
+    assert rows["f4.parquet"]["stage"] == "partition_pruned"
+    assert rows["f1.parquet"]["stage"] == "stats_pruned" and rows["f1.parquet"]["reason"].startswith("id > 20")
+    assert rows["f2.parquet"]["stage"] == "read" and rows["f2.parquet"]["selected"]
+    plan = t.snapshot().scan(where="`date` = '2024-01-01' AND id > 20").explain()
+    assert plan == {"total_files": 4, "partition_pruned": 2, "stats_pruned": 1, "selected_files": 1}
+    # a file without stats cannot be skipped by them
+    e2 = {r["path"].split("/")[-1]: r for r in explain(t, "id > 1000").to_pylist()}
+    assert e2["f4.parquet"]["stage"] == "read" and e2["f4.parquet"]["missing_stats"]
+    assert e2["f3.parquet"]["stage"] == "stats_pruned"
+    with pytest.raises(InspectError):
+        explain(t, "")
+    with pytest.raises(ColumnNotFoundError):
+        explain(t, "nope = 1")
+
+
+def _explain_cases():
+    out = []
+    for t in corpus_catalog():
+        if t["status"] != "ok" or not t["active_files"] or "stats:none" in t["tags"]:
+            continue
+        out.append(pytest.param(t, id=t["id"]))
+    return out[:60]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("row", _explain_cases())
+def test_corpus_explain_agrees_with_scan(row):
+    table = dx.open_table(str(CORPUS / row["table_root"]))
+    snap = table.snapshot()
+    summary = {r["column"]: r for r in layout_summary(snap).to_pylist()}
+    candidates = [c for c, r in summary.items() if r["min"] is not None and r["type"] in ("integer", "long", "short", "byte")]
+    if not candidates:
+        pytest.skip("no integer column with stats")
+    col = candidates[0]
+    mid = json.loads(summary[col]["min"]) + (json.loads(summary[col]["max"]) - json.loads(summary[col]["min"])) // 2
+    for pred in (f"{col} > {mid}", f"{col} = {mid}", f"{col} < {mid} OR {col} IS NULL"):
+        e = explain(snap, pred)
+        counts = {s: e.column("stage").to_pylist().count(s) for s in ("partition_pruned", "stats_pruned", "read")}
+        plan = snap.scan(where=pred).explain()
+        assert (counts["partition_pruned"], counts["stats_pruned"], counts["read"]) == (
+            plan["partition_pruned"],
+            plan["stats_pruned"],
+            plan["selected_files"],
+        ), pred
+        lay = layout(snap, col)
+        assert lay.num_rows == snap.num_files
