@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.magics.report import Report
 
@@ -93,17 +94,6 @@ def open_table(ctx: Context, ref: str | None) -> Any:
     return open_table(ref, ctx.storage_options or None)
 
 
-def _inspect(snap: Any, name: str) -> Callable[..., Any] | None:
-    ns = getattr(type(snap), "inspect", None)
-    return getattr(snap.inspect, name, None) if ns is not None else None
-
-
-def _data(ctx: Context, args: argparse.Namespace) -> Any:
-    from deltaexplore.widgets.explorer_data import ExplorerData
-
-    return ExplorerData(open_table(ctx, args.table), args.version)
-
-
 def _viz(name: str) -> Callable[..., Any]:
     try:
         mod = importlib.import_module("deltaexplore.viz")
@@ -151,76 +141,87 @@ def cmd_history(ctx: Context, argv: list[str]) -> Any:
     return h
 
 
-@command("versions", "versions that can be read, and the latest")
+@command("versions", "which versions can still be read (log retained, data files present)")
 def cmd_versions(ctx: Context, argv: list[str]) -> Any:
-    p = parser("versions", "The range of versions that can be time-travelled to.", version=False)
+    p = parser("versions", "Per version: readable now, and after a VACUUM.", version=False)
+    p.add_argument("--no-data-check", action="store_true", help="do not check that data files exist")
+    p.add_argument("--retention-hours", type=float, default=None, help="VACUUM retention to evaluate")
     args = p.parse_args(argv)
-    data = _data(ctx, argparse.Namespace(table=args.table, version=None))
-    fn = _inspect(data.snap, "reconstructable_versions")
-    if fn is not None:
-        return fn()
-    lo, hi = data.version_range()
-    return Report(f"versions of {data.table.uri}", {"earliest_readable": lo, "latest": hi})
-
-
-@command("files", "active files (one page), or per-partition aggregates with --partitions")
-def cmd_files(ctx: Context, argv: list[str]) -> Any:
-    p = parser("files", "The active files at a version.")
-    p.add_argument("--partitions", action="store_true", help="per-partition files, bytes, rows, small files")
-    p.add_argument("--sort", default="size", help="path, size, num_records, modification_time, partition, deleted_rows")
-    p.add_argument("--asc", action="store_true", help="ascending (default: descending)")
-    p.add_argument("--search", default="", help="only paths containing this text")
-    p.add_argument("-n", "--limit", type=int, default=None)
-    p.add_argument("--offset", type=int, default=0)
-    args = p.parse_args(argv)
-    data = _data(ctx, args)
-    if args.partitions:
-        summary, rows = data.partitions()
-        return Report(f"partitions of {data.table.uri} at version {data.version}", summary, rows)
-    _, page = data.files_page(
-        args.offset, args.limit or ctx.page_size, sort=args.sort, descending=not args.asc, search=args.search
+    return inspect.reconstructable_versions(
+        open_table(ctx, args.table), check_data=not args.no_data_check, vacuum_retention_hours=args.retention_hours
     )
-    return page
 
 
-@command("layout", "min/max ranges per file, overlap depth and stats coverage of a column")
-def cmd_layout(ctx: Context, argv: list[str]) -> Any:
-    p = parser("layout", "How a column's values are spread over files (data skipping).")
-    p.add_argument("-c", "--column", required=True)
+@command("overview", "key facts: size, rows, layout, protocol")
+def cmd_overview(ctx: Context, argv: list[str]) -> Any:
+    p = parser("overview", "Key facts about one version.")
     args = p.parse_args(argv)
-    data = _data(ctx, args)
-    fn = _inspect(data.snap, "layout")
-    if fn is not None:
-        return fn(args.column)
-    summary, rows = data.layout(args.column)
-    return Report(f"layout of {args.column} at version {data.version}", summary, rows)
+    return inspect.overview(open_table(ctx, args.table).snapshot(args.version))
+
+
+@command("commits", "every action of commits START..END, raw and parsed")
+def cmd_commits(ctx: Context, argv: list[str]) -> Any:
+    p = parser("commits", "Actions of a range of commits.", version=False)
+    p.add_argument("start", type=int, nargs="?", default=None)
+    p.add_argument("end", type=int, nargs="?", default=None)
+    args = p.parse_args(argv)
+    return inspect.commits(open_table(ctx, args.table), args.start, args.end)
+
+
+@command("files", "active files, or per-partition aggregates with --partitions")
+def cmd_files(ctx: Context, argv: list[str]) -> Any:
+    p = parser("files", "The active files at a version (one row per file).")
+    p.add_argument("--partitions", action="store_true", help="per partition: files, bytes, rows, small files, skew")
+    p.add_argument("--sort", default=None, help="sort by this column (descending unless --asc)")
+    p.add_argument("--asc", action="store_true")
+    p.add_argument("-n", "--limit", type=int, default=None, help="first N rows")
+    args = p.parse_args(argv)
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    out = inspect.partitions(snap) if args.partitions else inspect.files(snap)
+    return _sort_limit(out, args.sort, args.asc, args.limit)
+
+
+def _sort_limit(t: pa.Table, sort: str | None, asc: bool, limit: int | None) -> pa.Table:
+    if sort is not None:
+        if sort not in t.column_names:
+            raise CommandError(f"cannot sort by {sort!r}: expected one of {', '.join(t.column_names)}")
+        t = t.sort_by([(sort, "ascending" if asc else "descending")])
+    return t.slice(0, limit) if limit else t
+
+
+@command("layout", "per-file min/max and overlap depth of a column (or every column's summary)")
+def cmd_layout(ctx: Context, argv: list[str]) -> Any:
+    p = parser("layout", "How values are spread over files: data skipping per column.")
+    p.add_argument("-c", "--column", default=None, help="one column's per-file ranges (default: every column's summary)")
+    p.add_argument("--chart", action="store_true", help="a chart instead of the table")
+    args = p.parse_args(argv)
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    out = inspect.layout(snap, args.column) if args.column else inspect.layout_summary(snap)
+    if args.chart:
+        return _viz("layout_chart")(out) if args.column else _viz("layout_summary_chart")(out)
+    return out
 
 
 @command("explain", "which files a query with a predicate reads, and why the others are skipped")
 def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     p = parser("explain", "Files a query reads: partition pruning, then statistics.")
     p.add_argument("-w", "--where", required=True, help="predicate, e.g. \"date = '2024-01-01' and id > 5\"")
+    p.add_argument("--selected", action="store_true", help="only the files the query reads")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
-    fn = _inspect(snap, "explain")
-    if fn is not None:
-        return fn(args.where)
-    plan = snap.scan(where=args.where)
-    files = plan.files
-    rows = pa.table({"path": files.column("path"), "size": files.column("size")}) if files.num_rows else None
-    return Report(f"explain {args.where}", dict(plan.explain()), rows)
+    out = inspect.explain(open_table(ctx, args.table).snapshot(args.version), args.where)
+    return out.filter(out.column("selected")) if args.selected else out
 
 
-@command("dv", "deletion vectors: per-file deleted rows, ratio, storage")
+@command("dv", "deletion vectors: per-file deleted rows, ratio, storage, sharing")
 def cmd_dv(ctx: Context, argv: list[str]) -> Any:
     p = parser("dv", "Deletion vectors at a version.")
+    p.add_argument("--files", action="store_true", help="one row per DV file instead")
+    p.add_argument("--rows", metavar="PATH", default=None, help="deleted row positions of one data file")
     args = p.parse_args(argv)
-    data = _data(ctx, args)
-    fn = _inspect(data.snap, "deletion_vectors")
-    if fn is not None:
-        return fn()
-    summary, rows = data.deletion_vectors()
-    return Report(f"deletion vectors at version {data.version}", summary, rows)
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    if args.rows:
+        return inspect.deleted_rows(snap, args.rows)
+    return inspect.dv_files(snap) if args.files else inspect.deletion_vectors(snap)
 
 
 @command("diff", "what changed between two versions (files, bytes, rows, schema, properties, protocol)")
@@ -228,41 +229,32 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     p = parser("diff", "Compare two versions from metadata only.", version=False)
     p.add_argument("v1", type=int)
     p.add_argument("v2", type=int, nargs="?", help="default: latest")
+    p.add_argument("--files", action="store_true", help="one row per changed file")
+    p.add_argument("--rows", action="store_true", help="row-level changes (change data feed)")
     args = p.parse_args(argv)
-    data = _data(ctx, argparse.Namespace(table=args.table, version=None))
-    v2 = data.version if args.v2 is None else args.v2
-    fn = _inspect(data.snap, "diff")
-    if fn is not None:
-        return fn(args.v1, v2)
-    summary, rows = data.diff(args.v1, v2)
-    return Report(f"diff {args.v1} -> {v2}", summary, rows)
+    table = open_table(ctx, args.table)
+    if args.rows:
+        return inspect.diff_rows(table, args.v1, args.v2)
+    return (inspect.diff_files if args.files else inspect.diff)(table, args.v1, args.v2)
 
 
-@command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones")
+@command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones, .crc")
 def cmd_health(ctx: Context, argv: list[str]) -> Any:
     p = parser("health", "Log health at a version.")
-    args = p.parse_args(argv)
-    data = _data(ctx, args)
-    fn = _inspect(data.snap, "log_health")
-    if fn is not None:
-        return fn()
-    return Report(f"log health at version {data.version}", data.log_health())
-
-
-@command("features", "protocol features: active, supported by this library")
-def cmd_features(ctx: Context, argv: list[str]) -> Any:
-    p = parser("features", "Table features and their support.")
+    p.add_argument("--log-files", action="store_true", help="per version: commit, checkpoint and crc sizes")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
-    fn = _inspect(snap, "features")
-    if fn is not None:
-        return fn()
-    from deltaexplore.core.features import feature_table, features_of
+    return inspect.log_files(snap) if args.log_files else inspect.log_health(snap)
 
-    readers, writers = features_of(snap.protocol)
-    ft = feature_table()
-    active = [n in readers or n in writers for n in ft.column("name").to_pylist()]
-    return ft.append_column("active", pa.array(active)).filter(pa.array(active))
+
+@command("features", "protocol features (--compat: which clients can read/write the table)")
+def cmd_features(ctx: Context, argv: list[str]) -> Any:
+    p = parser("features", "Table features and their support.")
+    p.add_argument("--compat", action="store_true", help="compatibility matrix of clients")
+    p.add_argument("--all", action="store_true", help="every known feature, not only the table's")
+    args = p.parse_args(argv)
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    return inspect.compatibility(snap) if args.compat else inspect.features(snap, all_known=args.all)
 
 
 @command("schema", "columns and types")
@@ -312,6 +304,8 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], None]) 
         table = open_table(ctx, args.table)
         params = {k: v for k, v in vars(args).items() if k not in ("table", "dry_run", "run") and v is not None}
         if not args.run:
+            if name == "vacuum":
+                return inspect.vacuum_preview(table, retention_hours=args.retention_hours)
             return Report(f"{name} (dry run)", maintenance.preview(name, ExplorerData(table), **params))
         return Report(f"{name}", maintenance.run(name, table, lambda f, m: None, **params))
 

@@ -72,8 +72,9 @@ class Explorer(anywidget.AnyWidget):
     diff_from = t.Int(-1).tag(sync=True)
     diff_to = t.Int(-1).tag(sync=True)
     diff_summary = t.Dict().tag(sync=True)
+    diff_changes_ipc = t.Bytes(b"").tag(sync=True)
     diff_ipc = t.Bytes(b"").tag(sync=True)
-    health = t.Dict().tag(sync=True)
+    health_ipc = t.Bytes(b"").tag(sync=True)
     maintenance = t.Dict().tag(sync=True)
 
     def __init__(
@@ -171,13 +172,14 @@ class Explorer(anywidget.AnyWidget):
     def _load_diff(self) -> None:
         if self.diff_from < 0 or self.diff_to < 0:
             return
-        summary, rows = self.data.diff(self.diff_from, self.diff_to)
+        changes, files = self.data.diff(self.diff_from, self.diff_to)
         with self.hold_sync():
-            self.diff_summary = summary
-            self.diff_ipc = to_ipc(rows)
+            self.diff_summary = {"from_version": self.diff_from, "to_version": self.diff_to, "files_shown": files.num_rows}
+            self.diff_changes_ipc = to_ipc(changes)
+            self.diff_ipc = to_ipc(files)
 
     def _load_health(self) -> None:
-        self.health = self.data.log_health()
+        self.health_ipc = to_ipc(self.data.log_health())
 
     def _load_maintenance(self) -> None:
         self.maintenance = {**self.maintenance, "operations": [maintenance.describe(op) for op in maintenance.OPERATIONS]}

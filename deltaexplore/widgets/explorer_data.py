@@ -392,155 +392,52 @@ class ExplorerData:
 
     # -- deletion vectors ------------------------------------------------------------------
     def deletion_vectors(self, limit: int = 500) -> tuple[dict[str, Any], pa.Table]:
-        """Files with deletion vectors: counts, deleted ratio, storage, DV file sharing; worst first."""
-        f = self.files_cache().files
-        with_dv = f.filter(pc.is_valid(f.column("cardinality")))
-        card = with_dv.column("cardinality")
-        rec = with_dv.column("num_records")
-        ratio = pc.divide(pc.cast(card, pa.float64()), pc.cast(rec, pa.float64()))
-        storage = with_dv.column("storage_type")
-        on_disk = with_dv.filter(pc.not_equal(storage, "i"))
+        """`snap.inspect.deletion_vectors()` summarised, worst files first (top `limit`)."""
+        from deltaexplore.inspect import deletion_vectors
+
+        dv = deletion_vectors(self.snap)
+        on_disk = dv.filter(pc.is_valid(dv.column("dv_path")))
         summary = {
-            "files": f.num_rows,
-            "files_with_dv": with_dv.num_rows,
-            "deleted_rows": _sum(card),
-            "rows_in_files_with_dv": _sum(rec),
-            "inline": _sum(pc.cast(pc.equal(storage, "i"), pa.int64())),
-            "dv_files": len(pc.unique(on_disk.column("path_or_inline"))) if on_disk.num_rows else 0,
-            "dv_bytes": _sum(with_dv.column("size_in_bytes")),
-            "over_half_deleted": _sum(pc.cast(pc.greater(ratio, 0.5), pa.int64())),
+            "files": self.snap.num_files,
+            "files_with_dv": dv.num_rows,
+            "deleted_rows": _sum(dv.column("cardinality")),
+            "rows_in_files_with_dv": _sum(dv.column("num_records")),
+            "inline": _sum(pc.cast(pc.equal(dv.column("storage"), "inline"), pa.int64())),
+            "dv_files": len(pc.unique(on_disk.column("dv_path"))) if on_disk.num_rows else 0,
+            "dv_bytes": _sum(dv.column("dv_bytes")),
+            "past_purge_threshold": _sum(pc.cast(dv.column("past_threshold"), pa.int64())),
         }
-        t = pa.table(
-            {
-                "path": with_dv.column("path"),
-                "num_records": rec,
-                "deleted_rows": card,
-                "deleted_ratio": ratio,
-                "storage": storage,
-                "dv_bytes": with_dv.column("size_in_bytes"),
-            }
-        )
-        if t.num_rows:
-            t = t.take(pc.sort_indices(t, [("deleted_ratio", "descending"), ("path", "ascending")]))
-        return summary, t.slice(0, limit)
+        if dv.num_rows:
+            dv = dv.take(pc.sort_indices(dv, [("deleted_ratio", "descending"), ("path", "ascending")]))
+        cols = [
+            "path",
+            "partition",
+            "num_records",
+            "cardinality",
+            "deleted_ratio",
+            "storage",
+            "dv_bytes",
+            "shared_by",
+            "past_threshold",
+        ]
+        return summary, dv.select(cols).slice(0, limit)
 
     # -- diff ------------------------------------------------------------------------------
-    def diff(self, v1: int, v2: int, limit: int = 1000) -> tuple[dict[str, Any], pa.Table]:
-        """What changed from `v1` to `v2`, from metadata only: files, bytes, rows, schema, properties, protocol."""
-        a, b = self.snapshot(v1), self.snapshot(v2)
-        fa, fb = a.files(), b.files()
+    def diff(self, v1: int, v2: int, limit: int = 1000) -> tuple[pa.Table, pa.Table]:
+        """(`inspect.diff` sections: files, schema, properties, protocol, …; the first `limit` changed files)."""
+        from deltaexplore.inspect import diff, diff_files
 
-        def keys(f: pa.Table) -> pa.Array:
-            dv = pc.fill_null(
-                pc.binary_join_element_wise(
-                    pc.fill_null(f.column("storage_type"), ""),
-                    pc.fill_null(f.column("path_or_inline"), ""),
-                    pc.cast(pc.fill_null(f.column("offset"), -1), pa.string()),
-                    ":",
-                ),
-                "",
-            )
-            return pc.binary_join_element_wise(f.column("path"), dv, "#")
-
-        ka, kb = keys(fa), keys(fb)
-        removed = fa.filter(pc.invert(pc.is_in(ka, value_set=kb)))
-        added = fb.filter(pc.invert(pc.is_in(kb, value_set=ka)))
-        readded = pc.is_in(added.column("path"), value_set=removed.column("path").combine_chunks())
-        summary: dict[str, Any] = {
-            "from_version": a.version,
-            "to_version": b.version,
-            "files_added": added.num_rows,
-            "files_removed": removed.num_rows,
-            "files_readded_with_new_dv": _sum(pc.cast(readded, pa.int64())),
-            "bytes_added": _sum(added.column("size")),
-            "bytes_removed": _sum(removed.column("size")),
-            "rows_added": _sum(added.column("num_records")),
-            "rows_removed": _sum(removed.column("num_records")),
-            "schema_changes": [],
-            "property_changes": [],
-            "protocol_change": None,
-            "partitioning_change": None,
-        }
-        if a.has_metadata and b.has_metadata:
-            try:
-                sa = {f.name: f for f in a.schema.fields}
-                sb = {f.name: f for f in b.schema.fields}
-                for name in sb.keys() - sa.keys():
-                    summary["schema_changes"].append({"column": name, "change": "added", "detail": str(sb[name].type)})
-                for name in sa.keys() - sb.keys():
-                    summary["schema_changes"].append({"column": name, "change": "dropped", "detail": str(sa[name].type)})
-                for name in sa.keys() & sb.keys():
-                    if str(sa[name].type) != str(sb[name].type):
-                        summary["schema_changes"].append(
-                            {"column": name, "change": "type", "detail": f"{sa[name].type} -> {sb[name].type}"}
-                        )
-                    elif sa[name].nullable != sb[name].nullable:
-                        summary["schema_changes"].append(
-                            {"column": name, "change": "nullability", "detail": f"{sa[name].nullable} -> {sb[name].nullable}"}
-                        )
-                summary["schema_changes"].sort(key=lambda c: (c["column"], c["change"]))
-            except DeltaExploreError as exc:
-                summary["schema_changes"].append({"column": "", "change": "unreadable", "detail": str(exc)})
-            pa_, pb = a.metadata.configuration, b.metadata.configuration
-            for k in sorted(pa_.keys() | pb.keys()):
-                if pa_.get(k) != pb.get(k):
-                    summary["property_changes"].append({"key": k, "from": pa_.get(k), "to": pb.get(k)})
-            if list(a.partition_columns) != list(b.partition_columns):
-                summary["partitioning_change"] = {"from": list(a.partition_columns), "to": list(b.partition_columns)}
-        if a.protocol != b.protocol:
-            summary["protocol_change"] = {"from": str(a.protocol), "to": str(b.protocol)}
-
-        def side(f: pa.Table, change: str) -> pa.Table:
-            return pa.table(
-                {
-                    "change": pa.array([change] * f.num_rows, pa.string()),
-                    "path": f.column("path"),
-                    "size": f.column("size"),
-                    "num_records": f.column("num_records"),
-                    "deleted_rows": f.column("cardinality"),
-                }
-            )
-
-        rows = pa.concat_tables([side(added.slice(0, limit), "added"), side(removed.slice(0, limit), "removed")])
-        summary["shown"] = rows.num_rows
-        return summary, rows
+        changes = diff(self.table, v1, v2)
+        files = diff_files(self.table, v1, v2)
+        cols = ["change", "path", "partition", "size", "num_records", "rows_delta", "deleted_before", "deleted_after"]
+        return changes, files.select(cols).slice(0, limit)
 
     # -- log health ------------------------------------------------------------------------
-    def log_health(self) -> dict[str, Any]:
-        """Log size and shape: commits, checkpoints, commits since the last one, `_last_checkpoint`, tombstones."""
-        listing = self.listing
-        v = self.snap.version
-        cps = sorted(c for c in listing.checkpoints if c <= v)
-        commit_bytes = sum(f.size for k, f in listing.commits.items() if k <= v)
-        cp_bytes = sum(
-            p.size for c in cps for cp in listing.checkpoints[c] for p in getattr(cp, "parts", []) if hasattr(p, "size")
-        )
-        tomb = self.snap.tombstones()
-        size_col = "size" if "size" in tomb.column_names else None
-        data_bytes = _sum(self.files_cache().files.column("size"))
-        lc = listing.last_checkpoint
-        out = {
-            "version": v,
-            "commits": sum(1 for k in listing.commits if k <= v),
-            "earliest_commit": listing.earliest_commit,
-            "checkpoints": len(cps),
-            "checkpoint_versions": cps[-20:],
-            "last_checkpoint_version": cps[-1] if cps else None,
-            "commits_since_checkpoint": v - cps[-1] if cps else v + 1,
-            "commit_bytes": commit_bytes,
-            "checkpoint_bytes": cp_bytes,
-            "log_bytes": commit_bytes + cp_bytes,
-            "data_bytes": data_bytes,
-            "crc_files": sum(1 for k in listing.crcs if k <= v),
-            "compactions": len(listing.compactions),
-            "last_checkpoint_file": getattr(lc, "version", None),
-            "last_checkpoint_problem": getattr(lc, "problem", None),
-            "tombstones": tomb.num_rows,
-            "tombstone_bytes": _sum(tomb.column(size_col)) if size_col and tomb.num_rows else 0,
-            "checkpoint_interval": self.snap.properties.get("delta.checkpointInterval") if self.snap.has_metadata else None,
-        }
-        out["log_to_data_ratio"] = round(out["log_bytes"] / data_bytes, 6) if data_bytes else None
-        return out
+    def log_health(self) -> pa.Table:
+        """`inspect.log_health` at the current version (section, metric, value, unit, status, detail)."""
+        from deltaexplore.inspect import log_health
+
+        return log_health(self.snap).select(["section", "metric", "value", "unit", "status", "detail"])
 
 
 def safe_float(x: Any) -> float | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +35,6 @@ Progress = Callable[[float, str], None]
 Runner = Callable[..., Any]
 
 DEFAULT_TARGET_BYTES = 128 * 1024 * 1024
-DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
@@ -154,35 +152,31 @@ def _preview_optimize(data: ExplorerData, target: int) -> dict[str, Any]:
 
 
 def _preview_vacuum(data: ExplorerData, retention_hours: float | None) -> dict[str, Any]:
-    snap = data.snap
-    inspect_fn = getattr(getattr(snap, "inspect", None), "vacuum_preview", None)
-    retention_ms = (
-        int(float(retention_hours) * 3600 * 1000)
-        if retention_hours is not None
-        else (snap.config.deleted_file_retention_ms if snap.has_metadata else DEFAULT_RETENTION_MS) or DEFAULT_RETENTION_MS
-    )
-    tomb = snap.tombstones()
-    cutoff = int(time.time() * 1000) - retention_ms
-    expired = tomb.filter(pc.less(pc.fill_null(tomb.column("deletionTimestamp"), 0), cutoff)) if tomb.num_rows else tomb
-    out: dict[str, Any] = {
-        "retention_hours": round(retention_ms / 3_600_000, 2),
-        "tombstones": tomb.num_rows,
-        "files_to_delete": expired.num_rows,
-        "bytes_to_free": int(pc.sum(expired.column("size")).as_py() or 0) if expired.num_rows else 0,
-        "note": "files not referenced by the log at all are removed too; a dry run lists them",
+    from deltaexplore.inspect import reconstructable_versions, vacuum_preview
+
+    hours = None if retention_hours is None else float(retention_hours)
+    files = vacuum_preview(data.snap, retention_hours=hours)
+    versions = reconstructable_versions(data.snap, check_data=False, vacuum_retention_hours=hours)
+    lost = versions.filter(pc.and_(versions.column("readable"), pc.invert(versions.column("readable_after_vacuum"))))
+    reasons = files.group_by("reason").aggregate([("size", "count")]).to_pylist() if files.num_rows else []
+    return {
+        "retention_hours": hours if hours is not None else "table default",
+        "files_to_delete": files.num_rows,
+        "bytes_to_free": int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0,
+        "by_reason": {r["reason"]: r["size_count"] for r in reasons},
+        "versions_no_longer_readable": lost.column("version").to_pylist()[:50],
     }
-    if inspect_fn is not None:
-        out["note"] = "see snap.inspect.vacuum_preview() for the versions that stop being readable"
-    return out
 
 
 def _preview_checkpoint(data: ExplorerData) -> dict[str, Any]:
-    h = data.log_health()
+    listing = data.listing
+    latest = data.table.latest_version()
+    cps = [v for v in listing.checkpoints if v <= latest]
     return {
-        "at_version": data.table.latest_version(),
-        "last_checkpoint_version": h["last_checkpoint_version"],
-        "commits_since_checkpoint": h["commits_since_checkpoint"],
-        "files_in_state": data.files_cache().files.num_rows,
+        "at_version": latest,
+        "last_checkpoint_version": max(cps) if cps else None,
+        "commits_since_checkpoint": latest - max(cps) if cps else latest + 1,
+        "files_in_state": data.snapshot(latest).num_files,
     }
 
 

@@ -98,7 +98,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterato
     }
     extension = ROOT / "extension" / "labextension"
     extra = [f"--LabApp.extra_labextensions_path={extension.parent}"] if extension.exists() else []
-    log = open(home / "lab.log", "w")  # noqa: SIM115
+    log = open(home / "lab.log", "w")
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -11,7 +11,17 @@ import deltaexplore as dx
 from deltaexplore.widgets import Explorer, explore, maintenance
 from deltaexplore.widgets.arrow_ipc import from_ipc
 
-IPC_TRAITS = {"history_ipc", "partitions_ipc", "sizes_ipc", "files_ipc", "layout_ipc", "dv_ipc", "diff_ipc"}
+IPC_TRAITS = {
+    "history_ipc",
+    "partitions_ipc",
+    "sizes_ipc",
+    "files_ipc",
+    "layout_ipc",
+    "dv_ipc",
+    "diff_ipc",
+    "diff_changes_ipc",
+    "health_ipc",
+}
 
 
 def rows(w: Explorer, trait: str) -> list[dict]:
@@ -34,7 +44,7 @@ def test_first_render_is_the_overview_at_the_latest_version(sales):
 
 def test_rows_travel_as_arrow_ipc_buffers_not_json(sales):
     w = explore(sales)
-    for tab in ("history", "files", "dv", "diff"):
+    for tab in ("history", "files", "dv", "diff", "health"):
         w.tab = tab
     w.tab = "layout"
     w.layout_column = "amount"
@@ -115,35 +125,39 @@ def test_deletion_vectors_tab(sales):
     s = w.dv_summary
     assert s["files_with_dv"] == 2 and s["dv_files"] == 2
     dvs = rows(w, "dv_ipc")
-    assert [r["storage"] for r in dvs] == ["u", "u"]
+    assert [r["storage"] for r in dvs] == ["file", "file"]
     assert all(0 < r["deleted_ratio"] <= 1 for r in dvs)
     assert dvs[0]["deleted_ratio"] >= dvs[1]["deleted_ratio"]
     w.version = 2
     assert w.dv_summary["files_with_dv"] == 0 and rows(w, "dv_ipc") == []
 
 
+def changes(w: Explorer) -> dict[tuple[str, str], dict]:
+    return {(r["section"], r["change"]): r for r in rows(w, "diff_changes_ipc")}
+
+
 def test_diff_between_two_versions(sales):
     w = explore(sales, tab="diff")
+    assert (w.diff_from, w.diff_to) == (6, 7)
     w.diff_from, w.diff_to = 5, 6  # the OPTIMIZE of emea
-    s = w.diff_summary
-    assert (s["files_added"], s["files_removed"]) == (1, 4)
-    assert s["rows_added"] == s["rows_removed"]
-    changes = rows(w, "diff_ipc")
-    assert sorted(r["change"] for r in changes) == ["added"] + ["removed"] * 4
-    w.diff_from, w.diff_to = 3, 4  # ADD COLUMNS + property
-    s = w.diff_summary
-    assert s["schema_changes"] == [{"column": "channel", "change": "added", "detail": "string"}]
-    assert [c["key"] for c in s["property_changes"]] == ["delta.logRetentionDuration"]
+    c = changes(w)
+    assert (c[("files", "added")]["files"], c[("files", "removed")]["files"]) == (1, 4)
+    assert c[("files", "net")]["rows"] == 0
+    assert sorted(r["change"] for r in rows(w, "diff_ipc")) == ["added"] + ["removed"] * 4
+    w.diff_from, w.diff_to = 3, 4  # ADD COLUMNS + a property
+    c = changes(w)
+    assert ("schema", "added") in c and c[("schema", "added")]["name"] == "channel"
+    assert c[("properties", "added")]["name"] == "delta.logRetentionDuration"
     w.diff_from, w.diff_to = 2, 3  # DELETE with DVs: files re-added with a new DV
-    assert w.diff_summary["files_readded_with_new_dv"] == 2
+    assert changes(w)[("files", "dv_changed")]["files"] == 2
+    assert w.diff_summary == {"from_version": 2, "to_version": 3, "files_shown": 2}
 
 
 def test_log_health_tab(sales):
     w = explore(sales, tab="health")
-    h = w.health
-    assert h["commits"] == 8 and h["checkpoints"] == 0 and h["commits_since_checkpoint"] == 8
-    assert h["tombstones"] == 7  # 4 from the OPTIMIZE, 2 + 1 files replaced by re-adds with a (new) DV
-    assert h["last_checkpoint_problem"] == "missing"
+    h = {r["metric"]: r for r in rows(w, "health_ipc")}
+    assert h["commits_since_checkpoint"]["value"] == "8"
+    assert {r["status"] for r in h.values()} <= {"ok", "info", "warn", "error"}
 
 
 def test_maintenance_preview_and_a_missing_backend(sales):

@@ -223,54 +223,42 @@ function dv(model) {
   return h("div", {},
     kv([
       ["files with deletion vectors", `${num(s.files_with_dv)} of ${num(s.files)}`],
-      ["deleted rows", num(s.deleted_rows)],
-      ["rows in those files", num(s.rows_in_files_with_dv)],
+      ["deleted rows", `${num(s.deleted_rows)} of ${num(s.rows_in_files_with_dv)} rows in those files`],
       ["inline DVs", num(s.inline)], ["DV files", num(s.dv_files)], ["DV bytes", bytes(s.dv_bytes)],
-      ["files over half deleted", num(s.over_half_deleted)],
+      ["past the purge threshold", `${num(s.past_purge_threshold)} files (worth rewriting with REORG … APPLY (PURGE))`],
     ]),
-    table(t, ["path", "num_records", "deleted_rows", "deleted_ratio", "storage", "dv_bytes"], { label: "deletion vectors", empty: "No deletion vectors at this version." }),
+    table(t, ["path", "partition", "num_records", "cardinality", "deleted_ratio", "storage", "dv_bytes", "shared_by"], {
+      label: "deletion vectors", empty: "No deletion vectors at this version.",
+      rowClass: (i) => (t.columns.past_threshold[i] ? "dx-warn" : null),
+    }),
   );
 }
 
 function diff(model) {
   const s = model.get("diff_summary") || {};
-  const t = decode(model, "diff_ipc");
+  const changes = decode(model, "diff_changes_ipc");
+  const files = decode(model, "diff_ipc");
   const a = h("input", { type: "number", "aria-label": "from version", min: model.get("min_version"), max: model.get("max_version"), value: model.get("diff_from") });
   const b = h("input", { type: "number", "aria-label": "to version", min: model.get("min_version"), max: model.get("max_version"), value: model.get("diff_to") });
   const go = h("button", { type: "button", onclick: () => { model.set("diff_from", Number(a.value)); model.set("diff_to", Number(b.value)); model.save_changes(); } }, "Compare");
-  const list = (items, fmt) => (items && items.length ? h("ul", {}, items.map((x) => h("li", {}, fmt(x)))) : h("p", { class: "dx-empty" }, "none"));
   return h("div", {},
     h("div", { class: "dx-controls" }, h("label", {}, "from ", a), h("label", {}, "to ", b), go),
     s.from_version === undefined ? h("p", { class: "dx-hint" }, "Pick two versions.") : h("div", {},
-      kv([
-        ["files", `+${num(s.files_added)} / −${num(s.files_removed)} (${num(s.files_readded_with_new_dv)} re-added with a new DV)`],
-        ["bytes", `+${bytes(s.bytes_added)} / −${bytes(s.bytes_removed)}`],
-        ["rows", `+${num(s.rows_added)} / −${num(s.rows_removed)}`],
-        ["protocol", s.protocol_change ? `${s.protocol_change.from} → ${s.protocol_change.to}` : "unchanged"],
-        ["partitioning", s.partitioning_change ? `${s.partitioning_change.from.join(", ")} → ${s.partitioning_change.to.join(", ")}` : "unchanged"],
-      ]),
-      h("h4", {}, "Schema changes"), list(s.schema_changes, (c) => `${c.column}: ${c.change} (${c.detail})`),
-      h("h4", {}, "Property changes"), list(s.property_changes, (c) => `${c.key}: ${c.from ?? "–"} → ${c.to ?? "–"}`),
-      h("h4", {}, "Files"), table(t, ["change", "path", "size", "num_records", "deleted_rows"], { label: "changed files", rowClass: (i) => `dx-${t.columns.change[i]}` }),
+      h("h4", {}, `Changes from version ${s.from_version} to ${s.to_version}`),
+      table(changes, ["section", "change", "name", "before", "after", "files", "bytes", "rows", "detail"], { label: "changes" }),
+      h("h4", {}, "Files"),
+      table(files, ["change", "path", "partition", "size", "num_records", "rows_delta"], { label: "changed files", rowClass: (i) => `dx-${files.columns.change[i]}`, empty: "No file changed." }),
     ),
   );
 }
 
 function health(model) {
-  const s = model.get("health") || {};
-  if (s.version === undefined) return h("p", {}, "Loading…");
-  return kv([
-    ["commits", `${num(s.commits)} (earliest retained: ${s.earliest_commit ?? "–"})`],
-    ["checkpoints", `${num(s.checkpoints)}: ${(s.checkpoint_versions || []).join(", ") || "none"}`],
-    ["commits since last checkpoint", num(s.commits_since_checkpoint)],
-    ["checkpoint interval", s.checkpoint_interval ?? "default"],
-    ["_last_checkpoint", s.last_checkpoint_problem ? `problem: ${s.last_checkpoint_problem}` : `points at ${s.last_checkpoint_file}`],
-    ["log bytes", `${bytes(s.log_bytes)} (commits ${bytes(s.commit_bytes)}, checkpoints ${bytes(s.checkpoint_bytes)})`],
-    ["data bytes", bytes(s.data_bytes)],
-    ["log / data", s.log_to_data_ratio ?? "–"],
-    [".crc files", num(s.crc_files)], ["log compactions", num(s.compactions)],
-    ["tombstones", `${num(s.tombstones)} (${bytes(s.tombstone_bytes)} reclaimable by VACUUM after retention)`],
-  ]);
+  const t = decode(model, "health_ipc");
+  if (!t) return h("p", {}, "Loading…");
+  return table(t, ["section", "metric", "value", "unit", "status", "detail"], {
+    label: "log health",
+    rowClass: (i) => ({ warn: "dx-warn", error: "dx-error" })[t.columns.status[i]] || null,
+  });
 }
 
 function maintenance(model) {
@@ -332,7 +320,7 @@ function render({ model, el }) {
   }
   const names = ["tab", "version", "min_version", "max_version", "overview", "history_ipc", "partitions_ipc", "sizes_ipc", "files_ipc",
     "files_total", "files_query", "layout_columns", "layout_summary", "layout_ipc", "dv_summary", "dv_ipc", "diff_summary",
-    "diff_ipc", "diff_from", "diff_to", "health", "maintenance", "error", "busy"];
+    "diff_changes_ipc", "diff_ipc", "diff_from", "diff_to", "health_ipc", "maintenance", "error", "busy"];
   let pending = false;
   const schedule = () => {
     if (pending) return;
