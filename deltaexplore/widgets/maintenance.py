@@ -1,10 +1,10 @@
 """Maintenance from the explorer: preview an operation, run it with progress, see the new version.
 
-Operations (optimize, vacuum, checkpoint) are previewed from the snapshot alone (what would be
-rewritten, deleted or written). Running one needs a backend that writes: the Spark pipeline
-(`deltaexplore.spark`, when pyspark is installed) or the local writer in the core. Backends are
-found by name at run time (`find_runner`) or registered explicitly with `register_runner`;
-when none is there the operation can still be previewed and says what to install.
+Operations (optimize, vacuum, checkpoint) are previewed from the snapshot alone, with the same
+planning code that runs them (`plan_optimize`, `inspect.vacuum_preview`). Running one needs a
+backend that writes: the Spark pipeline (`deltaexplore.spark`, used when pyspark is installed and
+it provides the operation) or the core's local operations (`deltaexplore.core.operations`).
+`register_runner` puts any other backend first.
 
 A runner is called as ``runner(table, progress=callback, **params)``; ``callback(fraction,
 message)`` reports progress (0..1), and the runner returns a dict (or an Arrow table) describing
@@ -34,8 +34,6 @@ __all__ = ["OPERATIONS", "Operation", "find_runner", "preview", "register_runner
 Progress = Callable[[float, str], None]
 Runner = Callable[..., Any]
 
-DEFAULT_TARGET_BYTES = 128 * 1024 * 1024
-
 
 @dataclass(frozen=True)
 class Operation:
@@ -51,23 +49,58 @@ OPERATIONS: dict[str, Operation] = {
     "checkpoint": Operation("checkpoint", "checkpoint", False, "write a checkpoint at the latest version"),
 }
 
-#: (module, attribute) tried in order for each operation and backend; first callable wins
-_CANDIDATES: dict[str, dict[str, list[tuple[str, str]]]] = {
-    "spark": {
-        "optimize": [("deltaexplore.spark", "optimize"), ("deltaexplore.spark.maintenance", "optimize")],
-        "vacuum": [("deltaexplore.spark", "vacuum"), ("deltaexplore.spark.maintenance", "vacuum")],
-        "checkpoint": [("deltaexplore.spark", "checkpoint"), ("deltaexplore.spark.maintenance", "checkpoint")],
-    },
-    "local": {
-        "optimize": [("deltaexplore.core.maintenance", "optimize"), ("deltaexplore.core.optimize", "optimize")],
-        "vacuum": [("deltaexplore.core.maintenance", "vacuum"), ("deltaexplore.core.vacuum", "vacuum")],
-        "checkpoint": [
-            ("deltaexplore.core.maintenance", "checkpoint"),
-            ("deltaexplore.core.checkpoint_writer", "write_checkpoint"),
-        ],
-    },
-}
 _REGISTERED: dict[str, tuple[str, Runner]] = {}
+
+
+def _rows(result: Any) -> dict[str, Any]:
+    """The one-row metrics table the core operations return, as a dict."""
+    return result.to_pylist()[0] if isinstance(result, pa.Table) and result.num_rows else {}
+
+
+def _local_optimize(table: Table, *, progress: Progress, target_bytes: int | None = None, **_: Any) -> dict[str, Any]:
+    from deltaexplore.core.operations import optimize
+
+    progress(0.05, "compacting small files (local pyarrow writer)")
+    return _rows(optimize(table, target_size=target_bytes))
+
+
+def _local_vacuum(table: Table, *, progress: Progress, retention_hours: float | None = None, **_: Any) -> dict[str, Any]:
+    from deltaexplore.core.operations import vacuum
+
+    progress(0.05, "deleting files no retained version needs")
+    out = _rows(vacuum(table, retention_hours=retention_hours, dry_run=False))
+    out.pop("files", None)
+    return out
+
+
+def _local_checkpoint(table: Table, *, progress: Progress, **_: Any) -> dict[str, Any]:
+    from deltaexplore.core.operations import checkpoint
+
+    progress(0.05, "writing a checkpoint")
+    return _rows(checkpoint(table))
+
+
+def _spark_runner(fn: Runner, op: str) -> Runner:
+    """Adapt a `deltaexplore.spark` operation (``fn(spark, uri, **params)``) to the runner call."""
+
+    def run(table: Table, *, progress: Progress, **params: Any) -> Any:
+        import deltaexplore.spark as dxs
+
+        progress(0.05, f"starting Spark {op}")
+        return fn(dxs.get_spark(), table.storage.root, **params)
+
+    return run
+
+
+#: built-in backends, tried in order (Spark first when pyspark is installed and it provides the operation)
+_BACKENDS: dict[str, dict[str, tuple[str, str] | Runner]] = {
+    "spark": {
+        "optimize": ("deltaexplore.spark", "optimize"),
+        "vacuum": ("deltaexplore.spark", "vacuum"),
+        "checkpoint": ("deltaexplore.spark", "checkpoint"),
+    },
+    "local": {"optimize": _local_optimize, "vacuum": _local_vacuum, "checkpoint": _local_checkpoint},
+}
 
 
 def register_runner(op: str, backend: str, runner: Runner) -> None:
@@ -88,23 +121,17 @@ def find_runner(op: str) -> tuple[str | None, Runner | None, str]:
         return backend, runner, ""
     backends = (["spark"] if _spark_available() else []) + ["local"]
     for backend in backends:
-        for module, attr in _CANDIDATES[backend][op]:
-            try:
-                mod = importlib.import_module(module)
-            except ImportError:
-                continue
-            fn = getattr(mod, attr, None)
-            if callable(fn):
-                return backend, fn, ""
-    spark_hint = "" if _spark_available() else " (pip install 'deltaexplore[spark]' for the Spark backend)"
-    return (
-        None,
-        None,
-        (
-            f"{OPERATIONS[op].label} cannot run here yet: neither deltaexplore.spark nor the core's local writer provides "
-            f"{op!r} in this installation{spark_hint}. The preview above is still exact."
-        ),
-    )
+        entry = _BACKENDS[backend][op]
+        if callable(entry):
+            return backend, entry, ""
+        module, attr = entry
+        try:
+            fn = getattr(importlib.import_module(module), attr, None)
+        except (ImportError, AttributeError):
+            fn = None
+        if callable(fn):
+            return backend, _spark_runner(fn, op), ""
+    return None, None, f"no backend provides {OPERATIONS[op].label} in this installation"
 
 
 def describe(op: str) -> dict[str, Any]:
@@ -126,28 +153,27 @@ def preview(op: str, data: ExplorerData, **params: Any) -> dict[str, Any]:
     if op not in OPERATIONS:
         raise DeltaExploreError(f"unknown maintenance operation {op!r}: expected one of {', '.join(OPERATIONS)}")
     if op == "optimize":
-        return _preview_optimize(data, int(params.get("target_bytes", DEFAULT_TARGET_BYTES)))
+        target = params.get("target_bytes")
+        return _preview_optimize(data, int(target) if target is not None else None)
     if op == "vacuum":
         return _preview_vacuum(data, params.get("retention_hours"))
     return _preview_checkpoint(data)
 
 
-def _preview_optimize(data: ExplorerData, target: int) -> dict[str, Any]:
-    fc = data.files_cache()
-    small = pc.less(fc.files.column("size"), target)
-    t = pa.table({"partition": fc.partition, "size": fc.files.column("size")}).filter(small)
-    g = t.group_by("partition").aggregate([("size", "count"), ("size", "sum")])
-    g = g.filter(pc.greater_equal(g.column("size_count"), 2))  # one small file alone is left as is
-    files = int(pc.sum(g.column("size_count")).as_py() or 0)
-    size = int(pc.sum(g.column("size_sum")).as_py() or 0)
-    out_files = sum(max(1, math.ceil(s / target)) for s in g.column("size_sum").to_pylist())
+def _preview_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
+    from deltaexplore.core.operations import plan_optimize
+
+    plan = plan_optimize(data.snap, target_size=target)
+    files = plan.files
+    size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
+    out_files = sum(max(1, math.ceil(int(pc.sum(b.column("size")).as_py() or 0) / plan.target_size)) for b in plan.bins)
     return {
-        "target_file_bytes": target,
-        "partitions_to_compact": g.num_rows,
-        "files_to_rewrite": files,
+        "target_file_bytes": plan.target_size,
+        "files_considered": plan.considered_files,
+        "bins": len(plan.bins),
+        "files_to_rewrite": files.num_rows,
         "bytes_to_rewrite": size,
         "files_after": out_files,
-        "file_count_change": out_files - files,
     }
 
 
@@ -187,7 +213,12 @@ def run(op: str, table: Table, progress: Progress, **params: Any) -> dict[str, A
         raise DeltaExploreError(reason)
     progress(0.0, f"starting {OPERATIONS[op].label} with {backend}")
     before = table.latest_version()
-    result = runner(table, progress=progress, **params)
+    try:
+        result = runner(table, progress=progress, **params)
+    except DeltaExploreError:
+        raise
+    except Exception as exc:  # a backend's failure must reach the UI as a message
+        raise DeltaExploreError(f"{OPERATIONS[op].label} failed in the {backend} backend: {type(exc).__name__}: {exc}") from exc
     table.listing(refresh=True)
     after = table.latest_version()
     progress(1.0, "done")

@@ -167,11 +167,32 @@ def test_maintenance_preview_and_a_missing_backend(sales):
     w._on_custom_msg(w, {"type": "preview", "op": "optimize"}, [])  # what the Preview button sends
     p = w.maintenance["preview"]
     assert w.maintenance["selected"] == "optimize"
-    assert p["partitions_to_compact"] == 2 and p["files_to_rewrite"] == 8 and p["files_after"] == 2
+    # amer and apac: 3 small files each without DVs + the file whose DV deletes over 5% of it
+    assert p["bins"] == 2 and p["files_to_rewrite"] == 8 and p["files_after"] == 2
+    w.preview("vacuum", retention_hours=0)
+    assert w.maintenance["preview"]["files_to_delete"] == 5
+    w.preview("checkpoint")
+    assert w.maintenance["preview"]["commits_since_checkpoint"] == 8
+    w.preview("bogus")
+    assert "unknown maintenance operation 'bogus'" in w.error
+
+
+def test_running_optimize_with_the_local_writer(tmp_path):
+    import demo_tables
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    rows_before = dx.open_table(path).snapshot().to_arrow().num_rows
+    w = explore(path, tab="maintenance")
     ops = {o["name"]: o for o in w.maintenance["operations"]}
-    if not ops["optimize"]["available"]:
-        w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
-        assert "cannot run here yet" in w.error and w.version == 7
+    if ops["optimize"]["backend"] != "local":
+        pytest.skip(f"optimize runs with {ops['optimize']['backend']} here")
+    w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
+    assert w.error == ""
+    assert (w.version, w.max_version) == (8, 8) and w.overview["num_files"] == 3
+    assert "with local: version 7 -> 8" in w.maintenance["result"] and w.maintenance["progress"] == 1.0
+    assert dx.open_table(path).snapshot().to_arrow().num_rows == rows_before
+    w._on_custom_msg(w, {"type": "run", "op": "checkpoint"}, [])
+    assert w.error == "" and dx.open_table(path).listing().checkpoints
 
 
 def _compact(table: dx.Table, *, progress, **params) -> dict:
