@@ -1,0 +1,51 @@
+"""Charts of inspection tables: functions that return `altair.Chart` objects.
+
+Every function takes the output of a `deltaexplore.inspect` function (or a `Table`/`Snapshot`,
+then it calls that function itself) and returns one `alt.Chart`: never displayed, never
+configured, no theme enabled, so charts stay layerable (`a + b`) and concatenable (`a | b`).
+Large inputs are aggregated with polars/numpy first: a chart spec carries at most a few
+thousand rows, whatever the table size.
+
+- `history_chart(history, metric="files")`: files | bytes | rows added/removed per version
+- `operations_chart(history)`: commits on a time axis, one row per operation
+- `versions_chart(reconstructable_versions)`: readable / data missing / log gone per version
+- `file_size_histogram(files)`: files per power-of-two size bin, small files highlighted
+- `partition_skew_chart(partitions, metric="bytes", top=40)`: largest partitions
+- `layout_chart(layout, column=None)`: per-file min..max ranges coloured by overlap depth
+- `explain_funnel(explain, predicate=None)`: files left after partition and stats pruning
+- `dv_density_chart(deletion_vectors)`: deleted ratio per file (binned when large)
+- `deleted_rows_heatmap(deleted_rows, path=None, num_records=None)`: deleted rows within a file
+- `log_health_chart(log_files)`: commit / checkpoint bytes and JSON replayed per version
+
+Rendering: `show(chart)` returns an `alt.JupyterChart` that works offline in JupyterLab
+(bundled Vega); `to_svg(chart)` / `to_png(chart)` export through vl-convert.
+
+Importing `deltaexplore` does not import this package (nor altair).
+"""
+
+from __future__ import annotations
+
+from deltaexplore.viz._data import VizError
+from deltaexplore.viz.deletion_vectors import deleted_rows_heatmap, dv_density_chart
+from deltaexplore.viz.files import file_size_histogram, partition_skew_chart
+from deltaexplore.viz.history import history_chart, operations_chart, versions_chart
+from deltaexplore.viz.layout import explain_funnel, layout_chart
+from deltaexplore.viz.log import log_health_chart
+from deltaexplore.viz.render import show, to_png, to_svg
+
+__all__ = [
+    "VizError",
+    "deleted_rows_heatmap",
+    "dv_density_chart",
+    "explain_funnel",
+    "file_size_histogram",
+    "history_chart",
+    "layout_chart",
+    "log_health_chart",
+    "operations_chart",
+    "partition_skew_chart",
+    "show",
+    "to_png",
+    "to_svg",
+    "versions_chart",
+]

@@ -1,0 +1,61 @@
+"""Shared helpers of the chart layer: resolving inputs to inspection tables, keeping chart data small."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from deltaexplore.errors import DeltaExploreError
+
+__all__ = ["MAX_POINTS", "VizError", "as_inspect_table", "bucket_versions", "frame"]
+
+#: the most marks a chart spec carries; larger inputs are aggregated before charting
+MAX_POINTS = 2000
+
+
+class VizError(DeltaExploreError, ValueError):
+    """A chart was given data it cannot draw (wrong table, missing column)."""
+
+
+def as_inspect_table(data: Any, required: tuple[str, ...], compute: Callable[[Any], pa.Table], what: str) -> pa.Table:
+    """`data` itself when it is a table with the `required` columns, else `compute(data)` for a
+    deltaexplore `Table`/`Snapshot`.
+
+    Raises:
+        VizError: neither.
+    """
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+    if isinstance(data, (Table, Snapshot)):
+        return compute(data)
+    if isinstance(data, pl.DataFrame):
+        data = data.to_arrow()
+    if isinstance(data, pa.Table):
+        missing = [c for c in required if c not in data.column_names]
+        if missing:
+            raise VizError(f"{what} needs columns {', '.join(required)}; the table has no {', '.join(missing)}")
+        return data
+    raise VizError(f"{what} takes an inspection table or a deltaexplore Table/Snapshot, got {type(data).__name__}")
+
+
+def frame(table: pa.Table, columns: list[str] | None = None) -> pl.DataFrame:
+    out = pl.from_arrow(table.select(columns) if columns else table)
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def bucket_versions(df: pl.DataFrame, max_points: int = MAX_POINTS) -> tuple[pl.DataFrame, int]:
+    """Add a `bucket` column: the version itself, or the first version of a run of `width`
+    versions when there are more than `max_points`; returns (frame, width)."""
+    if df.height == 0:
+        return df.with_columns(pl.col("version").alias("bucket")), 1
+    lo, hi = int(df.get_column("version").min()), int(df.get_column("version").max())  # type: ignore[arg-type]
+    width = max(1, int(np.ceil((hi - lo + 1) / max_points)))
+    if width == 1:
+        return df.with_columns(pl.col("version").alias("bucket")), 1
+    return df.with_columns(((pl.col("version") - lo) // width * width + lo).alias("bucket")), width

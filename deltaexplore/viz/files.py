@@ -1,0 +1,102 @@
+"""What a version is made of: the file-size distribution and partition skew."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from deltaexplore.inspect._common import human_bytes
+from deltaexplore.viz._data import as_inspect_table, frame
+
+__all__ = ["file_size_histogram", "partition_skew_chart"]
+
+
+def _files(data: Any) -> Any:
+    from deltaexplore.inspect import files
+
+    return files(data)
+
+
+def _partitions(data: Any) -> Any:
+    from deltaexplore.inspect import partitions
+
+    return partitions(data)
+
+
+def file_size_histogram(data: Any, *, small_file_bytes: int | None = 128 * 1024 * 1024) -> alt.Chart:
+    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins under `small_file_bytes`
+    coloured as small. `data` is `inspect.files()` output (or any table with `size`) or a
+    Table/Snapshot. Binned with numpy first: the spec holds one row per bin, never per file."""
+    f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
+    sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
+    sizes = sizes[~np.isnan(sizes)]
+    exp = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
+    if len(exp):
+        uniq, counts = np.unique(exp, return_counts=True)
+        bytes_per = np.bincount(exp - uniq.min(), weights=sizes)[uniq - uniq.min()]
+    else:
+        uniq, counts, bytes_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    lo = (2.0**uniq).astype(np.int64)
+    hi = (2.0 ** (uniq + 1)).astype(np.int64)
+    labels = [f"{human_bytes(a)}-{human_bytes(b)}" for a, b in zip(lo, hi)]
+    small = [bool(small_file_bytes is not None and b <= small_file_bytes) for b in hi]
+    table = pa.table(
+        {
+            "bin": pa.array(labels, pa.string()),
+            "bin_start": pa.array(lo, pa.int64()),
+            "files": pa.array(counts, pa.int64()),
+            "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
+            "small": pa.array(small, pa.bool_()),
+        }
+    )
+    return (
+        alt.Chart(table, title="file sizes")
+        .mark_bar()
+        .encode(
+            x=alt.X("bin:O", sort=alt.SortField("bin_start"), title="file size"),
+            y=alt.Y("files:Q", title="files"),
+            color=alt.Color("small:N", title="small file", scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"])),
+            tooltip=["bin:N", alt.Tooltip("files:Q", format=","), alt.Tooltip("bytes:Q", format=","), "small:N"],
+        )
+    )
+
+
+def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> alt.Chart:
+    """The `top` partitions by `metric` (bytes | files | rows | small_files), the rest summed in
+    one "(N other partitions)" bar; colour shows each partition's share of small files. `data` is
+    `inspect.partitions()` output or a Table/Snapshot."""
+    p = as_inspect_table(data, ("partition", metric, "files", "small_files"), _partitions, "partition_skew_chart")
+    cols = list(dict.fromkeys(["partition", metric, "files", "small_files"] + (["bytes"] if "bytes" in p.column_names else [])))
+    df = frame(p, cols)
+    df = df.sort(metric, descending=True, nulls_last=True)
+    head, rest = df.head(top), df.slice(top)
+    if rest.height:
+        other = rest.select(
+            pl.lit(f"({rest.height} other partitions)").alias("partition"),
+            *[pl.col(c).sum() for c in df.columns if c != "partition"],
+        )
+        head = pl.concat([head, other.select(head.columns)], how="vertical_relaxed")
+    head = head.with_columns(
+        pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("partition"),
+        (pl.col("small_files") / pl.col("files")).alias("small_share"),
+    )
+    return (
+        alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
+        .mark_bar()
+        .encode(
+            y=alt.Y("partition:N", sort=None, title=None),
+            x=alt.X(f"{metric}:Q", title=metric),
+            color=alt.Color("small_share:Q", title="small files", scale=alt.Scale(domain=[0, 1], scheme="orangered")),
+            tooltip=[
+                "partition:N",
+                alt.Tooltip(f"{metric}:Q", format=","),
+                "files:Q",
+                "small_files:Q",
+                alt.Tooltip("small_share:Q", format=".0%"),
+            ],
+        )
+    )

@@ -1,0 +1,157 @@
+"""How the table got there: files/bytes/rows added and removed per version, operations over time,
+and which versions can still be read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
+
+__all__ = ["history_chart", "operations_chart", "versions_chart"]
+
+_METRICS = {
+    "files": ("files_added", "files_removed"),
+    "bytes": ("bytes_added", "bytes_removed"),
+    "rows": ("rows_added", "rows_removed"),
+}
+
+
+def _history(data: Any) -> Any:
+    from deltaexplore.inspect import history
+
+    return history(data)
+
+
+def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS) -> alt.Chart:
+    """Bars per version: `metric` (files | bytes | rows) added above the axis, removed below.
+
+    `data` is a history table (`table.history()` / `inspect.history`) or a Table/Snapshot.
+    More than `max_points` versions are summed into equal version ranges first. Tooltips show
+    the operation (or "N commits" for a range) and the commit time.
+    """
+    if metric not in _METRICS:
+        raise VizError(f"metric must be one of {', '.join(_METRICS)}, got {metric!r}")
+    added, removed = _METRICS[metric]
+    h = as_inspect_table(data, ("version", "timestamp", "operation", added, removed), _history, "history_chart")
+    df = frame(h, ["version", "timestamp", "operation", added, removed])
+    df, width = bucket_versions(df, max_points)
+    agg = (
+        df.group_by("bucket")
+        .agg(
+            pl.col(added).sum().alias("added"),
+            (-pl.col(removed).sum()).alias("removed"),
+            pl.len().alias("commits"),
+            pl.col("operation").first(),
+            pl.col("timestamp").min(),
+            pl.col("version").max().alias("last_version"),
+        )
+        .with_columns(
+            pl.when(pl.col("commits") > 1)
+            .then(pl.format("{} commits", pl.col("commits")))
+            .otherwise(pl.col("operation"))
+            .alias("operation")
+        )
+        .unpivot(
+            index=["bucket", "last_version", "operation", "timestamp", "commits"],
+            on=["added", "removed"],
+            variable_name="change",
+            value_name=metric,
+        )
+        .rename({"bucket": "version"})
+        .sort(["version", "change"])
+    )
+    title = f"{metric} added (+) and removed (-) per version" + (f" (ranges of {width} versions)" if width > 1 else "")
+    return (
+        alt.Chart(agg.to_arrow(), title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X("version:Q", title="version", axis=alt.Axis(format="d")),
+            y=alt.Y(f"{metric}:Q", title=metric),
+            color=alt.Color("change:N", scale=alt.Scale(domain=["added", "removed"], range=["#4c78a8", "#e45756"])),
+            tooltip=[
+                alt.Tooltip("version:Q", format="d"),
+                alt.Tooltip("last_version:Q", format="d", title="to version"),
+                "operation:N",
+                alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
+                alt.Tooltip(f"{metric}:Q", format=","),
+                "change:N",
+            ],
+        )
+    )
+
+
+def operations_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
+    """One tick per commit on a time axis, one row per operation (WRITE, MERGE, OPTIMIZE, ...).
+
+    More than `max_points` commits are counted per (operation, time bucket) instead.
+    """
+    h = as_inspect_table(data, ("version", "timestamp", "operation"), _history, "operations_chart")
+    df = frame(h, ["version", "timestamp", "operation"]).with_columns(pl.col("operation").fill_null("(unknown)"))
+    if df.height > max_points:
+        df = (
+            df.sort("timestamp")
+            .group_by_dynamic("timestamp", every=_every(df), group_by="operation")
+            .agg(pl.len().alias("commits"), pl.col("version").min().alias("version"))
+        )
+    else:
+        df = df.with_columns(pl.lit(1).alias("commits"))
+    return (
+        alt.Chart(df.to_arrow(), title="operations over time")
+        .mark_tick(thickness=2)
+        .encode(
+            x=alt.X("timestamp:T", title="commit time"),
+            y=alt.Y("operation:N", title=None),
+            color=alt.Color("operation:N", legend=None),
+            tooltip=[
+                alt.Tooltip("version:Q", format="d"),
+                "operation:N",
+                alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
+                "commits:Q",
+            ],
+        )
+    )
+
+
+def _every(df: pl.DataFrame) -> str:
+    span = df.get_column("timestamp").max() - df.get_column("timestamp").min()  # type: ignore[operator]
+    seconds = max(1, int(span.total_seconds() / 500)) if span is not None else 1
+    return f"{seconds}s"
+
+
+def _versions(data: Any) -> Any:
+    from deltaexplore.inspect import reconstructable_versions
+
+    return reconstructable_versions(data)
+
+
+def versions_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
+    """Which versions can be read: one cell per version coloured by status (readable, data
+    files missing, log gone, lost after VACUUM). `data` is `reconstructable_versions()` output."""
+    v = as_inspect_table(data, ("version", "log_reconstructable", "readable"), _versions, "versions_chart")
+    df = frame(v)
+    after = pl.col("readable_after_vacuum") if "readable_after_vacuum" in df.columns else pl.lit(None, pl.Boolean)
+    status = (
+        pl.when(~pl.col("log_reconstructable"))
+        .then(pl.lit("log gone"))
+        .when(~pl.col("readable"))
+        .then(pl.lit("data files missing"))
+        .when(after.eq(False))
+        .then(pl.lit("lost after VACUUM"))
+        .otherwise(pl.lit("readable"))
+    )
+    df = df.with_columns(status.alias("status"))
+    df, width = bucket_versions(df, max_points)
+    df = df.group_by(["bucket", "status"]).agg(pl.len().alias("versions")).rename({"bucket": "version"}).sort("version")
+    domain = ["readable", "lost after VACUUM", "data files missing", "log gone"]
+    return (
+        alt.Chart(df.to_arrow(), title="readable versions" + (f" (ranges of {width})" if width > 1 else ""))
+        .mark_tick(thickness=3, size=30)
+        .encode(
+            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            color=alt.Color("status:N", scale=alt.Scale(domain=domain, range=["#54a24b", "#f58518", "#e45756", "#9d9d9d"])),
+            tooltip=[alt.Tooltip("version:Q", format="d"), "status:N", "versions:Q"],
+        )
+    )

@@ -1,0 +1,154 @@
+"""Why it is slow: per-file value ranges of a column with their overlap, and the explain funnel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.viz._data import VizError, as_inspect_table, frame
+
+__all__ = ["explain_funnel", "layout_chart"]
+
+
+def _numeric_bounds(mins: pa.Array, maxs: pa.Array) -> tuple[pa.Array, pa.Array, str]:
+    """Bounds as something Vega-Lite can place on a continuous axis, and the axis type."""
+    t = mins.type
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return mins, maxs, "T"
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return mins, maxs, "Q"
+    if pa.types.is_decimal(t) or pa.types.is_boolean(t):
+        return mins.cast(pa.float64()), maxs.cast(pa.float64()), "Q"
+    # strings, binary: place values by their rank in the sorted union of bounds
+    both = pa.concat_arrays([mins, maxs])
+    ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense").cast(pa.int64())
+    ranks = pc.if_else(pc.is_valid(both), ranks, pa.scalar(None, pa.int64()))
+    n = len(mins)
+    return ranks.slice(0, n), ranks.slice(n), "Q"
+
+
+def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400) -> alt.Chart:
+    """One horizontal rule per file from its min to its max of a column, files ordered by min,
+    coloured by overlap depth (how many files a point query in that range reads).
+
+    `data` is `inspect.layout(column)` output, or a Table/Snapshot with `column`. More than
+    `max_files` files are merged into `max_files` groups of consecutive files (the group's
+    smallest min, largest max and deepest overlap). String bounds are placed by rank.
+    """
+    if column is None and not isinstance(data, pa.Table | pl.DataFrame):
+        raise VizError("layout_chart needs the column name when given a table or snapshot")
+
+    def compute(obj: Any) -> pa.Table:
+        from deltaexplore.inspect import layout
+
+        return layout(obj, column)
+
+    lay = as_inspect_table(data, ("min", "max", "rank", "overlap_depth", "path"), compute, "layout_chart")
+    lay = lay.filter(pc.is_valid(lay.column("rank"))) if lay.num_rows else lay
+    raw_min, raw_max = lay.column("min").combine_chunks(), lay.column("max").combine_chunks()
+    mins, maxs, kind = _numeric_bounds(raw_min, raw_max)
+    by_rank = mins.type != raw_min.type and pa.types.is_integer(mins.type) and not pa.types.is_boolean(raw_min.type)
+    base = pa.table(
+        {
+            "rank": lay.column("rank"),
+            "lo": mins,
+            "hi": maxs,
+            "depth": lay.column("overlap_depth"),
+            "path": lay.column("path"),
+            "min": _text(raw_min),
+            "max": _text(raw_max),
+        }
+    )
+    df = frame(base)
+    n = df.height
+    if n > max_files:
+        df = (
+            df.with_columns((pl.col("rank") * max_files // n).alias("group"))
+            .group_by("group")
+            .agg(
+                pl.col("lo").min(),
+                pl.col("hi").max(),
+                pl.col("depth").max(),
+                pl.len().alias("files"),
+                pl.col("min").first(),
+                pl.col("max").last(),
+                pl.format("{} files", pl.len()).alias("path"),
+            )
+            .rename({"group": "rank"})
+        )
+    else:
+        df = df.with_columns(pl.lit(1).alias("files"))
+    name = column or "column"
+    title = f"{name}: file ranges ordered by min" + (f" ({n} files in {df.height} groups)" if n > max_files else "")
+    return (
+        alt.Chart(df.sort("rank").to_arrow(), title=title)
+        .mark_rule(strokeWidth=3)
+        .encode(
+            x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
+            x2="hi",
+            y=alt.Y("rank:Q", title="files (ordered by min)", axis=alt.Axis(format="d")),
+            color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+            tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
+        )
+    )
+
+
+_STAGES = ["all files", "after partition pruning", "after stats pruning (read)"]
+
+
+def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
+    """Files (and, in the tooltip, bytes and rows) left after each pruning stage of a query:
+    all files, after partition pruning, after statistics pruning. `data` is `inspect.explain()`
+    output, or a Table/Snapshot with `predicate`."""
+    if predicate is None and not isinstance(data, pa.Table | pl.DataFrame):
+        raise VizError("explain_funnel needs a predicate when given a table or snapshot")
+
+    def compute(obj: Any) -> pa.Table:
+        from deltaexplore.inspect import explain
+
+        return explain(obj, predicate)
+
+    e = as_inspect_table(data, ("stage", "size", "num_records"), compute, "explain_funnel")
+    df = frame(e, ["stage", "size", "num_records"])
+    stages = []
+    for label, keep in zip(_STAGES, ([], ["partition_pruned"], ["partition_pruned", "stats_pruned"])):
+        sub = df.filter(~pl.col("stage").is_in(keep)) if keep else df
+        stages.append(
+            {
+                "stage": label,
+                "order": len(stages),
+                "files": sub.height,
+                "bytes": int(sub.get_column("size").sum() or 0),
+                "rows": int(sub.get_column("num_records").sum() or 0),
+            }
+        )
+    total = max(stages[0]["files"], 1)
+    for s in stages:
+        s["share"] = s["files"] / total
+    table = pa.table({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")})
+    return (
+        alt.Chart(table, title="files read by the query")
+        .mark_bar()
+        .encode(
+            y=alt.Y("stage:N", sort=_STAGES, title=None),
+            x=alt.X("files:Q", title="files"),
+            color=alt.Color("stage:N", sort=_STAGES, legend=None, scale=alt.Scale(range=["#9d9d9d", "#72b7b2", "#4c78a8"])),
+            tooltip=[
+                "stage:N",
+                alt.Tooltip("files:Q", format=","),
+                alt.Tooltip("bytes:Q", format=","),
+                alt.Tooltip("rows:Q", format=","),
+                alt.Tooltip("share:Q", format=".1%"),
+            ],
+        )
+    )
+
+
+def _text(values: pa.Array) -> pa.Array:
+    if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
+        return pa.array([None if v is None else v.hex() for v in values.to_pylist()], pa.string())
+    return values.cast(pa.string())

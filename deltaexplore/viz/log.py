@@ -1,0 +1,54 @@
+"""The transaction log over versions: commit and checkpoint sizes, and the JSON a reader replays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from deltaexplore.viz._data import MAX_POINTS, as_inspect_table, bucket_versions, frame
+
+__all__ = ["log_health_chart"]
+
+_SERIES = {"commit_bytes": "commit file", "checkpoint_bytes": "checkpoint", "replay_json_bytes": "JSON replayed to open"}
+
+
+def _log_files(data: Any) -> Any:
+    from deltaexplore.inspect import log_files
+
+    return log_files(data)
+
+
+def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
+    """Bytes per version: each commit file, each checkpoint, and the JSON a reader must replay to
+    open that version (it drops to zero at every checkpoint; a rising saw-tooth that never drops
+    means checkpoints are not being written). `data` is `inspect.log_files()` output or a
+    Table/Snapshot. Over `max_points` versions, ranges of versions keep their maximum."""
+    lf = as_inspect_table(data, ("version", *_SERIES), _log_files, "log_health_chart")
+    df = frame(lf, ["version", *_SERIES, "checkpoint_kind"])
+    df, width = bucket_versions(df, max_points)
+    if width > 1:
+        df = (
+            df.group_by("bucket")
+            .agg(*[pl.col(c).max() for c in _SERIES], pl.col("checkpoint_kind").drop_nulls().first())
+            .rename({"bucket": "version"})
+        )
+    long = (
+        df.unpivot(index=["version", "checkpoint_kind"], on=list(_SERIES), variable_name="series", value_name="bytes")
+        .drop_nulls("bytes")
+        .with_columns(pl.col("series").replace_strict(_SERIES, return_dtype=pl.String))
+        .sort(["series", "version"])
+    )
+    return (
+        alt.Chart(long.to_arrow(), title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""))
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            y=alt.Y("bytes:Q", title="bytes", scale=alt.Scale(type="symlog")),
+            color=alt.Color(
+                "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])
+            ),
+            tooltip=[alt.Tooltip("version:Q", format="d"), "series:N", alt.Tooltip("bytes:Q", format=","), "checkpoint_kind:N"],
+        )
+    )

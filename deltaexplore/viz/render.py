@@ -1,0 +1,68 @@
+"""Showing charts without internet, and exporting them as SVG/PNG.
+
+Altair 6's default renderer loads Vega from a CDN, and JupyterLab 4 ships no Vega-Lite 6
+renderer. What works offline: `alt.JupyterChart` (an anywidget) with its bundled Vega once
+`alt.JupyterChart.enable_offline()` has been called (needs `vl-convert-python` and `anywidget`).
+Static export goes through vl-convert, which embeds Vega too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from deltaexplore.errors import MissingDependencyError
+
+__all__ = ["show", "to_png", "to_svg", "vega_lite_version"]
+
+_state = {"offline": False}
+
+
+def vega_lite_version() -> str:
+    """The Vega-Lite version of this Altair's specs in vl-convert's notation (e.g. ``6.4``)."""
+    return alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0]
+
+
+def _vl_convert() -> Any:
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "static chart export needs vl-convert-python: pip install 'deltaexplore[viz]'", extra="viz"
+        ) from exc
+    return vl_convert
+
+
+def show(chart: alt.TopLevelMixin) -> alt.JupyterChart:
+    """`chart` as an `alt.JupyterChart` that renders in JupyterLab without internet access.
+
+    Enables Altair's offline mode once (bundled Vega, no CDN). Returns the widget: leave it
+    as the last expression of a cell (or `display()` it) to show it.
+
+    Raises:
+        MissingDependencyError: anywidget or vl-convert-python is not installed.
+    """
+    try:
+        import anywidget  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "showing charts offline needs anywidget: pip install 'deltaexplore[viz]'", extra="viz"
+        ) from exc
+    _vl_convert()
+    if not _state["offline"]:
+        alt.JupyterChart.enable_offline()
+        _state["offline"] = True
+    return alt.JupyterChart(chart)
+
+
+def to_svg(chart: alt.TopLevelMixin) -> str:
+    """The chart rendered as an SVG document (no browser, no internet)."""
+    vlc = _vl_convert()
+    return vlc.vegalite_to_svg(chart.to_dict(), vl_version=vega_lite_version())
+
+
+def to_png(chart: alt.TopLevelMixin, *, scale: float = 2.0) -> bytes:
+    """The chart rendered as PNG bytes (`scale` 2 for sharp images in docs)."""
+    vlc = _vl_convert()
+    return vlc.vegalite_to_png(chart.to_dict(), vl_version=vega_lite_version(), scale=scale)

@@ -1,0 +1,199 @@
+"""Charts through `chart.to_dict()`: marks, encodings and data shape; aggregation of large inputs;
+one offline SVG/PNG render through vl-convert; the offline JupyterChart helper."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+alt = pytest.importorskip("altair", reason="the viz extra is not installed: pip install -e '.[viz]'")
+
+import deltaexplore as dx  # noqa: E402
+from deltaexplore import viz  # noqa: E402
+from deltaexplore.inspect import history  # noqa: E402
+from deltaexplore.viz import VizError  # noqa: E402
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "inspect"))
+from inspect_tables import build_history_table, build_partitioned_table  # noqa: E402
+
+
+def spec(chart):
+    d = chart.to_dict()
+    rows = next(iter(d.get("datasets", {}).values()), [])
+    mark = d["mark"]["type"] if isinstance(d["mark"], dict) else d["mark"]
+    return d, mark, d["encoding"], rows
+
+
+@pytest.fixture
+def hist(tmp_path):
+    build_history_table(tmp_path / "h")
+    return dx.open_table(str(tmp_path / "h"))
+
+
+@pytest.fixture
+def parted(tmp_path):
+    build_partitioned_table(tmp_path / "p")
+    return dx.open_table(str(tmp_path / "p"))
+
+
+def test_history_chart(hist):
+    d, mark, enc, rows = spec(viz.history_chart(hist))
+    assert mark == "bar" and enc["x"]["field"] == "version" and enc["y"]["field"] == "files" and enc["color"]["field"] == "change"
+    values = {(r["version"], r["change"]): r["files"] for r in rows}
+    assert values[(0, "added")] == 2 and values[(1, "added")] == 1 and values[(1, "removed")] == -1
+    assert values[(2, "added")] == 1 and values[(2, "removed")] == -1 and values[(3, "added")] == 0
+    assert {r["operation"] for r in rows} == {"CREATE TABLE", "WRITE", "DELETE", "SET TBLPROPERTIES"}
+    assert d.get("config") == alt.Chart(pa.table({"a": [1]})).mark_bar().to_dict().get("config")  # no configure_*
+    _, _, enc_b, rows_b = spec(viz.history_chart(history(hist), metric="rows"))
+    assert enc_b["y"]["field"] == "rows" and {(r["version"], r["change"]): r["rows"] for r in rows_b}[(0, "added")] == 30
+    with pytest.raises(VizError):
+        viz.history_chart(hist, metric="nope")
+    with pytest.raises(VizError):
+        viz.history_chart(pa.table({"x": [1]}))
+
+
+def test_history_chart_aggregates_many_versions():
+    n = 50_000
+    h = pa.table(
+        {
+            "version": pa.array(np.arange(n), pa.int64()),
+            "timestamp": pa.array(np.arange(n) * 1000, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "operation": pa.array(["WRITE"] * n),
+            "files_added": pa.array(np.ones(n, np.int64)),
+            "files_removed": pa.array(np.zeros(n, np.int64)),
+        }
+    )
+    _, _, _, rows = spec(viz.history_chart(h, max_points=1000))
+    assert len(rows) <= 2 * 1000
+    assert sum(r["files"] for r in rows if r["change"] == "added") == n
+    _, mark, _, op_rows = spec(viz.operations_chart(h, max_points=1000))
+    assert mark == "tick" and len(op_rows) <= 1000 and sum(r["commits"] for r in op_rows) == n
+
+
+def test_operations_and_versions_charts(hist):
+    _, mark, enc, rows = spec(viz.operations_chart(hist))
+    assert mark == "tick" and enc["x"]["type"] == "temporal" and len(rows) == 4
+    _, mark, enc, rows = spec(viz.versions_chart(hist))
+    assert mark == "tick" and enc["color"]["field"] == "status"
+    assert {r["status"] for r in rows} == {"readable"} and sorted(r["version"] for r in rows) == [0, 1, 2, 3]
+
+
+def test_file_size_histogram_bins(parted):
+    _, mark, enc, rows = spec(viz.file_size_histogram(parted, small_file_bytes=256))
+    assert mark == "bar" and enc["x"]["field"] == "bin"
+    by_bin = {r["bin_start"]: r for r in rows}
+    # sizes 100, 300, 1000, 50: bins 64-128, 256-512, 512-1024, 32-64
+    assert sorted(by_bin) == [32, 64, 256, 512]
+    assert [by_bin[b]["files"] for b in (32, 64, 256, 512)] == [1, 1, 1, 1]
+    assert by_bin[64]["small"] and not by_bin[512]["small"]
+    big = pa.table({"size": pa.array(np.random.default_rng(0).integers(1, 1 << 30, 200_000), pa.int64())})
+    _, _, _, rows = spec(viz.file_size_histogram(big))
+    assert len(rows) <= 31 and sum(r["files"] for r in rows) == 200_000
+
+
+def test_partition_skew_chart(parted):
+    _, mark, enc, rows = spec(viz.partition_skew_chart(parted, top=2))
+    assert mark == "bar" and enc["x"]["field"] == "bytes" and enc["y"]["field"] == "partition"
+    assert [r["partition"] for r in rows] == ["date=2024-01-02", "date=2024-01-01", "(1 other partitions)"]
+    assert [r["bytes"] for r in rows] == [1000, 400, 50]
+
+
+def test_layout_chart(parted, hist):
+    _, mark, enc, rows = spec(viz.layout_chart(parted, "id"))
+    assert mark == "rule" and enc["x"]["field"] == "lo" and enc["x2"]["field"] == "hi" and enc["color"]["field"] == "depth"
+    assert sorted((r["lo"], r["hi"]) for r in rows) == [(0, 9), (5, 40), (100, 199)]
+    with pytest.raises(VizError):
+        viz.layout_chart(parted)
+    n = 30_000
+    lo = np.random.default_rng(1).integers(0, 1_000_000, n)
+    lay = pa.table(
+        {
+            "path": pa.array([f"f{i}" for i in range(n)]),
+            "min": pa.array(lo, pa.int64()),
+            "max": pa.array(lo + 100, pa.int64()),
+            "rank": pa.array(np.argsort(np.argsort(lo)), pa.int64()),
+            "overlap_depth": pa.array(np.ones(n, np.int64)),
+        }
+    )
+    _, _, _, rows = spec(viz.layout_chart(lay, max_files=300))
+    assert len(rows) == 300 and sum(r["files"] for r in rows) == n
+    s = pa.table(
+        {"path": ["a", "b"], "min": ["apple", "kiwi"], "max": ["melon", "zebra"], "rank": [0, 1], "overlap_depth": [2, 2]}
+    )
+    _d, _, enc, rows = spec(viz.layout_chart(s))
+    assert "rank of value" in enc["x"]["title"] and [(r["lo"], r["hi"]) for r in rows] == [(1, 3), (2, 4)]
+
+
+def test_explain_funnel(parted):
+    _, mark, enc, rows = spec(viz.explain_funnel(parted, "`date` = '2024-01-01' AND id > 20"))
+    assert mark == "bar" and enc["x"]["field"] == "files"
+    assert [(r["stage"], r["files"]) for r in sorted(rows, key=lambda r: r["order"])] == [
+        ("all files", 4),
+        ("after partition pruning", 2),
+        ("after stats pruning (read)", 1),
+    ]
+    assert rows[0]["bytes"] == 1450
+    with pytest.raises(VizError):
+        viz.explain_funnel(parted)
+
+
+def test_dv_charts(parted):
+    _, mark, enc, rows = spec(viz.dv_density_chart(parted))
+    assert mark == "circle" and enc["y"]["field"] == "deleted_ratio" and len(rows) == 1
+    assert rows[0]["deleted_ratio"] == pytest.approx(0.2)
+    path = rows[0]["path"]
+    _, mark, enc, cells = spec(viz.deleted_rows_heatmap(parted, path, columns=10, cells=10))
+    assert mark == "rect" and enc["color"]["field"] == "share"
+    # 30 rows in 10 cells of 3: rows 0-5 deleted -> the first two cells fully
+    assert [c["deleted"] for c in sorted(cells, key=lambda c: c["first_row"])] == [3, 3, 0, 0, 0, 0, 0, 0, 0, 0]
+    n = 10_000
+    rng = np.random.default_rng(2)
+    big = pa.table(
+        {
+            "path": pa.array([f"f{i}" for i in range(n)]),
+            "num_records": pa.array(rng.integers(1, 10**6, n), pa.int64()),
+            "cardinality": pa.array(rng.integers(0, 10, n), pa.int64()),
+            "deleted_ratio": pa.array(rng.random(n)),
+        }
+    )
+    _, mark, _, rows = spec(viz.dv_density_chart(big, max_points=1000))
+    assert mark == "rect" and sum(r["files"] for r in rows) == n and len(rows) <= 20 * 20
+    positions = pa.table({"path": ["x"] * 3, "row_index": pa.array([0, 5_000_000, 9_999_999], pa.int64())})
+    _, _, _, cells = spec(viz.deleted_rows_heatmap(positions, num_records=10_000_000, cells=1000))
+    assert len(cells) == 1000 and sum(c["deleted"] for c in cells) == 3 and sum(c["rows"] for c in cells) == 10_000_000
+
+
+def test_log_health_chart(hist):
+    _, mark, enc, rows = spec(viz.log_health_chart(hist))
+    assert mark == "line" and enc["y"]["field"] == "bytes" and enc["color"]["field"] == "series"
+    series = {r["series"] for r in rows}
+    assert series == {"commit file", "JSON replayed to open"}
+    replay = [r["bytes"] for r in sorted(rows, key=lambda r: r["version"]) if r["series"] == "JSON replayed to open"]
+    assert replay == sorted(replay) and len(replay) == 4
+
+
+def test_charts_compose_and_render_offline(hist, parted):
+    combined = (viz.history_chart(hist) | viz.log_health_chart(hist)) & viz.layout_chart(parted, "id")
+    svg = viz.to_svg(combined)
+    assert svg.startswith("<svg") and "files added" in svg
+    layered = viz.history_chart(hist) + viz.history_chart(hist, metric="bytes")
+    assert isinstance(layered, alt.LayerChart)
+    png = viz.to_png(viz.file_size_histogram(parted), scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_returns_an_offline_jupyter_chart(hist):
+    pytest.importorskip("anywidget")
+    w = viz.show(viz.history_chart(hist))
+    assert isinstance(w, alt.JupyterChart)
+    assert w.spec["mark"]["type"] == "bar" if isinstance(w.spec["mark"], dict) else w.spec["mark"] == "bar"
+
+
+def test_importing_deltaexplore_does_not_import_altair():
+    code = "import sys, deltaexplore; print('altair' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
