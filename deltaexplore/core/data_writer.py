@@ -2,10 +2,11 @@
 
 Files are named `part-<uuid>.c000.zstd.parquet` (change data files `cdc-<uuid>...` under
 `_change_data/`), in Hive-style partition directories (`col=value/`, values escaped as Spark
-does, nulls as `__HIVE_DEFAULT_PARTITION__`; under column mapping the directory names use the
-physical names). Under column mapping columns are written by physical name with parquet field
-ids. Timestamps are written as UTC microseconds. Every file is created with put-if-absent and
-is never overwritten.
+does, nulls as `__HIVE_DEFAULT_PARTITION__`). Under column mapping data files go to random
+two-character directories instead, as the reference implementation does (engines must not
+infer partition values from such paths); columns are then written by physical name with parquet
+field ids. Timestamps are written as UTC microseconds. Every file is created with put-if-absent
+and is never overwritten.
 
 Statistics (numRecords, minValues, maxValues, nullCount, tightBounds) come from the written
 file's parquet footer (`stats_from_footer`, also usable for files written by another engine),
@@ -344,6 +345,10 @@ def write_data_files(
             text = serialize_partition_value(value, f.type)
             part_map.append((key, text))
             dirs.append(f"{hive_escape(key)}={HIVE_NULL if text is None or text == '' else hive_escape(text)}")
+        if mode != "none" and kind == "add":
+            # As the reference implementation does under column mapping: random 2-character
+            # directories instead of partition directories (engines infer nothing from them).
+            dirs = [uuid.uuid4().hex[:2]]
         base = "/".join(([] if kind == "add" else ["_change_data"]) + dirs)
         for rel, size, md in _write_rolling(storage, physical, base, kind, target_file_size, max_rows_per_file):
             row: dict[str, Any] = {

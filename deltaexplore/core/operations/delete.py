@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.action_codec import file_actions_table
+from deltaexplore.core.data_rules import evaluate_sql
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.core.deletion_vectors import (
     DeletionVectorDescriptor,
@@ -34,7 +35,7 @@ from deltaexplore.core.deletion_vectors import (
     z85_encode,
 )
 from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
-from deltaexplore.core.predicates import Expr, parse_predicate
+from deltaexplore.core.predicates import Expr, PredicateError, parse_predicate
 from deltaexplore.core.read import constant_column, read_data_file
 from deltaexplore.core.scan import resolve_data_path
 from deltaexplore.core.schema import to_arrow_type
@@ -71,6 +72,8 @@ class DeletePlan:
     whole_files: bool  # every candidate file goes entirely (no row-level work)
     use_deletion_vectors: bool
     change_data_feed: bool
+    #: a SQL condition the predicate parser does not handle (evaluated with polars, no pruning)
+    sql: str | None = None
 
 
 def plan_delete(snapshot: Snapshot, predicate: Any = None, *, use_deletion_vectors: bool | None = None) -> DeletePlan:
@@ -87,10 +90,16 @@ def plan_delete(snapshot: Snapshot, predicate: Any = None, *, use_deletion_vecto
         raise WriteRefusedError(
             f"deletion vectors are not enabled on {snapshot.table.uri} (set delta.enableDeletionVectors = true)"
         )
-    expr = parse_predicate(predicate)
+    sql = None
+    try:
+        expr = parse_predicate(predicate)
+    except PredicateError:
+        if not isinstance(predicate, str):
+            raise
+        expr, sql = None, predicate  # e.g. arithmetic: evaluated on the rows, every file read
     plan = snapshot.scan(where=expr)
     parts = {p.lower() for p in snapshot.partition_columns}
-    whole = expr is None or {c.lower() for c in expr.columns()} <= parts
+    whole = sql is None and (expr is None or {c.lower() for c in expr.columns()} <= parts)
     return DeletePlan(
         snapshot,
         expr,
@@ -99,6 +108,7 @@ def plan_delete(snapshot: Snapshot, predicate: Any = None, *, use_deletion_vecto
         whole,
         dv_on if use_deletion_vectors is None else bool(use_deletion_vectors),
         config.change_data_feed_enabled,
+        sql,
     )
 
 
@@ -195,8 +205,8 @@ def write_deletion_vector_file(storage: Storage, update: DeletionVectorUpdate) -
         raise StorageError(f"deletion vector file {update.dv_path} already exists", path=update.dv_path)
 
 
-def _matches(plan: DeletePlan, i: int, *, all_columns: bool) -> tuple[np.ndarray, pa.Table | None]:
-    """Row indexes of file i that match the predicate (and, with `all_columns`, the rows)."""
+def _matches(plan: DeletePlan, i: int, *, want_rows: bool) -> tuple[np.ndarray, pa.Table | None]:
+    """Row indexes of file i that match the predicate (and, with `want_rows`, the rows)."""
     snapshot = plan.snapshot
     storage = snapshot.storage
     schema = snapshot.schema
@@ -208,6 +218,7 @@ def _matches(plan: DeletePlan, i: int, *, all_columns: bool) -> tuple[np.ndarray
     existing = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(dv), data_file=raw) if dv else None
     expr = plan.predicate
     wanted = set(expr.columns()) if expr is not None else set()
+    all_columns = want_rows or plan.sql is not None
     fields = [f for f in schema.fields if f.name not in parts and (all_columns or f.name in {w.split(".")[0] for w in wanted})]
     cols, n, extras = read_data_file(
         storage,
@@ -227,14 +238,23 @@ def _matches(plan: DeletePlan, i: int, *, all_columns: bool) -> tuple[np.ndarray
             arrays[f.name] = cols[f.name]
     rows = pa.table(arrays)
     index = extras["__row_index"]
-    if expr is None:
-        mask = pa.array(np.ones(n, dtype=bool))
-    else:
-        types = {f.name: to_arrow_type(f.type) for f in schema.fields}
-        mask = pc.fill_null(_eval(rows, expr, types), False)
+    mask = _condition(plan, rows)
     matched = index.filter(mask).to_numpy(zero_copy_only=False).astype(np.uint64)
-    deleted_rows = rows.filter(mask).select([f.name for f in schema.fields]) if all_columns else None
+    deleted_rows = rows.filter(mask).select([f.name for f in schema.fields]) if want_rows else None
     return matched, deleted_rows
+
+
+def _condition(plan: DeletePlan, rows: pa.Table) -> pa.Array:
+    """Per row: does the DELETE condition hold (null counts as no)?"""
+    if plan.sql is not None:
+        result = evaluate_sql(rows, plan.sql, what="DELETE condition")
+        if not pa.types.is_boolean(result.type):
+            raise WriteRefusedError(f"DELETE condition {plan.sql!r} is not boolean (it gives {result.type})")
+        return pc.fill_null(result, False)
+    if plan.predicate is None:
+        return pa.array(np.ones(rows.num_rows, dtype=bool))
+    types = {f.name: to_arrow_type(f.type) for f in plan.snapshot.schema.fields}
+    return pc.fill_null(_eval(rows, plan.predicate, types), False)
 
 
 def _eval(rows: pa.Table, expr: Expr, types: dict[str, pa.DataType]) -> pa.Array:
@@ -281,7 +301,7 @@ def delete(
     if plan.predicate is not None:
         txn.read_files(predicate=plan.predicate)
     else:
-        txn.read_whole_table()
+        txn.read_whole_table()  # no predicate, or one we cannot prune with
     cdc_rows: list[pa.Table] = []
     written: list[pa.Table] = []
     storage = t.storage
@@ -298,7 +318,7 @@ def delete(
     else:
         matched: list[np.ndarray] = []
         for i in range(plan.files.num_rows):
-            idx, rows = _matches(plan, i, all_columns=plan.change_data_feed)
+            idx, rows = _matches(plan, i, want_rows=plan.change_data_feed)
             matched.append(idx)
             if rows is not None and rows.num_rows:
                 cdc_rows.append(rows)
@@ -318,9 +338,7 @@ def delete(
                 txn.add_files(update.adds)
         elif files.num_rows:
             rows, extra = read_files_for_rewrite(snapshot, files)
-            types = {f.name: to_arrow_type(f.type) for f in snapshot.schema.fields}
-            assert plan.predicate is not None
-            gone = pc.fill_null(_eval(rows, plan.predicate, types), False)
+            gone = _condition(plan, rows)
             survivors = rows.filter(pc.invert(gone))
             metrics.update(num_removed_files=files.num_rows, num_copied_rows=survivors.num_rows)
             if not dry_run:

@@ -1,0 +1,186 @@
+"""Other engines (delta-rs, DuckDB's delta extension) run in a child process.
+
+delta-rs and polars in one process abort at interpreter exit now and then ("terminate called
+without an active exception"), so the tests never load `deltalake` themselves: they run this file
+as a script and read its JSON answer.
+
+    python other_engines.py read-deltars <root> [<version> ...]   # rows + files per version
+    python other_engines.py read-duckdb <root>                      # rows of the latest version
+    python other_engines.py build-deltars <root> <phase>            # a history written by delta-rs
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def normalize(value: Any) -> Any:
+    """A JSON-comparable form of an Arrow value (temporal types as ISO text, decimals as text)."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.isoformat()
+    if isinstance(value, (dt.date, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalize(v) for v in value]
+    return value
+
+
+def table_rows(table: Any) -> list[str]:
+    """Sorted JSON lines of an Arrow table's rows (columns sorted by name)."""
+    import pyarrow as pa
+
+    t = pa.table(table)
+    t = t.select(sorted(t.column_names))
+    return sorted(json.dumps(normalize(r), sort_keys=True) for r in t.to_pylist())
+
+
+def run(command: str, root: str, *args: Any, timeout: int = 300) -> Any:
+    """Run a command of this script in a child process and return its JSON answer."""
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, "other_engines.py"), command, root, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{command} {root} failed ({out.returncode}): {out.stderr[-3000:]}")
+    return json.loads(out.stdout)
+
+
+def duckdb_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("duckdb") is not None and importlib.util.find_spec("duckdb_extension_delta") is not None
+
+
+# -- commands (run in the child) -------------------------------------------------------------
+
+
+def _deltars_rows(root: str, version: int | None) -> dict[str, Any]:
+    import deltalake
+    import pyarrow as pa
+
+    dt_ = deltalake.DeltaTable(root, version=version)
+    files = sorted(pa.table(dt_.get_add_actions(flatten=True)).column("path").to_pylist())
+    try:
+        data = dt_.to_pyarrow_table()
+    except Exception:  # noqa: BLE001 - pyarrow path refuses DVs: use DataFusion
+        try:
+            data = pa.table(deltalake.QueryBuilder().register("t", dt_).execute("select * from t").read_all())
+        except Exception as exc:  # noqa: BLE001
+            return {"files": files, "error": f"{type(exc).__name__}: {exc}"}
+    return {"files": files, "rows": table_rows(data), "version": dt_.version()}
+
+
+def _read_deltars(root: str, versions: list[str]) -> dict[str, Any]:
+    import deltalake
+
+    if not versions:
+        versions = [str(deltalake.DeltaTable(root).version())]
+    out = {}
+    for v in versions:
+        try:
+            out[v] = _deltars_rows(root, int(v))
+        except Exception as exc:  # noqa: BLE001
+            out[v] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def _read_duckdb(root: str) -> dict[str, Any]:
+    import glob
+
+    import duckdb
+    import duckdb_extension_delta
+
+    ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{ext[0]}'")
+    data = con.execute(f"select * from delta_scan('{root}')").fetch_arrow_table()
+    return {"rows": table_rows(data)}
+
+
+def _build_deltars(root: str, phase: str) -> dict[str, Any]:
+    """A history written and maintained by delta-rs. Phase 1: appends, delete, optimize,
+    overwrite of a partition, z-order, checkpoint, append; phase 2: vacuum (retention 0) and a
+    full overwrite."""
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.compute
+
+    def batch(start: int, n: int) -> pa.Table:
+        ids = list(range(start, start + n))
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "part": pa.array(["x" if i % 3 else "y" for i in ids]),
+                "amount": pa.array([decimal.Decimal(i) / 4 for i in ids], pa.decimal128(10, 2)),
+                "day": pa.array([dt.date(2024, 1, 1 + i % 28) for i in ids]),
+                "ts": pa.array([dt.datetime(2024, 1, 1, i % 24, tzinfo=dt.UTC) for i in ids], pa.timestamp("us", tz="UTC")),
+            }
+        )
+
+    ops = []
+    if phase == "2":
+        t = deltalake.DeltaTable(root)
+        t.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        ops.append("vacuum")
+        deltalake.write_deltalake(root, batch(400, 12), mode="overwrite")
+        ops.append("overwrite")
+        return {"ops": ops, "version": deltalake.DeltaTable(root).version()}
+    deltalake.write_deltalake(root, batch(0, 30), partition_by=["part"])
+    ops.append("create")
+    for k in range(1, 4):
+        deltalake.write_deltalake(root, batch(30 * k, 10), mode="append")
+        ops.append("append")
+    t = deltalake.DeltaTable(root)
+    t.delete("id % 5 = 0")
+    ops.append("delete")
+    t = deltalake.DeltaTable(root)
+    t.optimize.compact()
+    ops.append("optimize")
+    replacement = batch(200, 7).filter(pa.compute.equal(batch(200, 7).column("part"), "y"))
+    deltalake.write_deltalake(root, replacement, mode="overwrite", predicate="part = 'y'")
+    ops.append("overwrite-where")
+    t = deltalake.DeltaTable(root)
+    t.optimize.z_order(["id", "day"])
+    ops.append("zorder")
+    t = deltalake.DeltaTable(root)
+    t.create_checkpoint()
+    ops.append("checkpoint")
+    deltalake.write_deltalake(root, batch(300, 5), mode="append")
+    ops.append("append")
+    return {"ops": ops, "version": deltalake.DeltaTable(root).version()}
+
+
+def main() -> None:
+    command, root, *rest = sys.argv[1:]
+    if command == "read-deltars":
+        answer = _read_deltars(root, rest)
+    elif command == "read-duckdb":
+        answer = _read_duckdb(root)
+    elif command == "build-deltars":
+        answer = _build_deltars(root, rest[0] if rest else "1")
+    else:
+        raise SystemExit(f"unknown command {command}")
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown (see the module docstring)
+
+
+if __name__ == "__main__":
+    main()
