@@ -6,6 +6,8 @@ Importing this package does not import pyspark; the functions below load it when
     >>> spark = dxs.get_spark()
     >>> df = dxs.read(spark, "path/to/table", where="date >= '2024-01-01'")
     >>> dxs.changes(spark, "path/to/table", 3).show()
+    >>> dxs.write(spark, df, "path/to/table", mode="append")      # each operation returns metrics
+    >>> dxs.delete(spark, "path/to/table", "id < 10"); dxs.optimize(spark, "path/to/table", zorder_by=["x"])
 """
 
 from __future__ import annotations
@@ -16,10 +18,18 @@ from typing import Any
 __all__ = [
     "LAPTOP_DEFAULTS",
     "changes",
+    "checkpoint",
+    "delete",
     "get_spark",
+    "optimize",
     "progress",
+    "purge_deletion_vectors",
     "read",
     "read_plan",
+    "restore",
+    "update",
+    "vacuum",
+    "write",
 ]
 
 _EXPORTS = {
@@ -29,6 +39,14 @@ _EXPORTS = {
     "read_plan": "deltaexplore.spark.reader",
     "changes": "deltaexplore.spark.cdf",
     "progress": "deltaexplore.spark.jobs",
+    "write": "deltaexplore.spark.writer",
+    "delete": "deltaexplore.spark.dml",
+    "update": "deltaexplore.spark.dml",
+    "optimize": "deltaexplore.spark.maintenance",
+    "purge_deletion_vectors": "deltaexplore.spark.maintenance",
+    "vacuum": "deltaexplore.spark.maintenance",
+    "restore": "deltaexplore.spark.maintenance",
+    "checkpoint": "deltaexplore.spark.maintenance",
 }
 
 

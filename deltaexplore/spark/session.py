@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,8 @@ def get_spark(
     if java_available() is None:
         where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if os.environ.get("JAVA_HOME") else "no `java` on PATH"
         raise SparkError(f"cannot start Spark: {where}. {JAVA_FIX}")
+    # Python workers run the driver's interpreter (a laptop: same venv, same packages).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cores = os.cpu_count() or 2
     builder = SparkSession.builder.master(master or f"local[{min(cores, 4)}]").appName(app_name)
     for key, value in {**LAPTOP_DEFAULTS, **(config or {})}.items():
@@ -104,8 +107,13 @@ def get_spark(
 def _short(exc: BaseException) -> str:
     text = getattr(exc, "getMessage", None)
     message = text() if callable(text) else str(exc)
-    first = [line for line in str(message).splitlines() if line.strip()]
-    return first[0][:800] if first else type(exc).__name__
+    lines = [line.strip() for line in str(message).splitlines() if line.strip() and not line.startswith(("\tat ", "at "))]
+    if not lines:
+        return type(exc).__name__
+    # Python worker failures: the first line is generic, the error is at the end of the traceback.
+    cause = next((line for line in reversed(lines) if "Error" in line or "Exception" in line), lines[-1])
+    head = lines[0][:300]
+    return head if cause == lines[0] else f"{head} ... {cause[:500]}"
 
 
 @contextlib.contextmanager

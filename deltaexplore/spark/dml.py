@@ -1,0 +1,319 @@
+"""DELETE and UPDATE on Spark: the core plans, Spark finds the rows, the core commits.
+
+`core.operations.plan_delete` picks the candidate files (partition and stats pruning) and says
+whether deletion vectors are used. Spark reads the candidates with each row's file id and
+`_metadata.row_index` (existing DVs applied), evaluates the predicate with the core's
+semantics and returns the matching (file, row index) pairs. With deletion vectors,
+`core.operations.deletion_vector_update` turns them into one DV file in the spec's format and
+the remove/re-add actions; without, the touched files are rewritten by Spark tasks. With the
+change data feed on, the changed rows are written to `_change_data/` files as well.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
+from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.writer import discard, metrics_table, write_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["delete", "update"]
+
+DML_METRICS = {
+    "version": pa.int64(),
+    "num_deleted_rows": pa.int64(),
+    "num_updated_rows": pa.int64(),
+    "num_removed_files": pa.int64(),
+    "num_added_files": pa.int64(),
+    "num_deletion_vectors_added": pa.int64(),
+    "num_copied_rows": pa.int64(),
+    "num_added_change_files": pa.int64(),
+}
+
+
+def _refuse_row_tracking(snapshot: Any, what: str) -> None:
+    if snapshot.config.row_tracking_enabled:
+        raise WriteRefusedError(
+            f"{what} on Spark would rewrite files of {snapshot.table.uri}, which tracks row ids (delta.enableRowTracking): "
+            "not supported on Spark yet; use deltaexplore.core.operations (local) or enable deletion vectors"
+        )
+
+
+def _hits(pairs: pa.Table, n_files: int) -> list[np.ndarray]:
+    files = pairs.column(FILE_COL).to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = pairs.column(ROW_COL).to_numpy(zero_copy_only=False).astype(np.uint64)
+    order = np.argsort(files, kind="stable")
+    files, rows = files[order], rows[order]
+    bounds = np.searchsorted(files, np.arange(n_files + 1))
+    return [rows[bounds[i] : bounds[i + 1]] for i in range(n_files)]
+
+
+def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], table: Any, snapshot: Any, txn: Any, **kw: Any) -> int:
+    """Write change rows (`(frame, change type)`) as change data files; staged in `txn`."""
+    from pyspark.sql import functions as F
+
+    names = snapshot.schema.names
+    union = None
+    for frame, change in frames:
+        part = frame.select(*[F.col(f"`{n}`") for n in names]).withColumn("_change_type", F.lit(change))
+        union = part if union is None else union.unionByName(part)
+    if union is None:
+        return 0
+    cdc = write_files(
+        spark,
+        union,
+        table,
+        snapshot.metadata,
+        snapshot.protocol,
+        kind="cdc",
+        data_change=False,
+        extra_columns=["_change_type"],
+        check_rules=False,
+        **kw,
+    )
+    if cdc.num_rows:
+        txn.add_cdc_files(cdc)
+    return cdc.num_rows
+
+
+def _run(
+    spark: SparkSession,
+    uri: Any,
+    *,
+    operation: str,
+    predicate: Any,
+    assignments: dict[str, str] | None,
+    dry_run: bool,
+    use_deletion_vectors: bool | None,
+    target_file_size: int | None,
+    storage_options: dict[str, Any] | None,
+    max_retries: int,
+) -> pa.Table:
+    from pyspark.sql import functions as F
+
+    from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
+    from deltaexplore.core.operations import deletion_vector_update, plan_delete, write_deletion_vector_file
+    from deltaexplore.core.operations._common import open_for_write, row_counts
+    from deltaexplore.core.transaction import Transaction
+    from deltaexplore.spark.filters import to_spark_filter
+    from deltaexplore.spark.jobs import progress
+    from deltaexplore.spark.types import spark_type
+
+    table = open_for_write(uri, storage_options)
+    snapshot = table.snapshot()
+    config = snapshot.config
+    if operation == "UPDATE" and config.append_only:
+        raise WriteRefusedError(f"table {table.uri} is append-only (delta.appendOnly=true): UPDATE is not allowed")
+    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors)
+    schema = snapshot.schema
+    if assignments:
+        for name in assignments:
+            if schema.get(name) is None:
+                raise WriteRefusedError(f"UPDATE sets column {name!r}, which is not in the table ({', '.join(schema.names)})")
+    whole = plan.whole_files and operation == "DELETE"
+    if not whole and not plan.use_deletion_vectors:
+        _refuse_row_tracking(snapshot, operation)
+    if operation == "UPDATE" and config.row_tracking_enabled:
+        _refuse_row_tracking(snapshot, operation)
+    metrics: dict[str, Any] = {
+        "operation": operation,
+        "version": None,
+        "dry_run": dry_run,
+        "num_deleted_rows": 0,
+        "num_updated_rows": 0,
+        "num_removed_files": 0,
+        "num_added_files": 0,
+        "num_deletion_vectors_added": 0,
+        "num_copied_rows": 0,
+        "num_added_change_files": 0,
+    }
+    text = predicate if isinstance(predicate, str) else (repr(plan.predicate) if plan.predicate is not None else "true")
+    params: dict[str, Any] = {"predicate": json.dumps([text])}
+    if assignments:
+        params["set"] = json.dumps(assignments)
+    txn = Transaction(table, operation=operation, parameters=params, read_snapshot=snapshot)
+    if plan.predicate is not None:
+        txn.read_files(predicate=plan.predicate)
+    else:
+        txn.read_whole_table()
+    files = plan.files
+    kw = {"storage_options": storage_options}
+    target = target_file_size or DEFAULT_TARGET_FILE_SIZE
+    written: list[pa.Table] = []
+    md, protocol = snapshot.metadata, snapshot.protocol
+    with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+        if files.num_rows == 0:
+            return metrics_table(metrics, DML_METRICS)
+        rows = scan_files(
+            spark, snapshot, files, list(schema.fields), partition_values=plan.partition_values, with_ids=True, **kw
+        )
+        cond: Column = (
+            F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False)) if plan.predicate is not None else F.lit(True)
+        )
+
+        def updated(frame: DataFrame) -> DataFrame:
+            assert assignments is not None
+            cols = []
+            for f in schema.fields:
+                if f.name in assignments:
+                    new = F.expr(assignments[f.name]).cast(spark_type(f.type))
+                    cols.append(F.when(cond, new).otherwise(F.col(f"`{f.name}`")).alias(f.name))
+                else:
+                    cols.append(F.col(f"`{f.name}`"))
+            return frame.select(*cols, F.col(FILE_COL), F.col(ROW_COL))
+
+        if whole:
+            counts = row_counts(snapshot, files)
+            card = [(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()]
+            metrics.update(num_deleted_rows=int(counts.sum() - sum(card)), num_removed_files=files.num_rows)
+            if dry_run:
+                return metrics_table(metrics, DML_METRICS)
+            if plan.change_data_feed:
+                metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], table, snapshot, txn, **kw)
+            txn.remove_files(files)
+        else:
+            pairs = rows.where(cond).select(FILE_COL, ROW_COL).toArrow()
+            hits = _hits(pairs, files.num_rows)
+            hit_ids = [i for i, h in enumerate(hits) if len(h)]
+            n_matched = int(pairs.num_rows)
+            metrics["num_deleted_rows" if operation == "DELETE" else "num_updated_rows"] = n_matched
+            if n_matched == 0:
+                return metrics_table(metrics, DML_METRICS)
+            touched = rows.where(F.col(FILE_COL).isin(hit_ids))
+            hit_files = files.take(pa.array(hit_ids, pa.int64()))
+            if plan.use_deletion_vectors:
+                update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
+                metrics.update(
+                    num_removed_files=update.removes.num_rows - update.adds.num_rows,
+                    num_deletion_vectors_added=update.adds.num_rows,
+                )
+                if dry_run:
+                    return metrics_table(metrics, DML_METRICS)
+                new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
+                write_deletion_vector_file(table.storage, update)
+                txn.remove_files(update.removes)
+                txn.add_files(update.adds)
+                if new_rows is not None:
+                    adds = write_files(spark, new_rows.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
+                    written.append(adds)
+                    txn.add_files(adds)
+            else:
+                keep = touched if operation == "UPDATE" else touched.where(~cond)
+                out = updated(keep) if operation == "UPDATE" else keep
+                if dry_run:
+                    metrics.update(num_removed_files=len(hit_ids))
+                    return metrics_table(metrics, DML_METRICS)
+                adds = write_files(spark, out.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
+                written.append(adds)
+                txn.remove_files(hit_files)
+                txn.add_files(adds)
+                copied = sum(int(json.loads(s).get("numRecords", 0)) for s in adds.column("stats").to_pylist() if s)
+                metrics.update(
+                    num_removed_files=len(hit_ids),
+                    num_copied_rows=copied - (n_matched if operation == "UPDATE" else 0),
+                )
+            metrics["num_added_files"] = sum(w.num_rows for w in written)
+            if plan.change_data_feed:
+                matched = touched.where(cond)
+                frames = (
+                    [(matched, "delete")]
+                    if operation == "DELETE"
+                    else [
+                        (matched, "update_preimage"),
+                        (updated(matched), "update_postimage"),
+                    ]
+                )
+                metrics["num_added_change_files"] = _cdc(spark, frames, table, snapshot, txn, **kw)
+    try:
+        result = txn.commit(max_retries=max_retries)
+    except DeltaExploreError:
+        for adds in written:
+            discard(table, adds)
+        raise
+    metrics["version"] = result.version
+    metrics["spark_seconds"] = round(tracker.summary.seconds, 3)
+    return metrics_table(metrics, DML_METRICS)
+
+
+def delete(
+    spark: SparkSession,
+    uri: Any,
+    predicate: Any = None,
+    *,
+    dry_run: bool = False,
+    use_deletion_vectors: bool | None = None,
+    target_file_size: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    max_retries: int = 10,
+) -> pa.Table:
+    """Delete the rows matching `predicate` (SQL-like text, DNF tuples or `Expr`; None: all).
+
+    Deletion vectors are used when the table enables them (``delta.enableDeletionVectors``) or
+    `use_deletion_vectors` says so; otherwise the touched files are rewritten.
+
+    Returns:
+        One row of metrics: operation, version (null for a dry run / no-op), dry_run,
+        num_deleted_rows, num_removed_files, num_added_files, num_deletion_vectors_added,
+        num_copied_rows, num_added_change_files.
+
+    Raises:
+        WriteRefusedError: append-only table, DVs asked for but not enabled.
+        CommitConflictError: a concurrent commit conflicts.
+        SparkError: a Spark job failed.
+    """
+    return _run(
+        spark,
+        uri,
+        operation="DELETE",
+        predicate=predicate,
+        assignments=None,
+        dry_run=dry_run,
+        use_deletion_vectors=use_deletion_vectors,
+        target_file_size=target_file_size,
+        storage_options=storage_options,
+        max_retries=max_retries,
+    )
+
+
+def update(
+    spark: SparkSession,
+    uri: Any,
+    set: dict[str, str],
+    where: Any = None,
+    *,
+    dry_run: bool = False,
+    use_deletion_vectors: bool | None = None,
+    target_file_size: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    max_retries: int = 10,
+) -> pa.Table:
+    """Set columns to Spark SQL expressions (``{"price": "price * 1.1"}``) where `where` holds.
+
+    With deletion vectors the old rows are marked deleted and the new ones written to new
+    files; otherwise every touched file is rewritten.
+
+    Returns:
+        One row of metrics (see `delete`; ``num_updated_rows`` counts the rows changed).
+    """
+    if not set:
+        raise WriteRefusedError("UPDATE needs at least one column to set")
+    return _run(
+        spark,
+        uri,
+        operation="UPDATE",
+        predicate=where,
+        assignments=dict(set),
+        dry_run=dry_run,
+        use_deletion_vectors=use_deletion_vectors,
+        target_file_size=target_file_size,
+        storage_options=storage_options,
+        max_retries=max_retries,
+    )

@@ -1,0 +1,301 @@
+"""Table maintenance on Spark: OPTIMIZE (bin-packing, Z-order), DV purge, VACUUM, RESTORE,
+CHECKPOINT.
+
+The core decides (`plan_optimize`: which files, in which bins; `plan_vacuum`: which files no
+retained version needs; `restore_actions`; `write_checkpoint`); Spark does the data work:
+rows of a bin are read with DVs applied and rewritten by Spark tasks with `dataChange=false`.
+Z-order: each column is mapped to a range bucket (boundaries from a sample, so any orderable
+type works), the bucket numbers' bits are interleaved into one key on Spark, and rows are
+range-partitioned and sorted by (bin, key) before they are written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.spark.reader import FILE_COL, scan_files
+from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.writer import discard, metrics_table, write_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["checkpoint", "optimize", "purge_deletion_vectors", "restore", "vacuum", "zorder_key"]
+
+ZORDER_BITS = 8  # bits (255 range buckets + null) per column; fewer when the key would pass 62 bits
+
+
+def _bucket_expr(col: Column, bounds: list[Any]) -> Column:
+    """Number of `bounds` <= col (a balanced tree of comparisons), 0 for null."""
+    from pyspark.sql import functions as F
+
+    def tree(lo: int, hi: int) -> Column:
+        # bounds[lo:hi] undecided; result offset lo
+        if lo >= hi:
+            return F.lit(lo)
+        mid = (lo + hi) // 2
+        return F.when(col < F.lit(bounds[mid]), tree(lo, mid)).otherwise(tree(mid + 1, hi))
+
+    return F.when(col.isNull(), F.lit(0)).otherwise(tree(0, len(bounds)) + F.lit(1)).cast("long")
+
+
+def zorder_key(df: DataFrame, columns: list[str], *, sample_rows: int = 100_000) -> Column:
+    """A long whose order follows a Z-order curve over `columns` (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    bits = max(1, min(ZORDER_BITS, 62 // max(1, len(columns))))
+    buckets = (1 << bits) - 1  # bucket 0 is null
+    total = max(1, df.count())
+    fraction = min(1.0, sample_rows / total)
+    sample = df.select(*[F.col(f"`{c}`") for c in columns]).sample(fraction=fraction, seed=7).collect()
+    ranks = []
+    for i, c in enumerate(columns):
+        values = sorted(r[i] for r in sample if r[i] is not None)
+        if not values:
+            ranks.append(F.lit(0).cast("long"))
+            continue
+        step = max(1, len(values) // buckets)
+        bounds = sorted(set(values[step::step]))[: buckets - 1]
+        ranks.append(_bucket_expr(F.col(f"`{c}`"), bounds))
+    key = F.lit(0).cast("long")
+    for b in range(bits - 1, -1, -1):
+        for r in ranks:
+            key = F.shiftleft(key, 1).bitwiseOR(F.shiftright(r, b).bitwiseAND(F.lit(1)))
+    return key
+
+
+def _purged(files: pa.Table) -> int:
+    if files.num_rows == 0:
+        return 0
+    dv = files.column("deletionVector").combine_chunks()
+    if dv.null_count == len(dv):
+        return 0
+    return int(pc.sum(dv.field("cardinality")).as_py() or 0)
+
+
+def optimize(
+    spark: SparkSession,
+    uri: Any,
+    *,
+    target_size: int | None = None,
+    partition_filter: Any = None,
+    max_deleted_rows_ratio: float = 0.05,
+    zorder_by: list[str] | None = None,
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    max_retries: int = 10,
+    _dv_files_only: bool = False,
+) -> pa.Table:
+    """Compact small files (and files with many deleted rows) into files of about `target_size`.
+
+    Args:
+        target_size: bytes per output file (default ``delta.targetFileSize`` or 128 MiB).
+        partition_filter: only partitions matching this predicate (partition columns only).
+        max_deleted_rows_ratio: files whose DVs delete more than this share are rewritten.
+        zorder_by: cluster rows along a Z-order curve of these data columns (whole partitions
+            are rewritten).
+        dry_run: plan only.
+
+    Returns:
+        One row of metrics: operation, version (null for a dry run / nothing to do), dry_run,
+        num_bins, num_files_removed, num_files_added, bytes_removed, bytes_added,
+        num_partitions_optimized, total_considered_files, num_deleted_rows_purged.
+    """
+    from pyspark.sql import functions as F
+
+    from deltaexplore.core.operations import plan_optimize
+    from deltaexplore.core.operations._common import open_for_write
+    from deltaexplore.core.operations.optimize import OPTIMIZE_METRICS
+    from deltaexplore.core.transaction import Transaction
+    from deltaexplore.spark.jobs import progress
+
+    table = open_for_write(uri, storage_options)
+    snapshot = table.snapshot()
+    plan = plan_optimize(
+        snapshot,
+        target_size=target_size,
+        partition_filter=partition_filter,
+        max_deleted_rows_ratio=max_deleted_rows_ratio,
+        dv_files_only=_dv_files_only,
+        zorder_by=zorder_by,
+    )
+    operation = "REORG" if _dv_files_only else "OPTIMIZE"
+    removed = plan.files
+    metrics: dict[str, Any] = {
+        "operation": operation,
+        "version": None,
+        "dry_run": dry_run,
+        "num_bins": len(plan.bins),
+        "num_files_removed": removed.num_rows,
+        "num_files_added": 0,
+        "bytes_removed": int(pc.sum(removed.column("size")).as_py() or 0) if removed.num_rows else 0,
+        "bytes_added": 0,
+        "num_partitions_optimized": len({json.dumps(sorted(b.column("partitionValues")[0].as_py() or [])) for b in plan.bins}),
+        "total_considered_files": plan.considered_files,
+        "num_deleted_rows_purged": _purged(removed),
+    }
+    if dry_run or not plan.bins:
+        return metrics_table(metrics, OPTIMIZE_METRICS)
+    if snapshot.config.row_tracking_enabled:
+        raise WriteRefusedError(
+            f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
+            "(use deltaexplore.core.operations.optimize)"
+        )
+    params = {
+        "predicate": json.dumps([str(partition_filter)] if partition_filter is not None else []),
+        "zOrderBy": json.dumps(plan.zorder_by),
+    }
+    txn = Transaction(table, operation=operation, parameters=params, read_snapshot=snapshot)
+    bin_of = pa.array([b for b, files in enumerate(plan.bins) for _ in range(files.num_rows)], pa.int32())
+    schema = snapshot.schema
+    written: list[pa.Table] = []
+    with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+        rows = scan_files(spark, snapshot, removed, list(schema.fields), with_ids=True, storage_options=storage_options)
+        bins = spark.createDataFrame(pa.table({FILE_COL: pa.array(range(removed.num_rows), pa.int32()), "__dx_bin": bin_of}))
+        rows = rows.join(F.broadcast(bins), on=FILE_COL)
+        n_out = max(1, -(-metrics["bytes_removed"] // plan.target_size))
+        tasks = max(len(plan.bins), n_out)
+        names = [F.col(f"`{n}`") for n in schema.names]
+        if plan.zorder_by:
+            rows = rows.withColumn("__dx_z", zorder_key(rows, plan.zorder_by))
+            rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
+        else:
+            rows = rows.repartition(len(plan.bins), "__dx_bin")
+        adds = write_files(
+            spark,
+            rows.select(*names),
+            table,
+            snapshot.metadata,
+            snapshot.protocol,
+            data_change=False,
+            target_size=plan.target_size,
+            check_rules=False,
+            storage_options=storage_options,
+        )
+        written.append(adds)
+    try:
+        txn.remove_files(removed, data_change=False)
+        txn.add_files(adds)
+        result = txn.commit(max_retries=max_retries)
+    except DeltaExploreError:
+        discard(table, adds)
+        raise
+    metrics.update(
+        version=result.version,
+        num_files_added=adds.num_rows,
+        bytes_added=int(pc.sum(adds.column("size")).as_py() or 0) if adds.num_rows else 0,
+        spark_seconds=round(tracker.summary.seconds, 3),
+    )
+    return metrics_table(metrics, OPTIMIZE_METRICS)
+
+
+def purge_deletion_vectors(
+    spark: SparkSession,
+    uri: Any,
+    *,
+    partition_filter: Any = None,
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Table:
+    """Rewrite every file that carries a deletion vector (REORG ... APPLY (PURGE))."""
+    return optimize(
+        spark, uri, partition_filter=partition_filter, dry_run=dry_run, storage_options=storage_options, _dv_files_only=True
+    )
+
+
+def vacuum(
+    spark: SparkSession,
+    uri: Any,
+    *,
+    retention_hours: float | None = None,
+    dry_run: bool = True,
+    enforce_retention_duration: bool = True,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Table:
+    """Delete files no retained version needs (a dry run by default).
+
+    The core's `plan_vacuum` decides (retention check, default 7 days, shorter refused unless
+    `enforce_retention_duration=False`; `vacuumProtocolCheck`; only files under the root);
+    with more than a few hundred files the deletes run on Spark executors.
+
+    Returns:
+        One row: operation, version, dry_run, retention_hours, num_files, num_bytes, files.
+    """
+    from deltaexplore.core.operations import plan_vacuum
+    from deltaexplore.core.operations._common import open_for_write
+    from deltaexplore.core.operations.vacuum import VACUUM_METRICS
+
+    table = open_for_write(uri, storage_options)
+    plan = plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=enforce_retention_duration)
+    paths = plan.files.column("path").to_pylist()
+    if not dry_run and paths:
+        if len(paths) <= 500:
+            for path in paths:
+                table.storage.delete(path)
+        else:
+            root = table.storage.root
+
+            def delete_all(batch: Any) -> Any:
+                from deltaexplore.storage import storage_for
+
+                storage = storage_for(root, storage_options)
+                for p in batch:
+                    storage.delete(p)
+                return iter(())
+
+            with spark_errors("VACUUM deletes", path=table.uri):
+                n = max(1, min(len(paths) // 200, spark.sparkContext.defaultParallelism * 4))
+                spark.sparkContext.parallelize(paths, n).foreachPartition(delete_all)
+    return metrics_table(
+        {
+            "operation": "VACUUM",
+            "version": plan.snapshot.version,
+            "dry_run": dry_run,
+            "retention_hours": plan.retention_ms / 3_600_000,
+            "num_files": len(paths),
+            "num_bytes": int(pc.sum(plan.files.column("size")).as_py() or 0) if paths else 0,
+            "files": paths,
+        },
+        VACUUM_METRICS,
+    )
+
+
+def restore(
+    spark: SparkSession,
+    uri: Any,
+    *,
+    version: int | None = None,
+    timestamp: Any = None,
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Table:
+    """Make the latest version equal to `version` (or the version at `timestamp`).
+
+    A log-only operation (files are re-added or removed; no data is rewritten), done by the
+    core: `spark` is accepted for a uniform API.
+    """
+    from deltaexplore.core.operations import restore as core_restore
+
+    _ = spark
+    return core_restore(uri, version=version, timestamp=timestamp, dry_run=dry_run, storage_options=storage_options)
+
+
+def checkpoint(
+    spark: SparkSession,
+    uri: Any,
+    *,
+    version: int | None = None,
+    kind: str = "auto",
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Table:
+    """Write a checkpoint of `version` (default latest) now (the core's checkpoint writer)."""
+    from deltaexplore.core.operations import checkpoint as core_checkpoint
+
+    _ = spark
+    return core_checkpoint(uri, version=version, kind=kind, dry_run=dry_run, storage_options=storage_options)

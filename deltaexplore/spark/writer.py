@@ -1,0 +1,326 @@
+"""Writing Delta data files from Spark, and create/append/overwrite from a DataFrame.
+
+Each Spark task hands its rows (Arrow batches, `mapInArrow`) to the core's data writer
+(`core.data_writer.write_data_files`): the same file names (`part-<uuid>...`, never
+overwritten), Hive-style partition directories, physical names and field ids under column
+mapping, and statistics read from the written files' footers. Before writing, each batch is
+conformed to the table schema and checked against NOT NULL, invariants and CHECK constraints
+(`core.data_rules`), so a violation fails the job and nothing is committed. The tasks return
+the add actions; the driver commits them with a core `Transaction`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.action_codec import file_actions_table
+from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
+from deltaexplore.core.schema_evolution import schema_json
+from deltaexplore.errors import DeltaExploreError, TableNotFoundError, WriteRefusedError
+from deltaexplore.spark.session import spark_errors
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from deltaexplore.core.actions import Metadata
+    from deltaexplore.core.table import Table
+
+__all__ = ["write", "write_files"]
+
+WRITTEN_SCHEMA = "path string, partitionValues string, size long, modificationTime long, dataChange boolean, stats string"
+
+WRITE_METRICS = {
+    "version": pa.int64(),
+    "num_added_files": pa.int64(),
+    "num_removed_files": pa.int64(),
+    "num_added_bytes": pa.int64(),
+    "num_output_rows": pa.int64(),
+}
+
+
+def metrics_table(values: dict[str, Any], types: dict[str, pa.DataType] | None = None) -> pa.Table:
+    from deltaexplore.core.operations._common import metrics_table as core_metrics
+
+    return core_metrics(values, types)
+
+
+def _file_writer(
+    root: str,
+    storage_options: dict[str, Any] | None,
+    metadata_json: str,
+    protocol_json: str,
+    *,
+    kind: str,
+    data_change: bool,
+    target_size: int,
+    extra_columns: list[str],
+    check_rules: bool,
+) -> Any:
+    def write(batches: Any) -> Any:
+        from deltaexplore.core.actions import Metadata, Protocol
+        from deltaexplore.core.data_rules import conform, enforce
+        from deltaexplore.core.data_writer import write_data_files
+        from deltaexplore.storage import storage_for
+
+        storage = storage_for(root, storage_options)
+        md = Metadata.from_json(json.loads(metadata_json))
+        protocol = Protocol.from_json(json.loads(protocol_json))
+        schema = md.schema
+        mode = md.column_mapping_mode(protocol)
+        pending: list[pa.RecordBatch] = []
+        pending_bytes = 0
+
+        def flush() -> Any:
+            data = pa.Table.from_batches(pending)
+            extras = {c: data.column(c) for c in extra_columns if c in data.column_names}
+            rows, _ = conform(data.drop_columns(list(extras)), md)
+            if check_rules:
+                rows, _ = enforce(rows, schema, md)
+            for name, col in extras.items():
+                rows = rows.append_column(name, col)
+            adds = write_data_files(
+                storage,
+                rows,
+                schema=schema,
+                partition_columns=md.partition_columns,
+                mode=mode,
+                configuration=md.configuration,
+                target_file_size=target_size,
+                data_change=data_change,
+                kind=kind,
+                extra_columns=list(extras) if kind == "add" else [c for c in extras if c != "_change_type"],
+            )
+            parts = [json.dumps(dict(p or [])) for p in adds.column("partitionValues").to_pylist()]
+            n = adds.num_rows
+            cols = {
+                "path": adds.column("path"),
+                "partitionValues": pa.array(parts, pa.string()),
+                "size": adds.column("size"),
+                "modificationTime": adds.column("modificationTime") if kind == "add" else pa.nulls(n, pa.int64()),
+                "dataChange": adds.column("dataChange"),
+                "stats": adds.column("stats") if kind == "add" else pa.nulls(n, pa.string()),
+            }
+            yield from pa.table(cols).to_batches()
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pending.append(batch)
+            pending_bytes += batch.nbytes
+            if pending_bytes >= 2 * target_size:
+                yield from flush()
+                pending, pending_bytes = [], 0
+        if pending:
+            yield from flush()
+
+    return write
+
+
+def write_files(
+    spark: SparkSession,
+    df: DataFrame,
+    table: Table,
+    metadata: Metadata,
+    protocol: Any,
+    *,
+    kind: str = "add",
+    data_change: bool = True,
+    target_size: int = DEFAULT_TARGET_FILE_SIZE,
+    extra_columns: list[str] | None = None,
+    check_rules: bool = True,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Table:
+    """Write the rows of `df` (logical columns) as data files of `table`; the add (or cdc) actions.
+
+    Nothing is committed: the caller stages the actions in a `Transaction` (and deletes the
+    files if the commit fails).
+    """
+    writer = _file_writer(
+        table.storage.root,
+        storage_options,
+        json.dumps(metadata.to_json()),
+        json.dumps(protocol.to_json()),
+        kind=kind,
+        data_change=data_change,
+        target_size=target_size,
+        extra_columns=list(extra_columns or []),
+        check_rules=check_rules,
+    )
+    with spark_errors("writing data files", path=table.uri):
+        out = df.mapInArrow(writer, WRITTEN_SCHEMA).toArrow()
+    rows = []
+    for r in out.to_pylist():
+        r["partitionValues"] = json.loads(r["partitionValues"]) if r["partitionValues"] else {}
+        if kind == "cdc":
+            r.pop("modificationTime", None)
+            r.pop("stats", None)
+        rows.append(r)
+    return file_actions_table(kind, rows)
+
+
+def discard(table: Table, adds: pa.Table) -> None:
+    """Best effort: delete files written for a commit that failed (else VACUUM removes them)."""
+    from deltaexplore.core.operations.write import _discard
+
+    _discard(table, adds)
+
+
+def _size(t: pa.Table) -> int:
+    return int(pc.sum(t.column("size")).as_py() or 0) if t.num_rows else 0
+
+
+def write(
+    spark: SparkSession,
+    df: DataFrame,
+    uri: Any,
+    *,
+    mode: str = "append",
+    partition_by: list[str] | None = None,
+    schema_mode: str | None = None,
+    configuration: dict[str, str] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    dry_run: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    max_retries: int = 10,
+) -> pa.Table:
+    """Create, append to or overwrite a Delta table with the rows of a Spark DataFrame.
+
+    Args:
+        mode: 'append', 'overwrite', 'error' (fail if the table exists) or 'ignore'.
+        partition_by: partition columns of a new table (must match an existing table's).
+        schema_mode: None (the table schema is enforced), 'merge' (new columns are added) or
+            'overwrite' (with mode='overwrite': the DataFrame's schema replaces the table's).
+        configuration: table properties (new table, or merged into the existing ones).
+        app_id / app_version: idempotent write: skipped when the table already recorded
+            `app_version` (or later) for `app_id`; recorded in the same commit otherwise.
+        target_file_size: bytes per data file (about).
+        dry_run: check the schema and count the rows; nothing is written.
+
+    Returns:
+        One row of metrics: operation, version (null for a dry run or skip), dry_run, skipped,
+        num_added_files, num_removed_files, num_added_bytes, num_output_rows, schema_changed.
+
+    Raises:
+        WriteRefusedError: schema mismatch, a violated constraint or protocol rule (the table
+            is unchanged).
+        CommitConflictError: a concurrent commit conflicts.
+        SparkError: the Spark job failed.
+    """
+    from dataclasses import replace
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from deltaexplore.core.data_rules import conform, identity_columns
+    from deltaexplore.core.operations._common import open_for_write
+    from deltaexplore.core.operations.write import _with_table_defaults, new_table_metadata
+    from deltaexplore.core.transaction import Transaction
+    from deltaexplore.spark.jobs import progress
+
+    if mode not in ("append", "overwrite", "error", "ignore"):
+        raise WriteRefusedError(f"mode must be 'append', 'overwrite', 'error' or 'ignore', got {mode!r}")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise WriteRefusedError("schema_mode='overwrite' needs mode='overwrite'")
+    table = open_for_write(uri, storage_options)
+    try:
+        snapshot = table.snapshot()
+    except TableNotFoundError:
+        snapshot = None
+    base: dict[str, Any] = {"operation": "WRITE", "dry_run": dry_run, "skipped": False}
+    if snapshot is not None and mode in ("error", "ignore"):
+        if mode == "error":
+            raise WriteRefusedError(f"table {table.uri} already exists (mode='error')", path=table.uri)
+        return metrics_table({**base, "skipped": True, "version": None}, WRITE_METRICS)
+    with spark_errors("reading the DataFrame schema"):
+        arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
+    empty = arrow_schema.empty_table()
+    if snapshot is None:
+        md = new_table_metadata(arrow_schema, partition_by=partition_by, configuration=configuration)
+        operation, old_md = "CREATE TABLE", None
+    else:
+        old_md = md = snapshot.metadata
+        if partition_by is not None and list(partition_by) != list(md.partition_columns) and schema_mode != "overwrite":
+            raise WriteRefusedError(
+                f"table {table.uri} is partitioned by {list(md.partition_columns)}, the write asks for {list(partition_by)}",
+                path=table.uri,
+            )
+        if configuration:
+            md = replace(md, configuration={**md.configuration, **{str(k): str(v) for k, v in configuration.items()}})
+        operation = "WRITE"
+    _, schema = conform(empty, md, schema_mode=schema_mode if snapshot is not None else None)
+    if schema_json(schema) != md.schema_string or (schema_mode == "overwrite" and partition_by is not None):
+        parts = tuple(partition_by) if (schema_mode == "overwrite" and partition_by is not None) else md.partition_columns
+        md = _with_table_defaults(replace(md, schema_string=schema_json(schema), partition_columns=parts), existing=old_md)
+    elif snapshot is not None and md is not old_md:
+        md = _with_table_defaults(md, existing=old_md)
+    if identity_columns(md):
+        raise WriteRefusedError(
+            f"table {table.uri} has identity columns: Spark writes cannot assign them consistently across tasks yet "
+            "(use deltaexplore.core.operations.write_table)"
+        )
+    txn = Transaction(
+        table,
+        operation=operation,
+        parameters={"mode": mode.capitalize(), "partitionBy": json.dumps(list(md.partition_columns))},
+        read_snapshot=snapshot,
+    )
+    if snapshot is None or md != old_md:
+        txn.update_metadata(md)
+    protocol = txn.upgrade_protocol_for(md)
+    if app_id is not None:
+        if app_version is None:
+            raise WriteRefusedError("app_id needs app_version")
+        done = txn.app_transaction_version(app_id)
+        if done is not None and done >= app_version:
+            return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
+        txn.set_app_transaction(app_id, app_version)
+    to_remove = snapshot.add_actions() if (mode == "overwrite" and snapshot is not None) else None
+    if to_remove is not None:
+        txn.read_whole_table()
+    metrics: dict[str, Any] = {
+        **base,
+        "operation": operation,
+        "version": None,
+        "num_added_files": 0,
+        "num_removed_files": to_remove.num_rows if to_remove is not None else 0,
+        "num_added_bytes": 0,
+        "num_output_rows": None,
+        "schema_changed": old_md is not None and md.schema_string != old_md.schema_string,
+    }
+    with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto") as tracker:
+        if dry_run:
+            with spark_errors("counting the rows to write", path=table.uri):
+                metrics["num_output_rows"] = df.count()
+            return metrics_table(metrics, WRITE_METRICS)
+        parts = list(md.partition_columns)
+        data = df.repartition(*[df[c] for c in parts]) if parts else df
+        adds = write_files(spark, data, table, md, protocol, target_size=target_file_size, storage_options=storage_options)
+    try:
+        if to_remove is not None and to_remove.num_rows:
+            txn.remove_files(to_remove)
+        txn.add_files(adds)
+        result = txn.commit(max_retries=max_retries)
+    except DeltaExploreError:
+        discard(table, adds)
+        raise
+    metrics.update(
+        version=result.version,
+        num_added_files=adds.num_rows,
+        num_added_bytes=_size(adds),
+        num_output_rows=_num_records(adds),
+        spark_seconds=round(tracker.summary.seconds, 3),
+    )
+    return metrics_table(metrics, WRITE_METRICS)
+
+
+def _num_records(adds: pa.Table) -> int:
+    total = 0
+    for s in adds.column("stats").to_pylist() if adds.num_rows else []:
+        if s:
+            total += int(json.loads(s).get("numRecords", 0))
+    return total
