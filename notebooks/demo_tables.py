@@ -295,3 +295,25 @@ def build_hostile(root: str | os.PathLike) -> str:
     t2 = pa.table({"id": pa.array([3], pa.int64()), HOSTILE_COLUMN: ["x"], "part": ["plain"]})
     w.commit([w.add(t2)], "WRITE", {"mode": "Append"})
     return str(w.root)
+
+
+def show(table: pa.Table, columns: list[str] | None = None, limit: int = 20) -> None:
+    """Print `table` as fixed-width text (stable across library versions, so notebooks can be checked)."""
+    t = table.select(columns) if columns else table
+    rows = t.slice(0, limit).to_pylist()
+    cells = [[("–" if v is None else str(v)) for v in r.values()] for r in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(t.column_names)]
+    print("  ".join(c.ljust(w) for c, w in zip(t.column_names, widths)).rstrip())
+    for r in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    if t.num_rows > limit:
+        print(f"… {t.num_rows - limit} more rows")
+
+
+def static_chart(chart: Any) -> Any:
+    """An Altair chart as an SVG image: it survives saving the notebook (widget outputs do not)."""
+    from IPython.display import SVG
+
+    from deltaexplore.viz import to_svg
+
+    return SVG(to_svg(chart))

@@ -114,7 +114,7 @@ def cmd_use(ctx: Context, argv: list[str]) -> Any:
     args = p.parse_args(argv)
     table = open_table(ctx, args.table)
     ctx.current = args.table or table.uri
-    return table
+    return _Text(f"%delta commands now use {ctx.current} (version {table.latest_version()})")
 
 
 @command("explore", "the explorer widget (version slider, tabs, maintenance)")
@@ -161,11 +161,13 @@ def cmd_overview(ctx: Context, argv: list[str]) -> Any:
 
 @command("commits", "every action of commits START..END, raw and parsed")
 def cmd_commits(ctx: Context, argv: list[str]) -> Any:
-    p = parser("commits", "Actions of a range of commits.", version=False)
-    p.add_argument("start", type=int, nargs="?", default=None)
-    p.add_argument("end", type=int, nargs="?", default=None)
+    p = parser("commits", "Actions of a range of commits: %delta commits [TABLE] [START [END]].", table=False, version=False)
+    p.add_argument("items", nargs="*", metavar="[TABLE] [START [END]]")
     args = p.parse_args(argv)
-    return inspect.commits(open_table(ctx, args.table), args.start, args.end)
+    ref, versions = _table_and_versions(p, args.items, required=0, most=2)
+    start = versions[0] if versions else None
+    end = versions[1] if len(versions) > 1 else start
+    return inspect.commits(open_table(ctx, ref), start, end)
 
 
 @command("files", "active files, or per-partition aggregates with --partitions")
@@ -224,18 +226,33 @@ def cmd_dv(ctx: Context, argv: list[str]) -> Any:
     return inspect.dv_files(snap) if args.files else inspect.deletion_vectors(snap)
 
 
+def _table_and_versions(p: _Parser, items: list[str], *, required: int, most: int) -> tuple[str | None, list[int]]:
+    """Split ``[TABLE] V1 [V2]``: a first item that is not a number names the table."""
+    table = None
+    if items and not items[0].lstrip("-").isdigit():
+        table, items = items[0], items[1:]
+    if not required <= len(items) <= most:
+        p.error(f"expected {required}..{most} versions after the table, got {len(items)}: {' '.join(items) or '(none)'}")
+    try:
+        return table, [int(v) for v in items]
+    except ValueError:
+        p.error(f"versions must be integers, got {' '.join(items)}")
+        raise  # unreachable: p.error raises
+
+
 @command("diff", "what changed between two versions (files, bytes, rows, schema, properties, protocol)")
 def cmd_diff(ctx: Context, argv: list[str]) -> Any:
-    p = parser("diff", "Compare two versions from metadata only.", version=False)
-    p.add_argument("v1", type=int)
-    p.add_argument("v2", type=int, nargs="?", help="default: latest")
+    p = parser("diff", "Compare two versions from metadata only: %delta diff [TABLE] V1 [V2].", table=False, version=False)
+    p.add_argument("items", nargs="*", metavar="[TABLE] V1 [V2]", help="V2 defaults to the latest version")
     p.add_argument("--files", action="store_true", help="one row per changed file")
     p.add_argument("--rows", action="store_true", help="row-level changes (change data feed)")
     args = p.parse_args(argv)
-    table = open_table(ctx, args.table)
+    ref, versions = _table_and_versions(p, args.items, required=1, most=2)
+    table = open_table(ctx, ref)
+    v1, v2 = versions[0], (versions[1] if len(versions) > 1 else None)
     if args.rows:
-        return inspect.diff_rows(table, args.v1, args.v2)
-    return (inspect.diff_files if args.files else inspect.diff)(table, args.v1, args.v2)
+        return inspect.diff_rows(table, v1, v2)
+    return (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
 
 
 @command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones, .crc")

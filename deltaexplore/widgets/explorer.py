@@ -110,6 +110,9 @@ class Explorer(anywidget.AnyWidget):
         #: seconds the constructor took (the benchmark reads it)
         self.first_render_seconds = time.perf_counter() - started
 
+    def __repr__(self) -> str:
+        return f"Explorer({self.uri!r}, version={self.version}, tab={self.tab!r})"
+
     # -- loading ---------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any) -> None:
         self.busy = f"loading {what}…"

@@ -89,6 +89,9 @@ def test_diff_explain_read_schema(ip, sales):
     files = {r["change"]: r["files"] for r in d.to_pylist() if r["section"] == "files"}
     assert (files["added"], files["removed"]) == (1, 4)
     assert sorted(delta(ip, f"diff {sales} 5 6 --files").column("change").to_pylist()) == ["added"] + ["removed"] * 4
+    delta(ip, f"use {sales}")
+    assert delta(ip, "diff 5 6 --files").num_rows == 5  # a number first: versions of the current table
+    assert delta(ip, "diff 6 --files").column("change").to_pylist() == ["dv_changed"]  # v6 -> latest (v7)
     e = delta(ip, f"explain {sales} --where \"region = 'emea'\"")
     assert e.num_rows == 9 and e.filter(e.column("selected")).num_rows == 1
     assert delta(ip, f"explain {sales} --where \"region = 'emea'\" --selected").num_rows == 1
@@ -133,8 +136,9 @@ def test_config_traitlets_set_defaults(ip, sales):
         ("files {sales} -v 99", "99"),
         ("layout {sales} -c nope", "nope"),
         ("files {sales} --sort nope", "cannot sort by 'nope'"),
-        ("diff {sales}", "argument v1: invalid int value"),
-        ("diff", "the following arguments are required: v1"),
+        ("diff {sales}", "expected 1..2 versions after the table, got 0"),
+        ("diff", "expected 1..2 versions after the table, got 0"),
+        ("diff {sales} 1 2 3", "expected 1..2 versions after the table, got 3"),
         ("history {sales} --bogus", "unrecognized arguments: --bogus"),
         ("read {sales} -w 'id ==== 1'", ""),
         ("history 'unclosed", "cannot parse the line"),
