@@ -160,10 +160,11 @@ def zorder_indices(data: pa.Table, columns: list[str]) -> np.ndarray:
         return np.arange(n)
     bits = max(1, 63 // len(columns))
     ranks = []
+    import polars as pl
+
     for c in columns:
-        col = data.column(c).combine_chunks()
-        order = pc.rank(col, sort_keys="ascending", null_placement="at_start", tiebreaker="dense")
-        r = order.to_numpy(zero_copy_only=False).astype(np.uint64) - 1
+        ranked = pl.Series(data.column(c).combine_chunks()).rank("dense").fill_null(0)  # nulls first
+        r = ranked.to_numpy().astype(np.uint64)
         top = int(r.max()) if len(r) else 0
         if top >= (1 << bits):
             r = (r.astype(np.float64) * ((1 << bits) - 1) / max(top, 1)).astype(np.uint64)
