@@ -1,0 +1,146 @@
+"""Spark layer benchmark: reported, never asserted.
+
+1. `dx.spark.read` of a table with deletion vectors vs `spark.read.parquet` of the same files
+   (the same rows before the DVs; target: at most 1.2x the plain parquet read). Each read is
+   executed with the `noop` sink (every column materialized, nothing collected), best of 3.
+2. OPTIMIZE throughput (MB/s of input) on a local table of many small files (1 GB by default).
+
+Tables are generated under benchmarks/tables/ (git-ignored); results go to
+benchmarks/results/spark.md.
+
+    python benchmarks/bench_spark.py [--read-rows 20000000] [--optimize-mb 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+import deltaexplore as dx
+import deltaexplore.spark as dxs
+
+HERE = Path(__file__).resolve().parent
+TABLES = HERE / "tables"
+RESULTS = HERE / "results"
+
+
+def _data(spark, rows: int, files: int):
+    from pyspark.sql import functions as F  # noqa: TID251 - benchmark of the Spark layer
+
+    return (
+        spark.range(0, rows, numPartitions=files)
+        .withColumn("x", F.rand(seed=1))
+        .withColumn("y", (F.rand(seed=2) * 1000).cast("int"))
+        .withColumn("s", F.sha2(F.col("id").cast("string"), 256).substr(1, 24))
+    )
+
+
+def _best(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def bench_read(spark, rows: int) -> dict:
+    root = TABLES / "spark_dv"
+    shutil.rmtree(root, ignore_errors=True)
+    conf = {"delta.enableDeletionVectors": "true"}
+    dxs.write(spark, _data(spark, rows, 16), str(root), configuration=conf, target_file_size=64 << 20)
+    dxs.delete(spark, str(root), "y < 100")  # ~10% of the rows of every file, as DVs
+    snap = dx.open_table(str(root)).snapshot()
+    files = snap.add_actions()
+    with_dv = sum(1 for d in files.column("deletionVector").to_pylist() if d)
+    locations = [f"file://{root}/{p}" for p in files.column("path").to_pylist()]
+
+    def plain():
+        spark.read.parquet(*locations).write.format("noop").mode("overwrite").save()
+
+    def delta():
+        dxs.read(spark, str(root)).write.format("noop").mode("overwrite").save()
+
+    plain(), delta()  # warm up
+    t_plain, t_delta = _best(plain), _best(delta)
+    kept = dxs.read(spark, str(root)).count()
+    return {
+        "rows": rows,
+        "rows_after_dvs": kept,
+        "files": files.num_rows,
+        "files_with_dv": with_dv,
+        "bytes": int(sum(files.column("size").to_pylist())),
+        "parquet_s": t_plain,
+        "dx_read_s": t_delta,
+        "ratio": t_delta / t_plain,
+    }
+
+
+def bench_optimize(spark, megabytes: int) -> dict:
+    root = TABLES / "spark_optimize"
+    shutil.rmtree(root, ignore_errors=True)
+    rows_per_mb = 36_000  # about 1 MB of parquet per 36k rows of this data
+    rows = megabytes * rows_per_mb
+    files = max(8, megabytes // 8)  # ~8 MB files
+    t = time.perf_counter()
+    dxs.write(spark, _data(spark, rows, files), str(root), target_file_size=16 << 20)
+    gen = time.perf_counter() - t
+    snap = dx.open_table(str(root)).snapshot()
+    size = int(sum(snap.add_actions().column("size").to_pylist()))
+    t = time.perf_counter()
+    m = dxs.optimize(spark, str(root), target_size=256 << 20)
+    seconds = time.perf_counter() - t
+    after = dx.open_table(str(root)).snapshot()
+    assert after.to_arrow(columns=["id"]).num_rows == rows  # sanity, not a timing assertion
+    return {
+        "input_mb": size / 1e6,
+        "files_before": snap.add_actions().num_rows,
+        "files_after": after.add_actions().num_rows,
+        "seconds": seconds,
+        "mb_per_s": size / 1e6 / seconds,
+        "generate_s": gen,
+        "files_removed": m.column("num_files_removed")[0].as_py(),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--read-rows", type=int, default=20_000_000)
+    ap.add_argument("--optimize-mb", type=int, default=1024)
+    args = ap.parse_args()
+    TABLES.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    spark = dxs.get_spark(master="local[2]", config={"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "6g"})
+    read = bench_read(spark, args.read_rows)
+    print("read", read, flush=True)
+    opt = bench_optimize(spark, args.optimize_mb)
+    print("optimize", opt, flush=True)
+    text = f"""# Spark benchmark
+
+Machine: 2 cores, `local[2]`, PySpark {spark.version}. Reported, never asserted.
+
+## `dx.spark.read` of a table with deletion vectors vs `spark.read.parquet` of the same files
+
+{read["rows"]:,} rows in {read["files"]} files ({read["bytes"] / 1e6:.0f} MB), {read["files_with_dv"]} with a DV
+({read["rows"] - read["rows_after_dvs"]:,} rows deleted). `noop` sink, best of 3.
+
+| read | seconds |
+|---|---|
+| `spark.read.parquet` (all rows, no DVs) | {read["parquet_s"]:.2f} |
+| `dx.spark.read` (DVs applied) | {read["dx_read_s"]:.2f} |
+| ratio (target ≤ 1.2) | {read["ratio"]:.2f}x |
+
+## OPTIMIZE throughput
+
+{opt["input_mb"]:.0f} MB in {opt["files_before"]} files → {opt["files_after"]} files (target 256 MB):
+{opt["seconds"]:.1f} s, **{opt["mb_per_s"]:.1f} MB/s** of input (generating the table took {opt["generate_s"]:.1f} s).
+"""
+    (RESULTS / "spark.md").write_text(text)
+    print(text)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
