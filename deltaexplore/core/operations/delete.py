@@ -76,8 +76,14 @@ class DeletePlan:
     sql: str | None = None
 
 
-def plan_delete(snapshot: Snapshot, predicate: Any = None, *, use_deletion_vectors: bool | None = None) -> DeletePlan:
+def plan_delete(
+    snapshot: Snapshot, predicate: Any = None, *, use_deletion_vectors: bool | None = None, allow_sql: bool = False
+) -> DeletePlan:
     """Plan a DELETE of the rows matching `predicate` (all rows when None).
+
+    With `allow_sql`, a condition the predicate parser does not handle (arithmetic, functions)
+    is kept as `plan.sql` (every file is a candidate; the engine must evaluate it on the rows);
+    without it such a condition raises `PredicateError`.
 
     Raises:
         WriteRefusedError: the table is append-only, or DVs were asked for but are not enabled.
@@ -94,7 +100,7 @@ def plan_delete(snapshot: Snapshot, predicate: Any = None, *, use_deletion_vecto
     try:
         expr = parse_predicate(predicate)
     except PredicateError:
-        if not isinstance(predicate, str):
+        if not allow_sql or not isinstance(predicate, str):
             raise
         expr, sql = None, predicate  # e.g. arithmetic: evaluated on the rows, every file read
     plan = snapshot.scan(where=expr)
@@ -284,7 +290,7 @@ def delete(
     """
     t = open_for_write(table, storage_options, catalog)
     snapshot = t.snapshot()
-    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors)
+    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors, allow_sql=True)
     metrics: dict[str, Any] = {
         "operation": "DELETE",
         "version": None,
