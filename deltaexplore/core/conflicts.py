@@ -76,9 +76,9 @@ class WinningCommit:
         dom = self.domains.get(ROW_TRACKING_DOMAIN)
         if not dom:
             return None
-        conf = dom.get("configuration")
+        raw = dom.get("configuration")
         try:
-            conf = json.loads(conf) if isinstance(conf, str) else conf
+            conf: Any = json.loads(raw) if isinstance(raw, str) else raw
             return int(conf["rowIdHighWaterMark"])
         except (ValueError, KeyError, TypeError):
             return None

@@ -276,9 +276,9 @@ def _groups(data: pa.Table, partition_columns: Sequence[str]) -> list[tuple[list
     import polars as pl
 
     keys = pa.table({f"k{i}": data.column(c) for i, c in enumerate(partition_columns)})
-    frame = pl.from_arrow(keys).with_row_index("__row")
+    frame = pl.DataFrame(pl.from_arrow(keys)).with_row_index("__row")
     grouped = frame.group_by([f"k{i}" for i in range(len(partition_columns))], maintain_order=True).agg(pl.col("__row"))
-    out = []
+    out: list[tuple[list[Any], np.ndarray | None]] = []
     rows = grouped.get_column("__row").to_list()
     first = grouped.get_column("__row").list.first().to_numpy()
     key_values = data.select(list(partition_columns)).take(pa.array(first, pa.int64())).to_pylist()
@@ -369,7 +369,7 @@ def _write_rolling(
     storage: Storage, table: pa.Table, base: str, kind: str, target: int, max_rows: int | None
 ) -> list[tuple[str, int, pq.FileMetaData]]:
     """Write `table` into as many files as the target size needs."""
-    out = []
+    out: list[tuple[str, int, pq.FileMetaData]] = []
     if table.num_rows == 0:
         return out
     per_row = max(1, table.nbytes // max(1, table.num_rows))

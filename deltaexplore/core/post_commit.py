@@ -66,15 +66,17 @@ def _checksum(
             domains.pop(name, None)
         else:
             domains[name] = dm
-    common = {"txns": txns, "domains": domains, "ict": ict, "txn_id": txn.txn_id}
     if snap is None:
-        return checksum_from_state(protocol, metadata, adds, **common)
+        return checksum_from_state(protocol, metadata, adds, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id)
     if rebased:
         return None
     if getattr(snap, "_adds", None) is None and snap.crc is not None:
         # The read snapshot's files were never loaded (a blind append): update the last checksum.
-        return checksum_after_commit(snap.crc, protocol, metadata, adds, removes, **common)
-    return checksum_from_state(protocol, metadata, state_after(snap.add_actions(), adds, removes), **common)
+        return checksum_after_commit(
+            snap.crc, protocol, metadata, adds, removes, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id
+        )
+    state = state_after(snap.add_actions(), adds, removes)
+    return checksum_from_state(protocol, metadata, state, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id)
 
 
 def state_after(active: pa.Table, adds: pa.Table, removes: pa.Table) -> pa.Table:

@@ -236,7 +236,7 @@ class Transaction:
         """
         self._check_open()
         if isinstance(files, list) and files and all(isinstance(f, str) for f in files):
-            rows = self._active_files(files)
+            rows = self._active_files([str(f) for f in files])
         else:
             rows = file_actions_table("add", files)  # type: ignore[arg-type]
         n = rows.num_rows

@@ -202,8 +202,8 @@ def write_table(
         if predicate:
             expr = parse_predicate(predicate)
             assert expr is not None
-            parts = {p.lower() for p in md.partition_columns}
-            if not {c.lower() for c in expr.columns()} <= parts:
+            part_names = {p.lower() for p in md.partition_columns}
+            if not {c.lower() for c in expr.columns()} <= part_names:
                 raise WriteRefusedError(
                     f"overwrite predicate {predicate!r} may only use partition columns {list(md.partition_columns)}"
                 )
@@ -312,7 +312,7 @@ def set_table_properties(
             )
             txn.add_files(recommit)
             txn.read_files(missing)
-    out = {
+    out: dict[str, Any] = {
         "operation": "SET TBLPROPERTIES",
         "version": None,
         "dry_run": dry_run,
