@@ -368,6 +368,21 @@ def check_file_actions(
                     f"{dup[0]['counts'].as_py()} times",
                     path=path,
                 )
+    if adds.num_rows and removes.num_rows:
+        from deltaexplore.core.replay import dv_unique_id
+
+        def keys_of(t: pa.Table) -> pa.Array:
+            dv = pc.fill_null(dv_unique_id(t.column("deletionVector").combine_chunks()).cast(pa.string()), "")
+            return pc.binary_join_element_wise(t.column("path").combine_chunks().cast(pa.string()), dv, "\x00")
+
+        both = pc.is_in(keys_of(adds), value_set=keys_of(removes))
+        if pc.any(both).as_py():
+            i = pc.index(both, True).as_py()
+            raise WriteRefusedError(
+                f"a commit may not add and remove the same logical file: {adds.column('path')[i].as_py()} "
+                "(same path and deletion vector)",
+                path=path,
+            )
     mode = metadata.column_mapping_mode(protocol)
     schema = metadata.schema
     keys = []

@@ -390,3 +390,22 @@ def test_restore_brings_back_metadata(tmp_path):
     snap = dx.open_table(root).snapshot()
     assert snap.schema.names == ["id", "part", "value"]
     assert pc.sum(snap.add_actions().column("size")).as_py() > 0
+
+
+def test_vacuum_checkpoint_and_cleanup_through_storage(location):
+    uri, options = location
+    write_table(uri, sample(4), max_rows_per_file=2, storage_options=options)
+    write_table(uri, sample(2, 10), mode="overwrite", storage_options=options)
+    time.sleep(0.01)
+    dry = one(vacuum(uri, retention_hours=0, enforce_retention_duration=False, storage_options=options))
+    assert dry["num_files"] == 2 and dry["dry_run"]
+    done = one(vacuum(uri, retention_hours=0, enforce_retention_duration=False, dry_run=False, storage_options=options))
+    assert sorted(done["files"]) == sorted(dry["files"])
+    assert one(vacuum(uri, retention_hours=0, enforce_retention_duration=False, storage_options=options))["num_files"] == 0
+    assert ids(uri, options) == [10, 11]
+    from deltaexplore.core.operations import checkpoint, cleanup_metadata
+
+    cp = one(checkpoint(uri, storage_options=options))
+    assert cp["written"] and cp["version"] == 1
+    assert dx.open_table(uri, options).snapshot().checkpoint_version == 1
+    assert one(cleanup_metadata(uri, storage_options=options))["num_files"] == 0  # nothing expired

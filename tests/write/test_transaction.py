@@ -334,3 +334,15 @@ def test_catalog_managed_lost_race_retries(tmp_path):
     r = b.commit()
     assert r.version == 2 and r.attempts == 2
     assert sorted(n for n in os.listdir(root / "_delta_log") if n.endswith(".json")) == [f"{v:020d}.json" for v in range(3)]
+
+
+def test_add_and_remove_of_the_same_logical_file_refused(tmp_path):
+    root = tmp_path / "t"
+    _create(root)
+    t = dx.open_table(str(root))
+    adds = t.snapshot().add_actions()
+    txn = Transaction(t, operation="WRITE")
+    txn.remove_files(adds)
+    txn.add_files(adds)
+    with pytest.raises(dx.WriteRefusedError, match="same logical file"):
+        txn.commit()

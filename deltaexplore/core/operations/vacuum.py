@@ -106,6 +106,10 @@ def _hidden(rel: str, partition_names: set[str]) -> bool:
 
 
 def _list_all(storage: Storage) -> list[tuple[str, int, int | None]]:
+    """(table-relative path, size, mtime ms or None) of every file under the root."""
+    fsspec_fs = getattr(storage, "fs", None)
+    if fsspec_fs is not None:  # fsspec stores: `find` keeps the modification times pyarrow's wrapper drops
+        return _list_fsspec(storage, fsspec_fs)
     fs, root = storage.arrow_filesystem()
     root = root.rstrip("/")
     try:
@@ -122,6 +126,26 @@ def _list_all(storage: Storage) -> list[tuple[str, int, int | None]]:
         rel = path[len(root) + 1 :]
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else None
         out.append((rel, int(info.size or 0), mtime))
+    return out
+
+
+def _list_fsspec(storage: Storage, fs: Any) -> list[tuple[str, int, int | None]]:
+    from deltaexplore.storage.fsspec_store import _mtime_ms
+
+    root = storage.location("").rstrip("/")
+    try:
+        found = fs.find(root, detail=True, withdirs=False)
+    except FileNotFoundError:
+        return []
+    except Exception as exc:
+        raise StorageError(f"cannot list {storage.root}: {exc}", path=storage.root) from exc
+    out = []
+    for path, info in found.items():
+        path = path.rstrip("/")
+        if info.get("type", "file") != "file" or not path.startswith(root + "/"):
+            continue
+        mtime = _mtime_ms(info) or None
+        out.append((path[len(root) + 1 :], int(info.get("size") or 0), mtime))
     return out
 
 
