@@ -137,17 +137,44 @@ def partition_keys(snapshot: Snapshot, adds: pa.Table) -> pa.Array:
     maps = combined(adds.column("partitionValues"))
     mapping = _physical_partition_names(snapshot)
     pieces = []
-    for name in cols:
+    uniform = _uniform_map_values(maps, [mapping.get(c, c) for c in cols])
+    for i, name in enumerate(cols):
         key = mapping.get(name, name)
-        values = map_column_values(maps, key) if n else pa.array([], pa.string())
-        if key != name and n and values.null_count == n:
-            values = map_column_values(maps, name)
+        if uniform is not None:
+            values = uniform[i]
+        else:
+            values = map_column_values(maps, key) if n else pa.array([], pa.string())
+            if key != name and n and values.null_count == n:
+                values = map_column_values(maps, name)
         values = pc.fill_null(values, HIVE_NULL)
         values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
         pieces.append(pc.binary_join_element_wise(pa.scalar(name), values, "="))
     if len(pieces) == 1:
         return pieces[0]
     return pc.binary_join_element_wise(*pieces, "/")
+
+
+def _uniform_map_values(maps: pa.MapArray, keys: list[str]) -> list[pa.Array] | None:
+    """When every map holds exactly `keys` in that order (what writers do), each key's values
+    straight from the map's items (no per-row lookup); else None."""
+    n, m = len(maps), len(keys)
+    if n == 0 or maps.null_count or m == 0:
+        return None
+    offsets = maps.offsets.to_numpy(zero_copy_only=False)
+    if offsets[0] != 0 or not np.all(np.diff(offsets) == m):
+        return None
+    flat_keys = maps.keys.cast(pa.string())
+    if len(flat_keys) != n * m:
+        return None
+    items = maps.items.cast(pa.string())
+    out = []
+    for i, key in enumerate(keys):
+        take = None if m == 1 else pa.array(np.arange(i, n * m, m), pa.int64())
+        k = flat_keys if take is None else flat_keys.take(take)
+        if k.null_count or not pc.all(pc.equal(k, pa.scalar(key, pa.string()))).as_py():
+            return None
+        out.append(items if take is None else items.take(take))
+    return out
 
 
 def _physical_partition_names(snapshot: Snapshot) -> dict[str, str]:

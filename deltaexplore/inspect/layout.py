@@ -27,6 +27,7 @@ from deltaexplore.core.schema import ArrayType, MapType, StructType, leaf_paths,
 from deltaexplore.core.stats import stats_columns, stats_for_adds
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
 from deltaexplore.inspect._common import combined, conform, partition_keys, snapshot_of
+from deltaexplore.inspect.fast_stats import column_bounds
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ __all__ = ["clustering_columns", "layout", "layout_summary", "overlap_metrics"]
 _NO_STATS_TYPES = ("binary", "variant", "void")
 DEFAULT_PREFIX_LENGTH = 32
 DEFAULT_NUM_INDEXED_COLS = 32
+#: up to this many columns, bounds are read with `fast_stats` (one scan each) instead of a
+#: full JSON parse of every stats document
+FAST_STATS_MAX_COLUMNS = 2
 
 
 # -- overlap metrics on ranks ------------------------------------------------------------------
@@ -123,7 +127,15 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
     """Per requested column: typed min, max, null_count, and the stats table's num_records."""
     resolved = [_resolve(snap, c) for c in columns]
     out: dict[str, dict[str, Any]] = {}
-    stat_names = [name for name, _, is_part in resolved if not is_part]
+    stat_cols = [(name, col) for name, col, is_part in resolved if not is_part]
+    fast: dict[str, dict[str, pa.Array]] = {}
+    if 0 < len(stat_cols) <= FAST_STATS_MAX_COLUMNS:
+        # one targeted scan per column beats a full JSON parse for one or two columns
+        for name, col in stat_cols:
+            got = column_bounds(snap, adds, col)
+            if got is not None:
+                fast[name] = got
+    stat_names = [name for name, _ in stat_cols if name not in fast]
     stats = stats_for_adds(snap, adds, stat_names) if stat_names else None
     parts = partition_table(snap, adds) if any(is_part for _, _, is_part in resolved) else None
     for name, col, is_part in resolved:
@@ -137,6 +149,15 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
                 "type": col.type,
                 "physical": col.physical_name,
                 "partition": True,
+            }
+        elif name in fast:
+            out[name] = {
+                "min": fast[name]["min"],
+                "max": fast[name]["max"],
+                "null_count": fast[name]["null_count"],
+                "type": col.field.type,
+                "physical": ".".join(col.physical),
+                "partition": False,
             }
         else:
             assert stats is not None

@@ -1,0 +1,213 @@
+"""Inspection on a 1M-file table: diff, layout and deletion vectors against one snapshot open.
+
+Usage:
+    python benchmarks/bench_inspect.py [--table /work/bench/f1m] [--repeat 3] [--out benchmarks/results/inspect.md]
+
+The table comes from `../shared/tools/gen_big_log.py` (1M files, checkpoint at 100, 100 commits
+after it). A deletion-vector variant is derived from it once (`benchmarks/tables/f1m_dv`: the same
+checkpoint with a deletion vector on 30% of the files, 1,000 shared DV files, reader/writer
+features `deletionVectors`), because the generator writes no DVs.
+
+Every measurement opens a fresh `Table` (no cache carried over) and is repeated; the report
+gives min and median seconds and the ratio of medians to one snapshot open (`table.snapshot()`
+plus `add_actions()`, i.e. replaying the file set). Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import deltaexplore as dx  # noqa: E402
+from deltaexplore.core.deletion_vectors import z85_encode  # noqa: E402
+from deltaexplore.inspect import deletion_vectors, diff, layout  # noqa: E402
+from deltaexplore.inspect.diff import _compute  # noqa: E402
+
+DEFAULT_TABLE = "/work/bench/f1m" if Path("/work/bench/f1m/_delta_log").exists() else str(ROOT / "benchmarks" / "tables" / "f1m")
+
+
+def make_dv_variant(src: Path, dst: Path, *, share: float = 0.3, dv_files: int = 1000, seed: int = 7) -> Path:
+    """A copy of `src` whose checkpoint gives deletion vectors to `share` of the files."""
+    marker = dst / ".complete"
+    if marker.exists():
+        return dst
+    if dst.exists():
+        shutil.rmtree(dst)
+    (dst / "_delta_log").mkdir(parents=True)
+    log = src / "_delta_log"
+    cps = sorted(log.glob("*.checkpoint.parquet"))
+    if not cps:
+        raise SystemExit(f"{src} has no single-file checkpoint to derive a DV variant from")
+    cp = cps[-1]
+    version = int(cp.name.split(".")[0])
+    table = pq.read_table(cp)
+    add = table.column("add").combine_chunks()
+    n = len(add)
+    rng = np.random.default_rng(seed)
+    has_dv = np.asarray(add.is_valid()) & (rng.random(n) < share)
+    # DV files named from UUIDs (storage type 'u'): 20 Z85 characters per UUID
+    uuids = [z85_encode(rng.bytes(16)) for _ in range(dv_files)]
+    which = rng.integers(0, dv_files, n)
+    card = rng.integers(1, 5000, n).astype(np.int64)
+    size = (card // 8 + 40).astype(np.int32)
+    offsets = (1 + rng.integers(0, 1 << 20, n)).astype(np.int32)
+    dv = pa.StructArray.from_arrays(
+        [
+            pa.array(np.where(has_dv, "u", None).tolist(), pa.string()),
+            pa.array([uuids[i] for i in which], pa.string()),
+            pa.array(offsets, pa.int32()),
+            pa.array(size, pa.int32()),
+            pa.array(card, pa.int64()),
+        ],
+        names=["storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality"],
+        mask=pa.array(~has_dv),
+    )
+    fields = [add.type.field(i) for i in range(add.type.num_fields)]
+    children = [add.field(i) for i in range(add.type.num_fields)]
+    i = add.type.get_field_index("deletionVector")
+    fields[i] = pa.field("deletionVector", dv.type)
+    children[i] = dv
+    new_add = pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(~np.asarray(add.is_valid())))
+    proto = table.column("protocol").combine_chunks()
+    pvalid = np.asarray(proto.is_valid())
+    new_proto = pa.array(
+        [
+            {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+            if v
+            else None
+            for v in pvalid
+        ],
+        pa.struct(
+            [
+                pa.field("minReaderVersion", pa.int32()),
+                pa.field("minWriterVersion", pa.int32()),
+                pa.field("readerFeatures", pa.list_(pa.string())),
+                pa.field("writerFeatures", pa.list_(pa.string())),
+            ]
+        ),
+    )
+    cols = {name: table.column(name) for name in table.column_names}
+    cols["add"] = new_add
+    cols["protocol"] = new_proto
+    pq.write_table(pa.table(cols), dst / "_delta_log" / cp.name)
+    (dst / "_delta_log" / "_last_checkpoint").write_text(json.dumps({"version": version, "size": n}))
+    for f in sorted(log.glob("*.json")):
+        if int(f.name.split(".")[0]) > version:
+            os.link(f, dst / "_delta_log" / f.name)
+    marker.write_text("ok")
+    return dst
+
+
+def timed(fn, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--table", default=DEFAULT_TABLE)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "inspect.md"))
+    args = p.parse_args()
+    src = Path(args.table)
+    if not (src / "_delta_log").exists():
+        raise SystemExit(
+            f"{src} is not a table: python ../shared/tools/gen_big_log.py benchmarks/tables/f1m "
+            "--files 1000000 --commits 100 --post-commits 100"
+        )
+    dv_table = make_dv_variant(src, ROOT / "benchmarks" / "tables" / "f1m_dv")
+    latest = dx.open_table(str(src)).latest_version()
+    cp = max(dx.open_table(str(src)).listing().checkpoints)
+
+    def open_snapshot(path: Path) -> None:
+        dx.open_table(str(path)).snapshot().add_actions()
+
+    def run_diff(lo: int, hi: int) -> None:
+        diff(dx.open_table(str(src)), lo, hi)
+
+    cases = [
+        ("snapshot open (replay 1M files)", lambda: open_snapshot(src), None),
+        (f"diff({latest - 1}, {latest})", lambda: run_diff(latest - 1, latest), "open"),
+        (f"diff({cp + 50}, {latest})", lambda: run_diff(cp + 50, latest), "open"),
+        (f"diff({cp}, {latest})", lambda: run_diff(cp, latest), "open"),
+        (f"diff({cp - 10}, {latest}) (older side has no checkpoint)", lambda: run_diff(cp - 10, latest), "open"),
+        ("layout('id') (first stats column)", lambda: layout(dx.open_table(str(src)), "id"), "open"),
+        ("layout('price') (last stats column)", lambda: layout(dx.open_table(str(src)), "price"), "open"),
+        ("deletion_vectors() (no DVs)", lambda: deletion_vectors(dx.open_table(str(src))), "open"),
+        ("snapshot open, DV variant", lambda: open_snapshot(dv_table), None),
+        ("deletion_vectors(), DV variant (300k DV files)", lambda: deletion_vectors(dx.open_table(str(dv_table))), "open dv"),
+    ]
+    results: dict[str, list[float]] = {}
+    # interleave repeats to spread machine noise evenly over the cases
+    for _ in range(args.repeat):
+        for label, fn, _ref in cases:
+            results.setdefault(label, []).extend(timed(fn, 1))
+            print(f"{label}: {results[label][-1]:.2f}s", flush=True)
+    methods = {}
+    for lo in (latest - 1, cp + 50, cp, cp - 10):
+        methods[lo] = _compute(dx.open_table(str(src)), lo, latest)[3]
+    open_med = statistics.median(results[cases[0][0]])
+    open_dv_med = statistics.median(results["snapshot open, DV variant"])
+    n_dv = deletion_vectors(dx.open_table(str(dv_table))).num_rows
+    lines = [
+        "# Inspection benchmark (1M files)",
+        "",
+        f"Generated by `benchmarks/bench_inspect.py` on {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}; "
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load average at the end {os.getloadavg()[0]:.1f} (the machine is shared: expect noise).",
+        "",
+        f"Table: `{src}` ({dx.open_table(str(src)).snapshot().num_files:,} active files, checkpoint at {cp}, latest {latest}); "
+        f"DV variant: {n_dv:,} files with deletion vectors. {args.repeat} interleaved runs each, fresh `Table` per run.",
+        "",
+        "| case | min s | median s | median / snapshot open | target |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, _fn, ref in cases:
+        ts = results[label]
+        base = open_dv_med if ref == "open dv" else open_med
+        ratio = f"{statistics.median(ts) / base:.2f}x" if ref else "1.00x"
+        target = "<= 1.5x" if label.startswith("diff") else ("<= 2x" if ref else "")
+        lines.append(f"| {label} | {min(ts):.2f} | {statistics.median(ts):.2f} | {ratio} | {target} |")
+    lines += [
+        "",
+        "Diff strategy per case: " + ", ".join(f"v{lo}->v{latest}: {m}" for lo, m in methods.items()) + ".",
+        "",
+        "Notes:",
+        "",
+        "- `diff` replays only the older version and applies the commits in between to the paths they touch",
+        "  (`incremental`); when the older side has no checkpoint its own replay is JSON-only, which dominates.",
+        "- `layout` = snapshot open + parsing one column's min/max/null count out of 1M stats JSON strings",
+        "  (the core's `stats_for_adds`, one `pyarrow.json` pass) + ranks/overlap on numpy.",
+        "- `deletion_vectors` reads descriptors only (no DV file is opened).",
+    ]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
