@@ -31,6 +31,7 @@ from deltaexplore.errors import (
     WriteRefusedError,
 )
 import deltaexplore.inspect  # noqa: F401  # registers table.inspect / snap.inspect
+from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
 from deltaexplore.widgets import explore  # registers Table's notebook display; imports no UI library
 
 __version__ = "0.1.0"
