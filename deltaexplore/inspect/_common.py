@@ -68,9 +68,8 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
         if cached is not None and cached.version == version:
             return cached
         return table.snapshot(version)
-    latest = table.latest_version()
     cached = _latest.get(table)
-    if cached is not None and cached.version == latest:
+    if cached is not None and cached.version == table.latest_version():
         return cached
     snap = table.snapshot()
     _latest[table] = snap

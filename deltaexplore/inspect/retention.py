@@ -295,6 +295,48 @@ def _is_vacuumable(path: str) -> bool:
     return True
 
 
+def _core_plan(table: Table, retention_hours: float) -> pa.Table | None:
+    """The files the core's VACUUM would delete (`plan_vacuum`), or None when it refuses the
+    table (features it cannot write, catalog-managed): then `_own_plan` previews it."""
+    try:
+        from deltaexplore.core.operations.vacuum import plan_vacuum
+    except ImportError:
+        return None
+    try:
+        return plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=False).files
+    except DeltaExploreError:
+        return None
+
+
+def _own_plan(snap: Snapshot, tomb_frame: pl.DataFrame, cutoff: int) -> pl.DataFrame:
+    """VACUUM's rules applied here: not referenced by the snapshot, modified before the cut-off,
+    not a tombstone younger than it, not hidden."""
+    table = snap.table
+    root = table.storage.root
+    listed = list_table_files(table)
+    adds = snap.add_actions()
+    active = pl.DataFrame({"path": pl.from_arrow(_paths_of(adds, root))})
+    dv = combined(adds.column("deletionVector"))
+    if adds.num_rows and dv.null_count < adds.num_rows:
+        st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
+        dvp = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
+        active = pl.concat([active, pl.DataFrame({"path": pl.from_arrow(dvp)}).drop_nulls()])
+    frame = pl.from_arrow(listed)
+    assert isinstance(frame, pl.DataFrame)
+    frame = frame.filter(_vacuumable_expr())
+    candidates = frame.join(active, on="path", how="anti").join(tomb_frame, on="path", how="left")
+    # as Delta: only files modified before the cut-off, and never a tombstone younger than it
+    old = pl.col("mtime").is_not_null() & (pl.col("mtime") < cutoff)
+    return candidates.with_columns(
+        pl.when(~old)
+        .then(pl.lit(None, pl.String))
+        .when(pl.col("deletion_time").is_not_null())
+        .then(pl.when(pl.col("deletion_time") < cutoff).then(pl.lit("expired_tombstone")))
+        .otherwise(pl.lit("unreferenced"))
+        .alias("reason")
+    ).filter(pl.col("reason").is_not_null())
+
+
 def _vacuumable_expr() -> pl.Expr:
     """Vectorized `_is_vacuumable`."""
     unhidden = pl.col("path").str.replace_all(r"(^|/)_change_data(/|$)", "/")
@@ -304,19 +346,20 @@ def _vacuumable_expr() -> pl.Expr:
 def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = None) -> pa.Table:
     """What `VACUUM` with this retention would delete, without deleting anything (`VACUUM_SCHEMA`).
 
-    Storage is listed once. A file is deleted when the snapshot's active files (and their DV
-    files) do not reference it and it is older than the retention: removed files whose
-    tombstone is older (`expired_tombstone`) and files nothing references (`unreferenced`, by
-    modification time: orphans of failed writes, replaced DV files). Hidden paths (a part
-    starting with `_` or `.`, except partition directories and `_change_data`) are left alone,
-    as Delta does. Columns: path, size, reason, deletion_time, modification_time,
-    first_version_needing / last_version_needing (retained versions whose state includes the
-    file: time travel to them breaks). Sum `size` for the bytes freed;
+    The file set is the core's own VACUUM plan (`core.operations.vacuum.plan_vacuum`, on the
+    table's latest version, as VACUUM always is): files neither the latest state nor a commit
+    inside the retention window references, older than the retention; hidden paths (`_`/`.`,
+    except partition directories and `_change_data`) are left alone. For tables the core
+    refuses to vacuum (writer features it lacks, catalog-managed) the same rules are applied
+    here without the commit-window rule. Columns: path, size, reason (`expired_tombstone`: a
+    removed file; `unreferenced`: orphans of failed writes, replaced DV files), deletion_time,
+    modification_time, first_version_needing / last_version_needing (retained versions whose
+    state includes the file: time travel to them breaks). Sum `size` for the bytes freed;
     `reconstructable_versions(vacuum_retention_hours=)` shows the versions that stop being
     readable. `retention_hours` defaults to `delta.deletedFileRetentionDuration` (7 days).
     """
-    snap = snapshot_of(obj)
-    table = snap.table
+    table = table_of(obj)
+    snap = snapshot_of(table)
     if retention_hours is not None and retention_hours < 0:
         raise InspectError(f"retention_hours must be >= 0, got {retention_hours}")
     if retention_hours is None:
@@ -327,15 +370,7 @@ def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = Non
     else:
         retention_ms = int(retention_hours * 3_600_000)
     cutoff = int(time.time() * 1000) - retention_ms
-    listed = list_table_files(table)
-    adds = snap.add_actions()
     root = table.storage.root
-    active = pl.DataFrame({"path": pl.from_arrow(_paths_of(adds, root))})
-    dv = combined(adds.column("deletionVector"))
-    if adds.num_rows and dv.null_count < adds.num_rows:
-        st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
-        dvp = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
-        active = pl.concat([active, pl.DataFrame({"path": pl.from_arrow(dvp)}).drop_nulls()])
     tomb = snap.tombstones()
     tomb_frame = (
         pl.DataFrame(
@@ -349,16 +384,20 @@ def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = Non
         .group_by("path")
         .agg(pl.col("deletion_time").max())
     )
-    frame = pl.from_arrow(listed)
-    assert isinstance(frame, pl.DataFrame)
-    frame = frame.filter(_vacuumable_expr())
-    candidates = frame.join(active, on="path", how="anti").join(tomb_frame, on="path", how="left")
-    deleted = candidates.with_columns(
-        pl.when(pl.col("deletion_time").is_not_null())
-        .then(pl.when(pl.col("deletion_time") < cutoff).then(pl.lit("expired_tombstone")))
-        .otherwise(pl.when(pl.col("mtime") < cutoff).then(pl.lit("unreferenced")))
-        .alias("reason")
-    ).filter(pl.col("reason").is_not_null())
+    planned = _core_plan(table, retention_hours if retention_hours is not None else retention_ms / 3_600_000)
+    if planned is not None:
+        frame = pl.from_arrow(
+            planned.select(["path", "size"]).append_column("mtime", planned.column("modification_time").cast(pa.int64()))
+        )
+        assert isinstance(frame, pl.DataFrame)
+        deleted = frame.join(tomb_frame, on="path", how="left").with_columns(
+            pl.when(pl.col("deletion_time").is_not_null())
+            .then(pl.lit("expired_tombstone"))
+            .otherwise(pl.lit("unreferenced"))
+            .alias("reason")
+        )
+    else:
+        deleted = _own_plan(snap, tomb_frame, cutoff)
     life = _lifetimes(table)
     needing = life.files.group_by("path").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"))
     deleted = deleted.join(needing, on="path", how="left").sort("path")

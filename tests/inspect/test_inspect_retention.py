@@ -52,8 +52,8 @@ def test_vacuum_preview_and_its_effect(hist):
     hidden.parent.mkdir()
     hidden.write_bytes(b"y")
     old = time.time() - 30 * 86400
-    os.utime(orphan, (old, old))
-    os.utime(hidden, (old, old))
+    for f in (orphan, hidden, root / "a.parquet"):
+        os.utime(f, (old, old))
     v = vacuum_preview(t, retention_hours=0)
     assert v.schema == VACUUM_SCHEMA
     rows = {r["path"]: r for r in v.to_pylist()}
@@ -62,8 +62,12 @@ def test_vacuum_preview_and_its_effect(hist):
     assert (rows["a.parquet"]["first_version_needing"], rows["a.parquet"]["last_version_needing"]) == (0, 0)
     assert rows["orphan.parquet"]["reason"] == "unreferenced" and rows["orphan.parquet"]["size"] == 7
     assert rows["orphan.parquet"]["last_version_needing"] is None
-    # a week of retention keeps the tombstoned file only if its tombstone is recent: it is from 2023
+    # a week of retention: the tombstone (2023) and both files are older
     assert set(vacuum_preview(t).column("path").to_pylist()) == {"a.parquet", "orphan.parquet"}
+    # as Delta: a file modified inside the retention is kept whatever its tombstone says
+    os.utime(root / "a.parquet", None)
+    assert set(vacuum_preview(t).column("path").to_pylist()) == {"orphan.parquet"}
+    os.utime(root / "a.parquet", (old, old))
     # a fresh orphan is protected by the retention
     os.utime(orphan, None)
     assert set(vacuum_preview(t, retention_hours=24).column("path").to_pylist()) == {"a.parquet"}
@@ -71,6 +75,26 @@ def test_vacuum_preview_and_its_effect(hist):
     assert r == [False, True, True, True]
     with pytest.raises(InspectError):
         vacuum_preview(t, retention_hours=-1)
+
+
+def test_own_plan_matches_the_core_plan(hist):
+    """The fallback used for tables the core refuses to vacuum applies the same rules."""
+    import polars as pl
+
+    from deltaexplore.inspect.retention import _core_plan, _own_plan
+
+    root, t = hist
+    old = time.time() - 30 * 86400
+    (root / "orphan.parquet").write_bytes(b"x")
+    for f in ("orphan.parquet", "a.parquet"):
+        os.utime(root / f, (old, old))
+    snap = t.snapshot()
+    tombs = pl.DataFrame({"path": ["a.parquet"], "deletion_time": [1_700_000_000_000]})
+    for hours in (0, 24 * 7, 24 * 365 * 10):
+        cutoff = int(time.time() * 1000) - int(hours * 3_600_000)
+        own = set(_own_plan(snap, tombs, cutoff).get_column("path").to_list())
+        core = set(_core_plan(t, hours).column("path").to_pylist())
+        assert own == core, hours
 
 
 def test_cleaned_up_log_and_gaps(corpus, tmp_path):
