@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test test-fast lint typecheck bench corpus clean
+.PHONY: setup setup-ui extension demo lab summary test test-fast lint typecheck bench corpus clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,12 +14,40 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-## The main job: summarise the demo table that ships in the repo.
-demo: setup
+## UI prerequisites (browser and extension tests): Debian chromium (apt-get, as root), the
+## JupyterLab extension built (npm ci + npm run build), galata's node modules. Nothing else is
+## downloaded: Playwright drives the Debian chromium.
+EXT_STAMP := extension/build/.built-$(shell cat extension/package.json extension/package-lock.json extension/ui-tests/package-lock.json extension/tsconfig.json extension/src/*.ts extension/schema/*.json extension/style/*.css 2>/dev/null | cksum | cut -d' ' -f1)
+
+setup-ui: setup
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "setup-ui: chromium is missing and cannot be installed here (needs root and apt-get): browser tests will skip"; fi; }
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory extension; \
+	  else echo "setup-ui: npm is missing: the JupyterLab extension is not built and its tests will skip"; fi
+
+extension: $(EXT_STAMP)
+
+$(EXT_STAMP): $(STAMP)
+	cd extension && npm ci --no-audit --no-fund --loglevel=error && PATH="$(abspath $(BIN)):$$PATH" npm run --silent build
+	cd extension/ui-tests && npm ci --no-audit --no-fund --loglevel=error
+	@rm -f extension/build/.built-*; touch $@
+
+## The main job: set up, then open the tour notebook in JupyterLab (explorer, %delta, charts).
+demo: setup-ui
+	$(BIN)/jupyter lab notebooks/00_tour.ipynb --LabApp.extra_labextensions_path=extension/build
+
+## JupyterLab on the notebooks/ directory, with the deltaexplore extension.
+lab: demo
+
+## The command-line summary of the demo table that ships in the repo.
+summary: setup
 	$(BIN)/deltaexplore inspect examples/demo_table
 
 ## The test suite (CI runs exactly this).
-test: setup
+test: setup setup-ui
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 test-fast: setup

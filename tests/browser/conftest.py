@@ -96,8 +96,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterato
         "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
         "PYTHONPATH": str(root),
     }
-    extension = ROOT / "extension" / "labextension"
-    extra = [f"--LabApp.extra_labextensions_path={extension.parent}"] if extension.exists() else []
+    built = ROOT / "extension" / "build"  # the JupyterLab extension (MIME renderer), when built
+    extra = [f"--LabApp.extra_labextensions_path={built}"] if (built / "deltaexplore-jupyterlab").exists() else []
     log = open(home / "lab.log", "w")
     proc = subprocess.Popen(
         [

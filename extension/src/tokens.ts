@@ -1,0 +1,32 @@
+/**
+ * Identifiers shared by the deltaexplore JupyterLab plugins.
+ *
+ * The extension talks to Python only through the MIME type below (a table summary that
+ * `deltaexplore` puts in every table's display bundle) and through the kernel of a console it
+ * opens (`dx.explore(path)`).
+ */
+
+/** MIME type of a Delta table summary (see `deltaexplore.widgets.display.summary_json`). */
+export const MIME_TYPE = 'application/vnd.deltaexplore.table+json';
+
+/** Command ids; menus and context menus for them are declared in `schema/plugin.json`. */
+export namespace CommandIDs {
+  export const exploreTable = 'deltaexplore:explore-table';
+}
+
+/** Plugin ids. */
+export const EXPLORE_PLUGIN_ID = 'deltaexplore-jupyterlab:plugin';
+export const MIME_PLUGIN_ID = 'deltaexplore-jupyterlab:mime';
+
+/** The summary `deltaexplore` sends with the MIME type. */
+export interface ITableSummary {
+  uri: string;
+  version: number;
+  timestamp: string;
+  protocol: { reader: number; writer: number };
+  name: string | null;
+  partition_columns: string[];
+  columns: { name: string; type: string }[];
+  num_files: number;
+  size_bytes: number;
+}
