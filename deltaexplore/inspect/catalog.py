@@ -48,6 +48,7 @@ def catalog_status(obj: Table | Snapshot) -> pa.Table:
             if has_catalog
             else None
         )
+        path: str | None
         if published:
             status, path = "published", listing.commits[v].path
         elif has_catalog and v in listing.ratified:

@@ -106,7 +106,7 @@ def _json_rows(lines: LogLines, sources: list[str]) -> dict[str, Any]:
     cols["source_file"] = pa.array([f.path for f in lines.files], pa.string()).take(pa.array(file_index, pa.int64()))
     cols["source"] = pa.array(sources, pa.string()).take(pa.array(file_index, pa.int64()))
     # commitInfo.operation (few lines)
-    ops = [None] * len(keep)
+    ops: list[str | None] = [None] * len(keep)
     where_info = {int(i): j for j, i in enumerate(keep)}
     for i, _, body in lines.objects("commitInfo"):
         if i in where_info:
@@ -281,7 +281,7 @@ def commits(obj: Table | Snapshot, start: int | None = None, end: int | None = N
     clock = _clock(table)
     vs = out.column("version").combine_chunks()
     uniq = pc.unique(vs).to_pylist()
-    stamps = {}
+    stamps: dict[int, int | None] = {}
     for v in uniq:
         try:
             stamps[v] = clock.timestamp(v)

@@ -48,7 +48,7 @@ def _dv_paths(storage_types: pa.Array, encoded: pa.Array) -> pa.Array:
     """Resolved DV file path per descriptor (null for inline), decoding each distinct value once."""
     frame = pl.DataFrame({"t": pl.from_arrow(storage_types), "p": pl.from_arrow(encoded)})
     uniq = frame.unique(maintain_order=True)
-    resolved = []
+    resolved: list[str | None] = []
     for t, p in uniq.iter_rows():
         if t == "i" or t is None or p is None:
             resolved.append(None)
@@ -139,7 +139,8 @@ def dv_files(obj: Table | Snapshot, *, version: int | None = None, check_files: 
     cols = {name: out.column(name) for name in out.column_names}
     if check_files:
         snap = snapshot_of(obj, version)
-        sizes, exists = [], []
+        sizes: list[int | None] = []
+        exists: list[bool | None] = []
         for p in out.column("dv_path").to_pylist():
             if p is None:
                 sizes.append(None)

@@ -340,22 +340,23 @@ def _metadata_rows(a: Snapshot, b: Snapshot) -> list[dict]:
     # application transactions
     ta, tb = a._all_txns, b._all_txns
     for k in sorted(set(ta) | set(tb)):
-        x = ta[k].version if k in ta else None
-        y = tb[k].version if k in tb else None
-        if x != y:
-            change = "added" if x is None else ("removed" if y is None else "changed")
-            out.append(_row("txn", change, k, x, y, f"application {k}: version {x} -> {y}"))
+        tx = ta[k].version if k in ta else None
+        ty = tb[k].version if k in tb else None
+        if tx != ty:
+            change = "added" if tx is None else ("removed" if ty is None else "changed")
+            out.append(_row("txn", change, k, tx, ty, f"application {k}: version {tx} -> {ty}"))
     # table identity
     if ma is not None and mb is not None:
-        for label, x, y in (
+        identity: list[tuple[str, str | None, str | None]] = [
             ("id", ma.id, mb.id),
             ("name", ma.name, mb.name),
             ("description", ma.description, mb.description),
             ("format", ma.format_provider, mb.format_provider),
-        ):
-            if x != y:
+        ]
+        for label, before_id, after_id in identity:
+            if before_id != after_id:
                 detail = "the table was replaced (new table id)" if label == "id" else f"{label} changed"
-                out.append(_row("metadata", "changed", label, x, y, detail))
+                out.append(_row("metadata", "changed", label, before_id, after_id, detail))
     return out
 
 

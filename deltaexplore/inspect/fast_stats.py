@@ -196,8 +196,8 @@ def _chunk_bounds(stats: pa.LargeStringArray, needle: str, col: StatsColumn) -> 
             headers[i] = np.where(missing, _find(stats, np.where(missing, 0, -1), h), headers[i])
     # a header written another way (`"minValues": {`): the core parses those documents
     odd_header = np.zeros(n, dtype=bool)
-    for h, name in zip(headers, ('"minValues"', '"maxValues"', '"nullCount"')):
-        odd_header |= _find(stats, np.where(h < 0, 0, -1), name) >= 0
+    for pos, bare in zip(headers, ('"minValues"', '"maxValues"', '"nullCount"')):
+        odd_header |= _find(stats, np.where(pos < 0, 0, -1), bare) >= 0
     length = np.diff(np.frombuffer(stats.buffers()[1], dtype=np.int64)[stats.offset : stats.offset + n + 1])
     keys = []
     for i, hdr in enumerate(headers):

@@ -147,26 +147,26 @@ def features(obj: Table | Snapshot, *, version: int | None = None, all_known: bo
     legacy_r = p.min_reader_version < 3
     legacy_w = p.min_writer_version < 7
     for name in names:
-        info = FEATURES.get(name)
+        known = FEATURES.get(name)
         supported = name in readers or name in writers
         active, why = _activation(name, snap, props, fields, types) if supported else (False, "not in the protocol")
-        if not supported and info is not None and info.property and str(props.get(info.property, "")).lower() == "true":
-            why = f"{info.property} = true but the protocol does not list the feature: writers must add it"
+        if not supported and known is not None and known.property and str(props.get(known.property, "")).lower() == "true":
+            why = f"{known.property} = true but the protocol does not list the feature: writers must add it"
         rows["feature"].append(name)
-        rows["kind"].append(("reader-writer" if info.reader_writer else "writer") if info else "unknown")
+        rows["kind"].append(("reader-writer" if known.reader_writer else "writer") if known else "unknown")
         rows["supported"].append(supported)
         rows["in_reader_features"].append(name in readers)
         rows["in_writer_features"].append(name in writers)
         rows["legacy"].append(supported and ((name in readers and legacy_r) or (name in writers and legacy_w)))
         rows["active"].append(active)
         rows["activation"].append(why)
-        rows["property"].append(info.property if info else None)
-        rows["property_value"].append(props.get(info.property) if info and info.property else None)
-        rows["known"].append(info is not None)
-        rows["deltaexplore_read"].append(info.read if info else False)
-        rows["deltaexplore_write"].append(info.write if info else False)
+        rows["property"].append(known.property if known else None)
+        rows["property_value"].append(props.get(known.property) if known and known.property else None)
+        rows["known"].append(known is not None)
+        rows["deltaexplore_read"].append(known.read if known else False)
+        rows["deltaexplore_write"].append(known.write if known else False)
         rows["description"].append(
-            info.description or (FEATURES[info.canonical].description if info.canonical else "") if info else ""
+            known.description or (FEATURES[known.canonical].description if known.canonical else "") if known else ""
         )
     return conform(rows, FEATURES_SCHEMA)
 

@@ -19,6 +19,7 @@ from deltaexplore.inspect._common import conform, human_bytes, snapshot_of, tabl
 from deltaexplore.inspect.schemas import LOG_FILES_SCHEMA, METRICS_SCHEMA
 
 if TYPE_CHECKING:
+    from deltaexplore.core.log_path import LogFile
     from deltaexplore.core.log_segment import LogListing
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
@@ -78,13 +79,13 @@ def log_files(obj: Table | Snapshot) -> pa.Table:
     listing = table.listing()
     versions = _versions(listing)
     compacted = set()
-    for c in listing.compactions:
-        compacted |= set(range(c.version, c.end_version + 1))
+    for comp in listing.compactions:
+        compacted |= set(range(comp.version, comp.end_version + 1))
     rows: dict[str, list[Any]] = {f.name: [] for f in LOG_FILES_SCHEMA}
     since = 0
     replay = 0
     for v in versions:
-        c = listing.commit(v)
+        c: LogFile | None = listing.commit(v)
         cps = listing.checkpoints.get(v)
         cp = cps[0] if cps else None
         crc = listing.crcs.get(v)

@@ -96,6 +96,7 @@ def deleted_rows_heatmap(
     def compute(obj: Any) -> pa.Table:
         from deltaexplore.inspect import deleted_rows
 
+        assert path is not None
         return deleted_rows(obj, path)
 
     rows = as_inspect_table(data, ("row_index",), compute, "deleted_rows_heatmap")

@@ -116,8 +116,10 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
 
 
 def _every(df: pl.DataFrame) -> str:
-    span = df.get_column("timestamp").max() - df.get_column("timestamp").min()  # type: ignore[operator]
-    seconds = max(1, int(span.total_seconds() / 500)) if span is not None else 1
+    ts = df.get_column("timestamp").cast(pl.Int64)
+    lo, hi = ts.min(), ts.max()
+    span_ms = int(hi) - int(lo) if lo is not None and hi is not None else 0  # type: ignore[arg-type]
+    seconds = max(1, span_ms // 1000 // 500)
     return f"{seconds}s"
 
 

@@ -45,6 +45,7 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400) 
     def compute(obj: Any) -> pa.Table:
         from deltaexplore.inspect import layout
 
+        assert column is not None
         return layout(obj, column)
 
     lay = as_inspect_table(data, ("min", "max", "rank", "overlap_depth", "path"), compute, "layout_chart")
@@ -114,7 +115,7 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
 
     e = as_inspect_table(data, ("stage", "size", "num_records"), compute, "explain_funnel")
     df = frame(e, ["stage", "size", "num_records"])
-    stages = []
+    stages: list[dict[str, Any]] = []
     for label, keep in zip(_STAGES, ([], ["partition_pruned"], ["partition_pruned", "stats_pruned"])):
         sub = df.filter(~pl.col("stage").is_in(keep)) if keep else df
         stages.append(
@@ -126,7 +127,7 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
                 "rows": int(sub.get_column("num_records").sum() or 0),
             }
         )
-    total = max(stages[0]["files"], 1)
+    total = max(int(stages[0]["files"]), 1)
     for s in stages:
         s["share"] = s["files"] / total
     table = pa.table({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")})

@@ -53,7 +53,7 @@ def show(chart: alt.TopLevelMixin) -> alt.JupyterChart:
     if not _state["offline"]:
         alt.JupyterChart.enable_offline()
         _state["offline"] = True
-    return alt.JupyterChart(chart)
+    return alt.JupyterChart(chart)  # type: ignore[arg-type]
 
 
 def to_svg(chart: alt.TopLevelMixin) -> str:
