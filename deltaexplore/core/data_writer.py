@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltaexplore.core.actions import ADD_FIELDS, CDC_FIELDS
@@ -270,21 +271,28 @@ def _physical(data: pa.Table, schema: StructType, mode: str) -> tuple[pa.Table, 
 
 
 def _groups(data: pa.Table, partition_columns: Sequence[str]) -> list[tuple[list[Any], np.ndarray | None]]:
-    """(partition values, row indices) per partition; one group without partitions."""
-    if not partition_columns or data.num_rows == 0:
-        return [([], None)] if data.num_rows or not partition_columns else []
-    import polars as pl
+    """(partition values, row indices) per partition; one group without partitions.
 
-    keys = pa.table({f"k{i}": data.column(c) for i, c in enumerate(partition_columns)})
-    frame = pl.DataFrame(pl.from_arrow(keys)).with_row_index("__row")
-    grouped = frame.group_by([f"k{i}" for i in range(len(partition_columns))], maintain_order=True).agg(pl.col("__row"))
-    out: list[tuple[list[Any], np.ndarray | None]] = []
-    rows = grouped.get_column("__row").to_list()
-    first = grouped.get_column("__row").list.first().to_numpy()
-    key_values = data.select(list(partition_columns)).take(pa.array(first, pa.int64())).to_pylist()
-    for kv, idx in zip(key_values, rows):
-        out.append(([kv[c] for c in partition_columns], np.asarray(idx, dtype=np.int64)))
-    return out
+    Vectorized: each key column is dictionary-encoded (nulls get their own code), the codes are
+    combined into one group id, and a stable argsort splits the rows.
+    """
+    if not partition_columns:
+        return [([], None)]
+    n = data.num_rows
+    if n == 0:
+        return []
+    group = np.zeros(n, dtype=np.int64)
+    for c in partition_columns:
+        enc = pc.dictionary_encode(data.column(c).combine_chunks(), null_encoding="encode")
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        _, group = np.unique(group * (len(enc.dictionary) + 1) + codes, return_inverse=True)
+        group = group.astype(np.int64)
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    pieces = np.split(order, bounds)
+    firsts = pa.array([int(p[0]) for p in pieces], pa.int64())
+    key_values = data.select(list(partition_columns)).take(firsts).to_pylist()
+    return [([kv[c] for c in partition_columns], idx) for kv, idx in zip(key_values, pieces)]
 
 
 def write_data_files(
