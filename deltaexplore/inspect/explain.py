@@ -168,25 +168,51 @@ def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.
     n = adds.num_rows
     if not wanted:
         return FileEnv(n, lambda column: None), np.zeros(n, dtype=bool)
-    stats = stats_for_adds(snap, adds, wanted)
-    names = set(stats.column_names)
-    cache: dict[str, Any] = {}
-
-    def lookup(column: str) -> Any:
-        if f"min.{column}" not in names:
-            return None
-        if column not in cache:
-            cache[column] = (
-                stats.column(f"min.{column}").combine_chunks(),
-                stats.column(f"max.{column}").combine_chunks(),
-                stats.column(f"null_count.{column}").combine_chunks(),
+    bounds = _fast_bounds(snap, adds, wanted)
+    if bounds is None:
+        stats = stats_for_adds(snap, adds, wanted)
+        bounds = {
+            c: (
+                stats.column(f"min.{c}").combine_chunks(),
+                stats.column(f"max.{c}").combine_chunks(),
+                stats.column(f"null_count.{c}").combine_chunks(),
                 stats.column("num_records").combine_chunks(),
             )
-        return cache[column]
+            for c in {name[4:] for name in stats.column_names if name.startswith("min.")}
+        }
+
+    def lookup(column: str) -> Any:
+        return bounds.get(column)
 
     no_stats = np.zeros(n, dtype=bool)
     for column in wanted:
-        if f"min.{column}" in names:
-            mn, mx = stats.column(f"min.{column}"), stats.column(f"max.{column}")
+        if column in bounds:
+            mn, mx = bounds[column][0], bounds[column][1]
             no_stats |= pc.or_(pc.is_null(mn), pc.is_null(mx)).to_numpy(zero_copy_only=False).astype(bool)
     return FileEnv(n, lookup), no_stats
+
+
+def _fast_bounds(snap: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]] | None:
+    """Bounds of one or two top-level predicate columns through `fast_stats` (None: use the core)."""
+    from deltaexplore.core.files import num_records_of
+    from deltaexplore.core.stats import stats_columns
+    from deltaexplore.inspect.fast_stats import column_bounds
+    from deltaexplore.inspect.layout import FAST_STATS_MAX_COLUMNS
+
+    if not wanted or len(wanted) > FAST_STATS_MAX_COLUMNS:
+        return None
+    cols = {c.name: c for c in stats_columns(snap.schema, snap.column_mapping_mode, snap.partition_columns, wanted)}
+    out: dict[str, tuple[pa.Array, ...]] = {}
+    records = None
+    for name in wanted:
+        col = cols.get(name)
+        if col is None:
+            if any(c.startswith(name + ".") for c in cols):
+                return None  # a struct column: its leaves go through the core
+            continue
+        got = column_bounds(snap, adds, col)
+        if got is None:
+            return None
+        records = records if records is not None else num_records_of(adds)
+        out[name] = (got["min"], got["max"], got["null_count"], records)
+    return out
