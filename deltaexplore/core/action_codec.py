@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -97,9 +98,105 @@ def _clean(value: Any, typ: pa.DataType) -> Any:
 
 
 def action_lines(kind: str, table: pa.Table) -> list[str]:
-    """One JSON line (without newline) per action of a `file_actions_table`."""
+    """One JSON line (without newline) per action of a `file_actions_table`.
+
+    Built column by column with Arrow string kernels (no Python object per action); rows with
+    control characters other than newline/tab/carriage return go through `json`.
+    """
     if table.num_rows == 0:
         return []
+    fields = FILE_ACTION_FIELDS[kind]
+    table = table.select([f.name for f in fields])
+    try:
+        body = _object(
+            [
+                (f.name, table.column(f.name).combine_chunks(), f.name == "partitionValues" and kind in ("add", "cdc"))
+                for f in fields
+            ]
+        )
+    except _Fallback:
+        return _action_lines_slow(kind, table)
+    lines = pc.binary_join_element_wise(f'{{"{kind}":', body, "}", "")
+    return lines.to_pylist()
+
+
+class _Fallback(Exception):
+    """A value the vectorized encoder does not handle."""
+
+
+_RARE_CONTROL = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]"
+
+
+def _quoted(strings: pa.Array) -> pa.Array:
+    """JSON string literals of a string column (nulls stay null)."""
+    strings = strings.cast(pa.string())
+    if len(strings) and pc.any(pc.fill_null(pc.match_substring_regex(strings, _RARE_CONTROL), False)).as_py():
+        raise _Fallback
+    out = pc.replace_substring(strings, "\\", "\\\\")
+    out = pc.replace_substring(out, '"', '\\"')
+    out = pc.replace_substring(out, "\n", "\\n")
+    out = pc.replace_substring(out, "\r", "\\r")
+    out = pc.replace_substring(out, "\t", "\\t")
+    return pc.binary_join_element_wise('"', out, '"', "")
+
+
+def _value(arr: pa.Array) -> pa.Array:
+    """JSON text of each value (null where the value is null)."""
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _quoted(arr)
+    if pa.types.is_integer(t):
+        return arr.cast(pa.string())
+    if pa.types.is_boolean(t):
+        return pc.if_else(arr, "true", "false")
+    if pa.types.is_map(t):
+        return _map(arr)
+    if pa.types.is_struct(t):
+        return _object([(f.name, pc.struct_field(arr, [i]), False) for i, f in enumerate(t)], mask=arr.is_null())
+    raise _Fallback
+
+
+def _object(members: list[tuple[str, pa.Array, bool]], mask: pa.Array | None = None) -> pa.Array:
+    """`{...}` per row from (name, column, required) members; null members are left out (a
+    required map becomes `{}`)."""
+    parts = []
+    for name, col, required in members:
+        text = _value(col)
+        if required:
+            text = pc.fill_null(text, "{}")
+        parts.append(pc.binary_join_element_wise(f'"{name}":', text, ""))
+    joined = _join_skipping_nulls(parts, ",")
+    out = pc.binary_join_element_wise("{", joined, "}", "")
+    if mask is not None and mask.null_count == 0 and pc.any(mask).as_py():
+        out = pc.if_else(mask, pa.scalar(None, pa.string()), out)
+    return out
+
+
+def _join_skipping_nulls(parts: list[pa.Array], sep: str) -> pa.Array:
+    """Row-wise join of the non-null values of `parts` (pyarrow's `null_handling="skip"` drops
+    rows whose every value is null, so the lists are built here)."""
+    n = len(parts[0])
+    valid = np.stack([p.is_valid().to_numpy(zero_copy_only=False) for p in parts], axis=1)
+    rows, cols = np.nonzero(valid)  # row-major: the members of a row stay in order
+    values = pa.concat_arrays([p.cast(pa.string()) for p in parts]).take(pa.array(cols * n + rows, pa.int64()))
+    offsets = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int32)
+    return pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), values), sep)
+
+
+def _map(arr: pa.Array) -> pa.Array:
+    """`{"k":"v",...}` per row of a map<string,string> (null maps stay null)."""
+    keys = _quoted(arr.keys)
+    values = pc.fill_null(_quoted(arr.items), "null")
+    pairs = pc.binary_join_element_wise(keys, values, ":")
+    lists = pa.ListArray.from_arrays(arr.offsets, pairs)
+    inner = pc.fill_null(pc.binary_join(lists, ","), "")
+    out = pc.binary_join_element_wise("{", inner, "}", "")
+    if arr.null_count:
+        out = pc.if_else(arr.is_null(), pa.scalar(None, pa.string()), out)
+    return out
+
+
+def _action_lines_slow(kind: str, table: pa.Table) -> list[str]:
     fields = FILE_ACTION_FIELDS[kind]
     types = {f.name: f.type for f in fields}
     required_maps = {"partitionValues"} if kind in ("add", "cdc") else set()
