@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import json
 import os
 import platform
@@ -152,23 +153,24 @@ def main() -> None:
         (f"diff({latest - 1}, {latest})", lambda: run_diff(latest - 1, latest), "open"),
         (f"diff({cp + 50}, {latest})", lambda: run_diff(cp + 50, latest), "open"),
         (f"diff({cp}, {latest})", lambda: run_diff(cp, latest), "open"),
+        ("layout('id') (first stats column)", lambda: layout(dx.open_table(str(src)), "id"), "open"),
+        ("layout('price') (last stats column)", lambda: layout(dx.open_table(str(src)), "price"), "open"),
+        ("deletion_vectors() (no DVs)", lambda: deletion_vectors(dx.open_table(str(src))), "open"),
+        ("snapshot open, DV variant", lambda: open_snapshot(dv_table), None),
+        ("deletion_vectors(), DV variant (300k DV files)", lambda: deletion_vectors(dx.open_table(str(dv_table))), "open dv"),
         (f"diff({cp - 10}, {latest}) (older side has no checkpoint)", lambda: run_diff(cp - 10, latest), "open"),
         (
             f"snapshot open at v{cp - 10} (no checkpoint: JSON replay)",
             lambda: dx.open_table(str(src)).snapshot(cp - 10).add_actions(),
             None,
         ),
-        ("layout('id') (first stats column)", lambda: layout(dx.open_table(str(src)), "id"), "open"),
-        ("layout('price') (last stats column)", lambda: layout(dx.open_table(str(src)), "price"), "open"),
-        ("deletion_vectors() (no DVs)", lambda: deletion_vectors(dx.open_table(str(src))), "open"),
-        ("snapshot open, DV variant", lambda: open_snapshot(dv_table), None),
-        ("deletion_vectors(), DV variant (300k DV files)", lambda: deletion_vectors(dx.open_table(str(dv_table))), "open dv"),
     ]
     results: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
     # interleave repeats to spread machine noise evenly over the cases
     for _ in range(args.repeat):
         for label, fn, _ref in cases:
+            gc.collect()
             wall, used = timed(fn)
             results.setdefault(label, []).append(wall)
             cpu.setdefault(label, []).append(used)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +34,18 @@ class InspectError(DeltaExploreError, ValueError):
     """An inspection was asked something it cannot answer (bad argument, unknown column, ...)."""
 
 
-_latest: weakref.WeakKeyDictionary[Any, Snapshot] = weakref.WeakKeyDictionary()
+_CACHE_ATTR = "_deltaexplore_inspect_cache"
+
+
+def table_cache(table: Table) -> dict[str, Any]:
+    """A per-table dict for inspection caches, stored on the table object itself so that it is
+    freed with the table (a module-level weak mapping would be kept alive by its values, which
+    reference the table)."""
+    cache = table.__dict__.get(_CACHE_ATTR)
+    if cache is None:
+        cache = {}
+        table.__dict__[_CACHE_ATTR] = cache
+    return cache
 
 
 def table_of(obj: Table | Snapshot) -> Table:
@@ -64,15 +74,15 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
         return obj.table.snapshot(version)
     table = table_of(obj)
     if version is not None:
-        cached = _latest.get(table)
+        cached = table_cache(table).get("latest")
         if cached is not None and cached.version == version:
             return cached
         return table.snapshot(version)
-    cached = _latest.get(table)
+    cached = table_cache(table).get("latest")
     if cached is not None and cached.version == table.latest_version():
         return cached
     snap = table.snapshot()
-    _latest[table] = snap
+    table_cache(table)["latest"] = snap
     return snap
 
 

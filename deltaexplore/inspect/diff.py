@@ -14,7 +14,6 @@ change data feed (`diff_rows`).
 from __future__ import annotations
 
 import json
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +25,16 @@ from deltaexplore.core.features import features_of
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.json_log import read_log_files
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import InspectError, combined, conform, dv_cardinality, dv_ids, partition_keys, table_of
+from deltaexplore.inspect._common import (
+    InspectError,
+    combined,
+    conform,
+    dv_cardinality,
+    dv_ids,
+    partition_keys,
+    table_cache,
+    table_of,
+)
 from deltaexplore.inspect.schema_diff import schema_changes
 from deltaexplore.inspect.schemas import DIFF_FILES_SCHEMA, DIFF_SCHEMA
 
@@ -176,16 +184,13 @@ def _use_incremental(a: Snapshot, b: Snapshot, files: list[Any] | None) -> bool:
     return range_bytes <= b_bytes
 
 
-_CACHE: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
-
-
 def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapshot, Snapshot, str]:
     """(file changes v1 -> v2, snapshot v1, snapshot v2, method)."""
     table = table_of(obj)
     lo, hi = min(v1, v2), max(v1, v2)
     listing = table.listing(refresh=False) if table._listing is not None else table.listing()
     stamp = (lo, hi, listing.latest_version, len(listing.commits), listing.earliest_commit)
-    hit = _CACHE.get(table)
+    hit = table_cache(table).get("diff")
     if hit is not None and hit[0] == stamp:
         changes, a, b, method = hit[1]
     else:
@@ -201,7 +206,7 @@ def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapsho
             else:
                 frame, method = _full(a, b), "full"
         changes = _to_arrow(frame)
-        _CACHE[table] = (stamp, (changes, a, b, method))
+        table_cache(table)["diff"] = (stamp, (changes, a, b, method))
     if v1 > v2:
         changes, a, b = _reverse(changes), b, a
     return changes, a, b, method

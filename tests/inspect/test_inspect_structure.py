@@ -228,3 +228,19 @@ def test_importing_deltaexplore_leaves_altair_out():
     code = "import sys, deltaexplore, deltaexplore.inspect; print('altair' in sys.modules, 'vl_convert' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+def test_caches_are_freed_with_the_table(tmp_path):
+    import gc
+    import weakref
+
+    from deltaexplore.inspect import diff, files
+
+    build_history_table(tmp_path)
+    t = dx.open_table(str(tmp_path))
+    diff(t, 0, 3)
+    files(t)
+    ref = weakref.ref(t)
+    del t
+    gc.collect()
+    assert ref() is None
