@@ -548,8 +548,10 @@ class Transaction:
 
     # -- one attempt -----------------------------------------------------------------------------------
     def _read_ict(self) -> int | None:
+        """The commit time of the read version: in-commit timestamps must exceed it (also when
+        they are being turned on, so time keeps increasing across the enablement)."""
         snap = self.read_snapshot
-        if snap is None or not snap.has_metadata or not snap.clock.uses_ict(snap.version):
+        if snap is None or not snap.has_metadata:
             return None
         try:
             return snap.timestamp_ms

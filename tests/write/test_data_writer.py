@@ -162,3 +162,21 @@ def test_cdc_files(tmp_path):
     assert cdc.column("dataChange").to_pylist() == [False, False]
     with pytest.raises(dx.WriteRefusedError):
         write_data_files(storage, sample(3), schema=schema_from_arrow(sample().schema), kind="cdc")
+
+
+def test_turning_column_mapping_on_keeps_existing_files_readable(tmp_path):
+    from deltaexplore.core.operations import set_table_properties
+
+    root = tmp_path / "t"
+    write_table(str(root), sample(3), partition_by=["part"])
+    set_table_properties(str(root), {"delta.columnMapping.mode": "name"})
+    snap = dx.open_table(str(root)).snapshot()
+    assert snap.column_mapping_mode == "name"
+    assert [f.physical_name for f in snap.schema.fields] == ["id", "part", "value"]  # existing names kept
+    assert "columnMapping" in snap.protocol.reader_feature_set
+    write_table(str(root), sample(2, 10).append_column("new", pa.array([1, 2])), schema_mode="merge")
+    snap = dx.open_table(str(root)).snapshot()
+    assert snap.schema.field("new").physical_name.startswith("col-")
+    assert rows(snap.to_arrow(), "id") == [(0,), (1,), (2,), (10,), (11,)]
+    with pytest.raises(dx.WriteRefusedError, match="maintained by the writer"):
+        set_table_properties(str(root), {"delta.columnMapping.maxColumnId": "99"})
