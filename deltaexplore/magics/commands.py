@@ -94,17 +94,13 @@ def open_table(ctx: Context, ref: str | None) -> Any:
     return open_table(ref, ctx.storage_options or None)
 
 
-def _viz(name: str) -> Callable[..., Any]:
+def _chart(name: str, data: Any, **kwargs: Any) -> Any:
+    """`deltaexplore.viz.<name>(data)` shown offline: an `alt.JupyterChart` (its `.chart` is the Altair chart)."""
     try:
-        mod = importlib.import_module("deltaexplore.viz")
+        viz = importlib.import_module("deltaexplore.viz")
     except ImportError as exc:
-        raise CommandError(
-            f"--chart needs deltaexplore.viz, which cannot be imported here ({exc}): pip install 'deltaexplore[viz]'"
-        ) from exc
-    fn = getattr(mod, name, None)
-    if fn is None:
-        raise CommandError(f"--chart: deltaexplore.viz has no {name}() yet")
-    return fn
+        raise CommandError(f"--chart needs altair and vl-convert-python: pip install 'deltaexplore[viz]' ({exc})") from exc
+    return viz.show(getattr(viz, name)(data, **kwargs))
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -136,9 +132,7 @@ def cmd_history(ctx: Context, argv: list[str]) -> Any:
     args = p.parse_args(argv)
     table = open_table(ctx, args.table)
     h = table.history(limit=None if args.all else (args.limit or ctx.limit))
-    if args.chart:
-        return _viz("history_chart")(h)
-    return h
+    return _chart("history_chart", h) if args.chart else h
 
 
 @command("versions", "which versions can still be read (log retained, data files present)")
@@ -146,10 +140,12 @@ def cmd_versions(ctx: Context, argv: list[str]) -> Any:
     p = parser("versions", "Per version: readable now, and after a VACUUM.", version=False)
     p.add_argument("--no-data-check", action="store_true", help="do not check that data files exist")
     p.add_argument("--retention-hours", type=float, default=None, help="VACUUM retention to evaluate")
+    p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
-    return inspect.reconstructable_versions(
+    out = inspect.reconstructable_versions(
         open_table(ctx, args.table), check_data=not args.no_data_check, vacuum_retention_hours=args.retention_hours
     )
+    return _chart("versions_chart", out) if args.chart else out
 
 
 @command("overview", "key facts: size, rows, layout, protocol")
@@ -177,9 +173,12 @@ def cmd_files(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--sort", default=None, help="sort by this column (descending unless --asc)")
     p.add_argument("--asc", action="store_true")
     p.add_argument("-n", "--limit", type=int, default=None, help="first N rows")
+    p.add_argument("--chart", action="store_true", help="file size histogram (partition skew with --partitions)")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
     out = inspect.partitions(snap) if args.partitions else inspect.files(snap)
+    if args.chart:
+        return _chart("partition_skew_chart" if args.partitions else "file_size_histogram", out)
     return _sort_limit(out, args.sort, args.asc, args.limit)
 
 
@@ -198,10 +197,10 @@ def cmd_layout(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
+    if args.chart and not args.column:
+        raise CommandError("%delta layout --chart needs a column: -c COLUMN")
     out = inspect.layout(snap, args.column) if args.column else inspect.layout_summary(snap)
-    if args.chart:
-        return _viz("layout_chart")(out) if args.column else _viz("layout_summary_chart")(out)
-    return out
+    return _chart("layout_chart", out, column=args.column) if args.chart else out
 
 
 @command("explain", "which files a query with a predicate reads, and why the others are skipped")
@@ -209,8 +208,11 @@ def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     p = parser("explain", "Files a query reads: partition pruning, then statistics.")
     p.add_argument("-w", "--where", required=True, help="predicate, e.g. \"date = '2024-01-01' and id > 5\"")
     p.add_argument("--selected", action="store_true", help="only the files the query reads")
+    p.add_argument("--chart", action="store_true", help="the pruning funnel")
     args = p.parse_args(argv)
     out = inspect.explain(open_table(ctx, args.table).snapshot(args.version), args.where)
+    if args.chart:
+        return _chart("explain_funnel", out, predicate=args.where)
     return out.filter(out.column("selected")) if args.selected else out
 
 
@@ -219,10 +221,14 @@ def cmd_dv(ctx: Context, argv: list[str]) -> Any:
     p = parser("dv", "Deletion vectors at a version.")
     p.add_argument("--files", action="store_true", help="one row per DV file instead")
     p.add_argument("--rows", metavar="PATH", default=None, help="deleted row positions of one data file")
+    p.add_argument("--chart", action="store_true", help="DV density (or the deleted-rows heatmap with --rows)")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
     if args.rows:
-        return inspect.deleted_rows(snap, args.rows)
+        rows = inspect.deleted_rows(snap, args.rows)
+        return _chart("deleted_rows_heatmap", rows, path=args.rows) if args.chart else rows
+    if args.chart:
+        return _chart("dv_density_chart", inspect.deletion_vectors(snap))
     return inspect.dv_files(snap) if args.files else inspect.deletion_vectors(snap)
 
 
@@ -259,8 +265,11 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
 def cmd_health(ctx: Context, argv: list[str]) -> Any:
     p = parser("health", "Log health at a version.")
     p.add_argument("--log-files", action="store_true", help="per version: commit, checkpoint and crc sizes")
+    p.add_argument("--chart", action="store_true", help="log bytes and replay cost per version")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
+    if args.chart:
+        return _chart("log_health_chart", inspect.log_files(snap))
     return inspect.log_files(snap) if args.log_files else inspect.log_health(snap)
 
 

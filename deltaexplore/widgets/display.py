@@ -26,9 +26,9 @@ def _human(n: int | None) -> str:
     return human_bytes(n)
 
 
-def summary_json(table: Any, version: int | None = None) -> dict[str, Any]:
+def summary_json(table: Any, version: int | None = None, *, snapshot: Any = None) -> dict[str, Any]:
     """A small JSON-safe summary: location, version, time, protocol, partitioning, schema, files, bytes."""
-    snap = table.snapshot(version)
+    snap = snapshot if snapshot is not None else table.snapshot(version)
     out: dict[str, Any] = {
         "uri": table.uri,
         "version": snap.version,
@@ -87,8 +87,13 @@ def _widgets_available() -> bool:
 
 def table_mimebundle(table: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
     """The mime bundle of a `Table` (see module docstring)."""
+    explorer = None
     try:
-        summary = summary_json(table)
+        if _widgets_available():
+            from deltaexplore.widgets.explorer import Explorer
+
+            explorer = Explorer(table)  # one snapshot serves the explorer and the static summary
+        summary = summary_json(table, snapshot=explorer.data.snap if explorer is not None else None)
     except DeltaExploreError as exc:
         msg = f"Delta table {table.uri}: {exc}"
         return {"text/plain": msg, "text/html": f"<pre>{html.escape(msg)}</pre>"}
@@ -97,10 +102,8 @@ def table_mimebundle(table: Any, include: Any = None, exclude: Any = None) -> di
         "text/html": summary_html(summary),
         MIME_TYPE: summary,
     }
-    if _widgets_available():
-        from deltaexplore.widgets.explorer import Explorer
-
-        view = Explorer(table)._repr_mimebundle_(include=include, exclude=exclude)
+    if explorer is not None:
+        view = explorer._repr_mimebundle_(include=include, exclude=exclude)
         data = view[0] if isinstance(view, tuple) else view
         bundle.update({k: v for k, v in data.items() if k != "text/plain"})
     return bundle

@@ -111,6 +111,33 @@ def test_vacuum_and_optimize_default_to_a_dry_run(ip, sales):
     assert c["commits_since_checkpoint"] == 8
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "history {sales} --chart",
+        "versions {sales} --chart",
+        "files {sales} --chart",
+        "files {sales} --partitions --chart",
+        "layout {sales} -c amount --chart",
+        "explain {sales} -w \"region = 'emea'\" --chart",
+        "dv {sales} --chart",
+        "health {sales} --chart",
+    ],
+)
+def test_chart_options_return_offline_charts(ip, sales, line):
+    import altair as alt
+
+    chart = delta(ip, line.format(sales=sales))
+    assert isinstance(chart, alt.JupyterChart)
+    spec = chart.chart.to_dict()
+    assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+
+
+def test_layout_chart_needs_a_column(ip, sales):
+    with pytest.raises(UsageError, match="needs a column"):
+        delta(ip, f"layout {sales} --chart")
+
+
 def test_config_traitlets_set_defaults(ip, sales):
     ip.run_line_magic("config", "DeltaMagics.limit = 2")
     try:
