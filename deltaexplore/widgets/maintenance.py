@@ -160,9 +160,15 @@ def preview(op: str, data: ExplorerData, **params: Any) -> dict[str, Any]:
     return _preview_checkpoint(data)
 
 
+#: above this many files the OPTIMIZE preview is a vectorized estimate (the exact plan is per-file Python)
+EXACT_PLAN_MAX_FILES = 200_000
+
+
 def _preview_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
     from deltaexplore.core.operations import plan_optimize
 
+    if data.snap.num_files > EXACT_PLAN_MAX_FILES:
+        return _estimate_optimize(data, target)
     plan = plan_optimize(data.snap, target_size=target)
     files = plan.files
     size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
@@ -174,6 +180,28 @@ def _preview_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
         "files_to_rewrite": files.num_rows,
         "bytes_to_rewrite": size,
         "files_after": out_files,
+    }
+
+
+def _estimate_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
+    """Small files per partition (two or more), grouped by columns: what OPTIMIZE would roughly rewrite."""
+    if target is None:
+        value = data.snap.properties.get("delta.targetFileSize") if data.snap.has_metadata else None
+        target = int(value) if value and value.isdigit() else 128 * 1024 * 1024
+    fc = data.files_cache()
+    sizes = fc.files.column("size")
+    t = pa.table({"partition": fc.partition, "size": sizes}).filter(pc.less(sizes, target))
+    g = t.group_by("partition").aggregate([("size", "count"), ("size", "sum")])
+    g = g.filter(pc.greater_equal(g.column("size_count"), 2))
+    totals = g.column("size_sum").to_numpy(zero_copy_only=False) if g.num_rows else []
+    return {
+        "target_file_bytes": target,
+        "files_considered": fc.files.num_rows,
+        "estimate": "over 200,000 files: counted per partition, bins not planned",
+        "partitions_to_compact": g.num_rows,
+        "files_to_rewrite": int(pc.sum(g.column("size_count")).as_py() or 0),
+        "bytes_to_rewrite": int(pc.sum(g.column("size_sum")).as_py() or 0),
+        "files_after": int(sum(max(1, math.ceil(x / target)) for x in totals)),
     }
 
 

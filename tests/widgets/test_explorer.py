@@ -160,7 +160,7 @@ def test_log_health_tab(sales):
     assert {r["status"] for r in h.values()} <= {"ok", "info", "warn", "error"}
 
 
-def test_maintenance_preview_and_a_missing_backend(sales):
+def test_maintenance_preview_and_a_missing_backend(sales, monkeypatch):
     w = explore(sales, tab="maintenance")
     names = [o["name"] for o in w.maintenance["operations"]]
     assert names == ["optimize", "vacuum", "checkpoint"]
@@ -169,6 +169,10 @@ def test_maintenance_preview_and_a_missing_backend(sales):
     assert w.maintenance["selected"] == "optimize"
     # amer and apac: 3 small files each without DVs + the file whose DV deletes over 5% of it
     assert p["bins"] == 2 and p["files_to_rewrite"] == 8 and p["files_after"] == 2
+    exact = dict(p)
+    monkeypatch.setattr(maintenance, "EXACT_PLAN_MAX_FILES", 5)  # the vectorized estimate for big tables
+    est = w.preview("optimize")
+    assert "estimate" in est and (est["files_to_rewrite"], est["files_after"]) == (exact["files_to_rewrite"], 2)
     w.preview("vacuum", retention_hours=0)
     assert w.maintenance["preview"]["files_to_delete"] == 5
     w.preview("checkpoint")
