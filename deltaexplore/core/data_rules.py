@@ -138,13 +138,18 @@ def identity_columns(metadata: Metadata) -> dict[str, IdentityColumn]:
         if "delta.identity.start" not in m and "delta.identity.step" not in m:
             continue
         hwm = m.get("delta.identity.highWaterMark")
-        out[f.name] = IdentityColumn(
-            f.name,
-            int(m.get("delta.identity.start", 1)),
-            int(m.get("delta.identity.step", 1)),
-            int(hwm) if hwm is not None else None,
-            str(m.get("delta.identity.allowExplicitInsert", "false")).lower() == "true",
-        )
+        try:
+            out[f.name] = IdentityColumn(
+                f.name,
+                int(m.get("delta.identity.start", 1)),
+                int(m.get("delta.identity.step", 1)),
+                int(hwm) if hwm is not None else None,
+                str(m.get("delta.identity.allowExplicitInsert", "false")).lower() == "true",
+            )
+        except (TypeError, ValueError) as exc:
+            raise WriteRefusedError(f"identity column {f.name!r} has malformed delta.identity.* metadata: {exc}") from exc
+        if out[f.name].step == 0:
+            raise WriteRefusedError(f"identity column {f.name!r}: delta.identity.step must not be 0")
     return out
 
 

@@ -401,7 +401,11 @@ def _write_rolling(
         data = sink.getvalue()
         name = f"{prefix}-{uuid.uuid4()}.c000.zstd.parquet"
         rel = f"{base}/{name}" if base else name
-        if not storage.put_if_absent(rel, data.to_pybytes()):
+        try:
+            created = storage.put_if_absent(rel, data.to_pybytes())
+        except OSError as exc:
+            raise StorageError(f"cannot create data file {rel} under {storage.root}: {exc}", path=rel) from exc
+        if not created:
             raise StorageError(f"data file {rel} already exists: refusing to overwrite it", path=rel)
         out.append((rel, len(data), pq.read_metadata(pa.BufferReader(data))))
     return out

@@ -663,7 +663,11 @@ class Transaction:
                 return None
             return f"<catalog {type(catalog).__name__} version {version}>"
         name = commit_name(version)
-        return name if storage.put_if_absent(name, content) else None
+        try:
+            created = storage.put_if_absent(name, content)
+        except OSError as exc:
+            raise StorageError(f"cannot create {name} under {storage.root}: {exc}", path=name) from exc
+        return name if created else None
 
 
 def _concat(kind: str, tables: list[pa.Table]) -> pa.Table:
