@@ -59,10 +59,12 @@ def concurrent_worker(root: str, worker: int, commits: int, seed: int, out: Any)
     out.put(("done", worker))
 
 
-def chaos_worker(root: str, seed: int) -> None:
+def chaos_worker(root: str, seed: int, phase_file: str | None = None) -> None:
     """Loop forever over appends, deletes, optimize, checkpoints and vacuum (killed with -9).
 
     Appends record their batch as `userMetadata`; deletes use the predicate `batch = '<name>'`.
+    The operation under way is written to `phase_file` (outside the table) so the test knows
+    where the kill landed.
     """
     import deltaexplore as dx
     from deltaexplore.core.operations import checkpoint, delete, optimize, vacuum, write_table
@@ -72,6 +74,9 @@ def chaos_worker(root: str, seed: int) -> None:
     while True:
         i += 1
         op = rng.choices(["append", "delete", "optimize", "checkpoint", "vacuum"], [5, 2, 1, 2, 2])[0]
+        if phase_file:
+            with open(phase_file, "w") as fh:
+                fh.write(op)
         try:
             if op == "append":
                 name = f"s{seed}-{i}"

@@ -138,14 +138,23 @@ def test_writer_killed_100_times(tmp_path):
     ctx.set_forkserver_preload([*preload, "pandas"] if _has("pandas") else preload)
     rng = random.Random(7)
     seen: dict[str, bytes] = {}
+    phase_file = str(tmp_path / "phase")
+    killed_in: collections.Counter[str] = collections.Counter()
     for i in range(100):
-        proc = ctx.Process(target=chaos_worker, args=(root, i))
+        if os.path.exists(phase_file):
+            os.unlink(phase_file)
+        proc = ctx.Process(target=chaos_worker, args=(root, i, phase_file))
         proc.start()
         time.sleep(0.05 + rng.random() * 0.35)
         os.kill(proc.pid, 9)
         proc.join(10)
         assert proc.exitcode == -9, f"iteration {i}: the writer exited by itself ({proc.exitcode})"
+        killed_in[Path(phase_file).read_text() if os.path.exists(phase_file) else "startup"] += 1
         _check_consistent(root, seen)
+    print("kills by operation:", dict(killed_in))
+    # the kills landed in commits (append/delete/optimize), checkpoints and vacuums alike
+    assert killed_in["append"] + killed_in["delete"] + killed_in["optimize"] >= 10, killed_in
+    assert killed_in["checkpoint"] >= 3 and killed_in["vacuum"] >= 3, killed_in
     table = dx.open_table(root)
     assert table.latest_version() > 10, table.latest_version()  # the writers got work done between kills
     ops = {h["operation"] for h in table.history().to_pylist()}
