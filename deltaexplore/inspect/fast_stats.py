@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.schema import ArrayType, MapType, StructType
+from deltaexplore.inspect._common import combined
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
@@ -244,6 +245,41 @@ def column_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn) -> dict[str,
     names = _all_physical_names(snap.schema, snap.column_mapping_mode, [])
     if names.count(key) != 1 or key in _RESERVED:
         return None
+    if "stats_parsed" in adds.column_names:
+        return _with_parsed(snap, adds, col, key)
+    return _json_bounds(snap, adds, col, key)
+
+
+def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> dict[str, pa.Array] | None:
+    """Checkpoint rows with `stats_parsed` give typed bounds directly (a struct field read, no
+    text); the other rows (JSON commits) go through the text search."""
+    from deltaexplore.core.stats import _from_parsed
+
+    parsed = combined(adds.column("stats_parsed"))
+    if not pa.types.is_struct(parsed.type):
+        return _json_bounds(snap, adds.drop_columns(["stats_parsed"]), col, key)
+    typed = _from_parsed(parsed, [col])
+    use = pc.is_valid(parsed).to_numpy(zero_copy_only=False).astype(bool)
+    if not use.any():
+        return _json_bounds(snap, adds.drop_columns(["stats_parsed"]), col, key)
+    out = {
+        "min": typed[f"min.{col.name}"].cast(col.arrow_type),
+        "max": typed[f"max.{col.name}"].cast(col.arrow_type),
+        "null_count": typed[f"null_count.{col.name}"].cast(pa.int64()),
+    }
+    rest = np.flatnonzero(~use)
+    if len(rest):
+        sub = _json_bounds(snap, adds.take(pa.array(rest, pa.int64())).drop_columns(["stats_parsed"]), col, key)
+        assert sub is not None
+        index = np.full(len(use), -1, dtype=np.int64)
+        index[rest] = np.arange(len(rest))
+        take = pa.array(index, mask=index < 0)
+        mask = pa.array(~use)
+        out = {k: pc.if_else(mask, sub[k].take(take), v) for k, v in out.items()}
+    return out
+
+
+def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> dict[str, pa.Array] | None:
     needle = json.dumps(key) + ":"
     column = adds.column("stats")
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]

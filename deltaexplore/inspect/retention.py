@@ -233,20 +233,23 @@ def reconstructable_versions(
     """Which versions can still be read, and how far back time travel goes (`VERSIONS_SCHEMA`).
 
     One row per version the log knows (commits, checkpoints, compactions): version, file_time,
-    commit_present, checkpoint, log_reconstructable, files (active files), missing_files (data
-    or DV files of its state absent from storage; `check_data=True` lists the table once),
+    commit_present, checkpoint, log_reconstructable, files (active files) and missing_files
+    (data or DV files of its state absent from storage) — both with `check_data=True` only,
+    which replays every retained commit and lists the table once —,
     readable, within_log_retention (younger than `delta.logRetentionDuration`: older commits are
     removed at the next checkpoint), readable_after_vacuum (with `vacuum_retention_hours`: would
     it survive `vacuum_preview(that retention)`), and reason.
     """
     table = table_of(obj)
-    life = _lifetimes(table)
-    listing = table.listing(refresh=False)
-    versions = life.versions
-    files_count = _count_per_version(life.files, versions)
+    listing = table.listing()
+    versions, log_ok = _log_versions(listing)
+    files_count = None
     missing_count = None
     after_count = None
     if check_data or vacuum_retention_hours is not None:
+        # file lifetimes need every retained commit: only when data presence is asked for
+        life = _lifetimes(table)
+        files_count = _count_per_version(life.files, versions)
         listed = list_table_files(table)
         missing_count = _count_per_version(_missing(life.files, listed), versions)
         if vacuum_retention_hours is not None:
@@ -263,7 +266,7 @@ def reconstructable_versions(
         c = listing.commit(v)
         cps = listing.checkpoints.get(v)
         t = c.modification_time if c is not None else (cps[0].modification_time if cps else None)
-        ok = bool(life.ok[i])
+        ok = bool(log_ok[i])
         miss = int(missing_count[i]) if (missing_count is not None and ok) else None
         readable = ok and (miss is None or miss == 0)
         reason = None
@@ -276,7 +279,7 @@ def reconstructable_versions(
         rows["commit_present"].append(c is not None)
         rows["checkpoint"].append(bool(cps))
         rows["log_reconstructable"].append(ok)
-        rows["files"].append(int(files_count[i]) if ok else None)
+        rows["files"].append(int(files_count[i]) if ok and files_count is not None else None)
         rows["missing_files"].append(miss)
         rows["readable"].append(readable)
         rows["within_log_retention"].append(t is None or t >= now - log_retention)
@@ -398,9 +401,16 @@ def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = Non
         )
     else:
         deleted = _own_plan(snap, tomb_frame, cutoff)
-    life = _lifetimes(table)
-    needing = life.files.group_by("path").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"))
-    deleted = deleted.join(needing, on="path", how="left").sort("path")
+    if deleted.height:
+        life = _lifetimes(table)
+        needing = (
+            life.files.filter(pl.col("path").is_in(deleted.get_column("path").implode()))
+            .group_by("path")
+            .agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"))
+        )
+        deleted = deleted.join(needing, on="path", how="left").sort("path")
+    else:
+        deleted = deleted.with_columns(pl.lit(None, pl.Int64).alias("first"), pl.lit(None, pl.Int64).alias("last"))
     out = deleted.to_arrow()
     cols = {
         "path": out.column("path"),
