@@ -41,7 +41,7 @@ class Explorer(anywidget.AnyWidget):
         table: a `Table` (or anything `open_table` accepts, via `deltaexplore.explore`).
         version: the version to open at (latest when None).
         page_size: rows per page of the file list.
-        history_limit: newest commits listed in the history tab.
+        history_limit: newest commits listed at first in the history tab ("older commits" doubles it).
     """
 
     _esm = _esm()
@@ -57,6 +57,7 @@ class Explorer(anywidget.AnyWidget):
 
     overview = t.Dict().tag(sync=True)
     history_ipc = t.Bytes(b"").tag(sync=True)
+    history_more = t.Bool(False).tag(sync=True)
     partitions_summary = t.Dict().tag(sync=True)
     partitions_ipc = t.Bytes(b"").tag(sync=True)
     sizes_ipc = t.Bytes(b"").tag(sync=True)
@@ -83,7 +84,7 @@ class Explorer(anywidget.AnyWidget):
         version: int | None = None,
         *,
         page_size: int = 200,
-        history_limit: int = 500,
+        history_limit: int = 100,
         tab: str = "overview",
         **kwargs: Any,
     ) -> None:
@@ -135,7 +136,11 @@ class Explorer(anywidget.AnyWidget):
         self.overview = self.data.overview()
 
     def _load_history(self) -> None:
-        self.history_ipc = to_ipc(self.data.history(self.history_limit))
+        # newest first, `history_limit` at a time: older commits (before a checkpoint) are the costly ones
+        h = self.data.history(self.history_limit)
+        with self.hold_sync():
+            self.history_more = h.num_rows >= self.history_limit
+            self.history_ipc = to_ipc(h)
 
     def _load_files(self) -> None:
         summary, parts = self.data.partitions()
@@ -235,6 +240,9 @@ class Explorer(anywidget.AnyWidget):
         kind = content.get("type")
         if kind == "refresh":
             self.refresh()
+        elif kind == "more_history":
+            self.history_limit *= 2
+            self._load("history", force=True)
         elif kind == "preview":
             self.preview(str(content.get("op")), **content.get("params", {}))
         elif kind == "run":

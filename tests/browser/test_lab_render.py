@@ -85,6 +85,14 @@ def test_explorer_renders_and_travels_in_jupyterlab(page, lab):
     assert "<img src=x onerror=alert(1)>" in hostile.inner_text()
     assert page.locator(".dx-explorer script, .dx-explorer img, .dx-explorer b").count() == 0
     assert page.dialogs == []
+    # maintenance: preview OPTIMIZE, run it, see the new version appear (local writer or Spark)
+    sales.get_by_role("tab", name="Maintenance").click()
+    sales.get_by_role("button", name="Preview OPTIMIZE (compact)").click()
+    panel = sales.get_by_role("tabpanel")
+    panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
+    sales.get_by_role("button", name="Run OPTIMIZE (compact)").click()
+    sales.get_by_role("status").filter(has_text="version 7 -> 8").wait_for(timeout=180_000)
+    assert sales.locator(".dx-version output").inner_text().startswith("8 / 8")
 
 
 def test_altair_chart_renders_offline_in_jupyterlab(page, lab):

@@ -65,6 +65,11 @@ def test_history_tab_and_travelling_by_clicking_a_commit(sales):
     assert [r["version"] for r in hist] == [7, 6, 5, 4, 3, 2, 1, 0]
     assert hist[1]["operation"] == "OPTIMIZE" and hist[0]["user_name"] == "ana"
     assert hist[-1]["timestamp"].startswith("2024-01-01T00:00:00")
+    assert w.history_more is False
+    w2 = explore(sales, history_limit=3, tab="history")
+    assert [r["version"] for r in rows(w2, "history_ipc")] == [7, 6, 5] and w2.history_more
+    w2._on_custom_msg(w2, {"type": "more_history"}, [])  # "Load older commits"
+    assert [r["version"] for r in rows(w2, "history_ipc")] == [7, 6, 5, 4, 3, 2]
     w.version = 0  # what clicking the v0 row does
     assert w.overview["version"] == 0 and w.overview["num_files"] == 3
     assert "channel" not in [c["name"] for c in w.overview["schema"]]

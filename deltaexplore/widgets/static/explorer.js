@@ -154,6 +154,7 @@ function history(model) {
       onRow: (i) => { model.set("version", t.columns.version[i]); model.save_changes(); },
       rowClass: (i) => (t.columns.version[i] === model.get("version") ? "dx-current" : null),
     }),
+    model.get("history_more") ? h("button", { type: "button", onclick: () => model.send({ type: "more_history" }) }, "Load older commits") : null,
   );
 }
 
@@ -318,7 +319,7 @@ function render({ model, el }) {
       h("div", { class: "dx-panel", role: "tabpanel", "aria-label": (TABS.find((t) => t[0] === tab) || TABS[0])[1] }, body)];
     root.replaceChildren(...parts.filter((p) => p !== null));
   }
-  const names = ["tab", "version", "min_version", "max_version", "overview", "history_ipc", "partitions_ipc", "sizes_ipc", "files_ipc",
+  const names = ["tab", "version", "min_version", "max_version", "overview", "history_ipc", "history_more", "partitions_ipc", "sizes_ipc", "files_ipc",
     "files_total", "files_query", "layout_columns", "layout_summary", "layout_ipc", "dv_summary", "dv_ipc", "diff_summary",
     "diff_changes_ipc", "diff_ipc", "diff_from", "diff_to", "health_ipc", "maintenance", "error", "busy"];
   let pending = false;
