@@ -80,14 +80,45 @@ def _local_checkpoint(table: Table, *, progress: Progress, **_: Any) -> dict[str
     return _rows(checkpoint(table))
 
 
+#: explorer parameter -> `deltaexplore.spark` keyword, per operation
+_SPARK_PARAMS = {"optimize": {"target_bytes": "target_size"}, "vacuum": {"retention_hours": "retention_hours"}, "checkpoint": {}}
+
+
 def _spark_runner(fn: Runner, op: str) -> Runner:
-    """Adapt a `deltaexplore.spark` operation (``fn(spark, uri, **params)``) to the runner call."""
+    """Adapt a `deltaexplore.spark` operation (``fn(spark, uri, dry_run=False, ...)``) to a runner.
+
+    Progress comes from Spark's status tracker (completed / total tasks of the active stages),
+    polled in a thread while the operation runs.
+    """
 
     def run(table: Table, *, progress: Progress, **params: Any) -> Any:
+        import threading
+
         import deltaexplore.spark as dxs
 
-        progress(0.05, f"starting Spark {op}")
-        return fn(dxs.get_spark(), table.storage.root, **params)
+        progress(0.02, f"starting Spark for {op}")
+        spark = dxs.get_spark()
+        kwargs = {_SPARK_PARAMS[op][k]: v for k, v in params.items() if k in _SPARK_PARAMS[op] and v is not None}
+        stop = threading.Event()
+
+        def poll() -> None:
+            tracker = spark.sparkContext.statusTracker()
+            while not stop.wait(0.25):
+                done = total = 0
+                for stage in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage)
+                    if info is not None:
+                        done, total = done + info.numCompletedTasks, total + info.numTasks
+                if total:
+                    progress(0.05 + 0.9 * done / total, f"Spark {op}: {done}/{total} tasks")
+
+        watcher = threading.Thread(target=poll, name=f"deltaexplore-{op}-progress", daemon=True)
+        watcher.start()
+        try:
+            return fn(spark, table.storage.root, dry_run=False, **kwargs)
+        finally:
+            stop.set()
+            watcher.join()
 
     return run
 
