@@ -316,7 +316,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
     return rows.slice(0, limit) if limit else rows
 
 
-def _maintenance(name: str, description: str, extra: Callable[[_Parser], None]) -> Command:
+def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -> Command:
     def cmd(ctx: Context, argv: list[str]) -> Any:
         from deltaexplore.widgets import maintenance
         from deltaexplore.widgets.explorer_data import ExplorerData

@@ -18,7 +18,7 @@ __all__ = ["from_ipc", "normalize", "to_ipc"]
 
 def _text(values: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Nested or binary values as display text (only used on pages, never on a whole table)."""
-    out = []
+    out: list[str | None] = []
     for v in values.to_pylist():
         if v is None:
             out.append(None)

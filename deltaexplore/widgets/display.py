@@ -105,5 +105,5 @@ def table_mimebundle(table: Any, include: Any = None, exclude: Any = None) -> di
     if explorer is not None:
         view = explorer._repr_mimebundle_(include=include, exclude=exclude)
         data = view[0] if isinstance(view, tuple) else view
-        bundle.update({k: v for k, v in data.items() if k != "text/plain"})
+        bundle.update({k: v for k, v in (data or {}).items() if k != "text/plain"})
     return bundle

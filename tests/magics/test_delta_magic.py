@@ -201,3 +201,18 @@ def test_reports_render_escaped_html(ip, hostile):
     parts = table_html(delta(ip, f"files {hostile} --partitions"))
     assert "<img" not in parts and "part=&lt;img src=x onerror=alert(1)&gt;" in parts
     assert "&lt;script&gt;" in Report("t", {"x": "<script>"})._repr_html_()
+
+
+def test_run_flag_runs_the_operation(ip, tmp_path):
+    import demo_tables
+
+    from deltaexplore.widgets import maintenance
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        r = delta(ip, f"optimize {path} --run")
+    finally:
+        maintenance._REGISTERED.clear()
+    assert r.title == "optimize" and (r["backend"], r["version_before"], r["version_after"]) == ("local", 7, 8)
+    assert dx.open_table(path).snapshot().num_files == 3
