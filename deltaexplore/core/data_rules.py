@@ -357,9 +357,13 @@ def _violations(data: pa.Table, rule: ConstraintRule) -> None:
         )
 
 
-def enforce(data: pa.Table, schema: StructType, metadata: Metadata) -> tuple[pa.Table, Metadata | None]:
+def enforce(
+    data: pa.Table, schema: StructType, metadata: Metadata, *, identity: bool = True
+) -> tuple[pa.Table, Metadata | None]:
     """Fill generated and identity columns, then check NOT NULL, invariants and CHECK
     constraints on conformed data (`conform`'s output).
+
+    With `identity=False` (UPDATE of existing rows) identity columns keep the values they have.
 
     Returns:
         (the rows to write, a new metadata when identity high-water marks moved, else None).
@@ -394,7 +398,7 @@ def enforce(data: pa.Table, schema: StructType, metadata: Metadata) -> tuple[pa.
                 f"({computed[i].as_py()!r}); nothing was written"
             )
     # Identity columns.
-    for name, ident in identity_columns(meta_for_rules).items():
+    for name, ident in (identity_columns(meta_for_rules) if identity else {}).items():
         col = data.column(name)
         given = len(col) - col.null_count
         if given and not ident.allow_explicit_insert:

@@ -409,3 +409,49 @@ def test_vacuum_checkpoint_and_cleanup_through_storage(location):
     assert cp["written"] and cp["version"] == 1
     assert dx.open_table(uri, options).snapshot().checkpoint_version == 1
     assert one(cleanup_metadata(uri, storage_options=options))["num_files"] == 0  # nothing expired
+
+
+# -- update ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("conf", [{}, DV])
+def test_update_with_and_without_deletion_vectors(location, conf):
+    from deltaexplore.core.operations import update
+
+    uri, options = location
+    write_table(uri, sample(8), partition_by=["part"], configuration=conf, storage_options=options)
+    m = one(update(uri, {"value": "concat(value, '!')", "id": "id * 10"}, "id >= 5", storage_options=options))
+    assert m["num_updated_rows"] == 3 and m["version"] == 1
+    assert m["num_deletion_vectors_added"] == (2 if conf else 0)
+    got = sorted((r["id"], r["value"]) for r in dx.open_table(uri, options).snapshot().to_arrow().to_pylist())
+    assert got == [(0, "v0"), (1, "v1"), (2, "v2"), (3, "v3"), (4, "v4"), (50, "v5!"), (60, "v6!"), (70, "v7!")]
+    assert one(update(uri, {"value": "'x'"}, "id > 1000", storage_options=options))["version"] is None
+    dry = one(update(uri, {"value": "'x'"}, dry_run=True, storage_options=options))
+    assert dry["num_updated_rows"] == 8 and dry["version"] is None
+
+
+def test_update_rules_and_change_data(tmp_path):
+    from deltaexplore.core.operations import update
+
+    root = str(tmp_path / "t")
+    conf = {**DV, "delta.enableChangeDataFeed": "true", "delta.enableRowTracking": "true", "delta.constraints.small": "id < 100"}
+    write_table(root, sample(4), configuration=conf)
+    with pytest.raises(dx.WriteRefusedError, match="CHECK constraint 'small'"):
+        update(root, {"id": "id + 1000"}, "id = 1")
+    with pytest.raises(dx.WriteRefusedError, match="not in the table"):
+        update(root, {"nope": "1"})
+    assert dx.open_table(root).latest_version() == 0
+    before = {r["id"]: r["_row_id"] for r in dx.open_table(root).snapshot().to_arrow(row_tracking=True).to_pylist()}
+    update(root, {"id": "id + 50"}, "id % 2 = 1")
+    after = {
+        r["id"]: (r["_row_id"], r["_row_commit_version"])
+        for r in dx.open_table(root).snapshot().to_arrow(row_tracking=True).to_pylist()
+    }
+    assert after[51] == (before[1], 1) and after[53] == (before[3], 1) and after[0] == (before[0], 0)
+    changes = dx.open_table(root).changes(1)
+    assert sorted(zip(changes.column("id").to_pylist(), changes.column("_change_type").to_pylist())) == [
+        (1, "update_preimage"),
+        (3, "update_preimage"),
+        (51, "update_postimage"),
+        (53, "update_postimage"),
+    ]

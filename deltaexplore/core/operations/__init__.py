@@ -18,6 +18,7 @@ from deltaexplore.core.operations.delete import (
 )
 from deltaexplore.core.operations.optimize import OptimizePlan, optimize, plan_optimize, purge_deletion_vectors, zorder_indices
 from deltaexplore.core.operations.restore import RestorePlan, checkpoint, cleanup_metadata, restore, restore_actions
+from deltaexplore.core.operations.update import update
 from deltaexplore.core.operations.vacuum import VacuumPlan, plan_vacuum, vacuum
 from deltaexplore.core.operations.write import new_table_metadata, set_table_properties, write_table
 
@@ -40,6 +41,7 @@ __all__ = [
     "restore",
     "restore_actions",
     "set_table_properties",
+    "update",
     "vacuum",
     "write_deletion_vector_file",
     "write_table",

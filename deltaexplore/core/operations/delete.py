@@ -211,8 +211,11 @@ def write_deletion_vector_file(storage: Storage, update: DeletionVectorUpdate) -
         raise StorageError(f"deletion vector file {update.dv_path} already exists", path=update.dv_path)
 
 
-def _matches(plan: DeletePlan, i: int, *, want_rows: bool) -> tuple[np.ndarray, pa.Table | None]:
-    """Row indexes of file i that match the predicate (and, with `want_rows`, the rows)."""
+def _matches(
+    plan: DeletePlan, i: int, *, want_rows: bool, extra_physical: list[str] | None = None
+) -> tuple[np.ndarray, pa.Table | None]:
+    """Row indexes of file i that match the predicate (and, with `want_rows`, the rows, plus
+    the `extra_physical` columns of the file when it has them)."""
     snapshot = plan.snapshot
     storage = snapshot.storage
     schema = snapshot.schema
@@ -234,6 +237,7 @@ def _matches(plan: DeletePlan, i: int, *, want_rows: bool) -> tuple[np.ndarray, 
         mode=snapshot.column_mapping_mode,
         deleted_rows=existing,
         with_row_index=True,
+        extra_physical=extra_physical or [],
     )
     arrays = {}
     for f in schema.fields:
@@ -246,7 +250,13 @@ def _matches(plan: DeletePlan, i: int, *, want_rows: bool) -> tuple[np.ndarray, 
     index = extras["__row_index"]
     mask = _condition(plan, rows)
     matched = index.filter(mask).to_numpy(zero_copy_only=False).astype(np.uint64)
-    deleted_rows = rows.filter(mask).select([f.name for f in schema.fields]) if want_rows else None
+    deleted_rows = None
+    if want_rows:
+        deleted_rows = rows.filter(mask).select([f.name for f in schema.fields])
+        for name in extra_physical or []:
+            col = extras.get(name)
+            col = col.filter(mask) if col is not None else pa.nulls(len(matched), pa.int64())
+            deleted_rows = deleted_rows.append_column(name, col)
     return matched, deleted_rows
 
 
