@@ -21,6 +21,8 @@ cast) are parsed by the core, and so are `stats_parsed`-only checkpoints.
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,15 +87,55 @@ def _bytes_at(strings: pa.LargeStringArray, pos: np.ndarray) -> np.ndarray:
 
 
 def _even(values: pa.Array) -> np.ndarray:
-    """Every other element of a result computed on a `_view` (the real rows), -1 for nulls."""
-    arr = pc.fill_null(values, -1).to_numpy(zero_copy_only=False)
-    return arr[0::2].astype(np.int64)
+    """Every other element of an integer result computed on a `_view` (the real rows), read
+    straight from the data buffer; null slots (rows with no view) hold anything and are masked
+    by the callers, which test `starts >= 0`."""
+    width = values.type.bit_width // 8
+    raw = np.frombuffer(values.buffers()[1], dtype=np.int64 if width == 8 else np.int32)[
+        values.offset : values.offset + len(values)
+    ]
+    return raw[0::2].astype(np.int64)
 
 
-def _find(strings: pa.LargeStringArray, starts: np.ndarray, needle: str) -> np.ndarray:
-    """Byte position (from the string start) of `needle` at or after `starts`, -1 if absent."""
-    found = _even(pc.find_substring(_view(strings, starts), needle))
-    return np.where((starts >= 0) & (found >= 0), starts + found, -1)
+def _regex_literal(text: str) -> str:
+    return "".join("\\" + c if c in _RE2_SPECIAL else c for c in text)
+
+
+_RE2_SPECIAL = set("\\.^$|?*+()[]{}")
+#: a skipped prefix that does not match is retried this many times before giving up (the
+#: document then goes to the core's parser)
+_MAX_RETRIES = 4
+#: above this many files the chunks of the stats column are searched by a thread pool
+PARALLEL_ROWS = 100_000
+_SEARCH = pc.find_substring_regex
+
+
+def _find(
+    strings: pa.LargeStringArray, starts: np.ndarray, needle: str, *, skip: int = 0, stops: np.ndarray | None = None
+) -> np.ndarray:
+    """Byte position (from the string start) of `needle` at or after `starts`, -1 if absent.
+
+    The search goes through RE2 (`find_substring_regex`), which skips ahead with memchr on the
+    pattern's first byte: `skip` leaves out that many leading bytes of `needle` so the search
+    starts on a rare one (`Count":{` rather than `"nullCount":{`); those bytes are then checked
+    in place, and a match whose prefix differs counts as not found."""
+    pattern = _regex_literal(needle[skip:])
+    prefix = needle[:skip].encode()
+    result = np.full(len(starts), -1, dtype=np.int64)
+    todo = starts.copy()
+    for _ in range(_MAX_RETRIES):
+        found = _even(_SEARCH(_view(strings, todo, stops), pattern))
+        pos = np.where((todo >= 0) & (found >= 0), todo + found - skip, -1)
+        ok = pos >= 0
+        for i, byte in enumerate(prefix):
+            ok &= _bytes_at(strings, np.where(ok, pos + i, -1)) == byte
+        result = np.where(ok, pos, result)
+        # a match whose skipped prefix differs: search again just after it
+        retry = (pos >= 0) & ~ok
+        if not retry.any():
+            break
+        todo = np.where(retry, pos + skip + 1, -1)
+    return result
 
 
 _WINDOW = 40
@@ -185,16 +227,18 @@ def _chunk_bounds(stats: pa.LargeStringArray, needle: str, col: StatsColumn) -> 
     # usual order first (each header searched from the previous one: one pass), then the rows
     # where a header was not found that way are searched from the start (any order)
     names = ('"minValues":{', '"maxValues":{', '"nullCount":{')
+    skips = (4, 4, 5)  # search from `Values":{` / `Count":{`: uppercase letters are rare in stats
     headers = []
     prev = zero
-    for h in names:
-        found = _find(stats, prev, h)
+    for h, k in zip(names, skips):
+        found = _find(stats, prev, h, skip=k)
         headers.append(found)
-        prev = np.where(found >= 0, found, prev)
+        # the next header starts after this one (no need to match this one's own text again)
+        prev = np.where(found >= 0, found + len(h), prev)
     for i, h in enumerate(names):
         missing = headers[i] < 0
         if missing.any():
-            headers[i] = np.where(missing, _find(stats, np.where(missing, 0, -1), h), headers[i])
+            headers[i] = np.where(missing, _find(stats, np.where(missing, 0, -1), h, skip=skips[i]), headers[i])
     # a header written another way (`"minValues": {`): the core parses those documents
     odd_header = np.zeros(n, dtype=bool)
     for pos, bare in zip(headers, ('"minValues"', '"maxValues"', '"nullCount"')):
@@ -223,16 +267,15 @@ def _chunk_bounds(stats: pa.LargeStringArray, needle: str, col: StatsColumn) -> 
         nulls, bad_null = pa.nulls(n, pa.int64()), np.ones(n, dtype=bool)
     has_stats = pc.is_valid(stats).to_numpy(zero_copy_only=False).astype(bool)
     # the key is in the document but in no object we recognised (pretty-printed JSON, ...)
-    anywhere = _find(stats, zero, needle) >= 0
-    lost_key = anywhere & (k_min < 0) & (k_max < 0) & (k_null < 0)
+    none_found = (k_min < 0) & (k_max < 0) & (k_null < 0)
+    lost_key = none_found & (_find(stats, np.where(none_found, 0, -1), needle, skip=1) >= 0)
     redo = bad_min | bad_max | esc_min | esc_max | bad_null | lost_key | odd_header
     return mins, maxs, nulls, redo | ~has_stats
 
 
 def _find_in(strings: pa.LargeStringArray, starts: np.ndarray, stops: np.ndarray, needle: str) -> np.ndarray:
     """Position of `needle` within bytes [starts, stops) of each element, -1 if absent."""
-    found = _even(pc.find_substring(_view(strings, starts, stops), needle))
-    return np.where((starts >= 0) & (found >= 0), starts + found, -1)
+    return _find(strings, starts, needle, skip=1, stops=stops)
 
 
 def column_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn) -> dict[str, pa.Array] | None:
@@ -283,7 +326,14 @@ def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> 
     needle = json.dumps(key) + ":"
     column = adds.column("stats")
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    pieces = [_chunk_bounds(c.cast(pa.large_string()), needle, col) for c in chunks if len(c)]
+    work = [c.cast(pa.large_string()) for c in chunks if len(c)]
+    workers = min(len(work), os.cpu_count() or 1)
+    if workers > 1 and adds.num_rows > PARALLEL_ROWS:
+        # arrow kernels and numpy release the GIL: chunks are searched in parallel
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pieces = list(pool.map(lambda c: _chunk_bounds(c, needle, col), work))
+    else:
+        pieces = [_chunk_bounds(c, needle, col) for c in work]
     n = adds.num_rows
     if not pieces:
         return {"min": pa.nulls(n, col.arrow_type), "max": pa.nulls(n, col.arrow_type), "null_count": pa.nulls(n, pa.int64())}
