@@ -7,6 +7,7 @@ None of this may undo or fail the commit: errors are collected into
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from deltaexplore.core.config import TableConfig
 from deltaexplore.core.log_path import commit_name
 from deltaexplore.core.replay import reconcile, superseded_by
 from deltaexplore.core.snapshot import CATALOG_FEATURES
-from deltaexplore.core.version_checksum import checksum_after_commit, checksum_from_state, write_checksum
+from deltaexplore.core.version_checksum import checksum_after_commit, checksum_from_state, checksum_path, write_checksum
 from deltaexplore.errors import DeltaExploreError
 
 if TYPE_CHECKING:
@@ -53,30 +54,76 @@ def _with_line(t: pa.Table, start: int) -> pa.Table:
 
 
 def _checksum(
-    txn: Transaction, protocol: Protocol, metadata: Metadata, adds: pa.Table, removes: pa.Table, ict: int | None, rebased: bool
+    txn: Transaction,
+    protocol: Protocol,
+    metadata: Metadata,
+    adds: pa.Table,
+    removes: pa.Table,
+    ict: int | None,
+    version: int,
+    rebased: bool,
 ) -> dict[str, Any] | None:
+    """The checksum of `version`: from the state when the read snapshot's files are loaded (or
+    the table is new), else incrementally from the previous version's checksum (after a rebase:
+    the last winner's), else None."""
     snap = txn.read_snapshot
+    if snap is None:
+        txns, domains = _with_own(txn, {}, {})
+        return checksum_from_state(protocol, metadata, adds, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id)
+    previous = snap.crc if not rebased else read_crc_file(txn.table.storage, version - 1)
+    if not rebased and (getattr(snap, "_adds", None) is not None or previous is None):
+        # files already loaded (or no checksum to start from): the exact state
+        txns, domains = _with_own(txn, dict(snap.txns()), dict(snap.domain_metadata()))
+        state = state_after(snap.add_actions(), adds, removes)
+        return checksum_from_state(protocol, metadata, state, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id)
+    if previous is None:
+        return None
+    # A blind append, or a rebase: the conflict check guarantees our removes still exist.
+    txns, domains = _with_own(txn, *_non_file_state(previous))
+    return checksum_after_commit(
+        previous, protocol, metadata, adds, removes, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id
+    )
+
+
+def read_crc_file(storage: Any, version: int) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(storage.read_bytes(checksum_path(version)))
+    except (FileNotFoundError, ValueError, DeltaExploreError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _non_file_state(crc: dict[str, Any]) -> tuple[dict[str, Txn], dict[str, DomainMetadata]]:
+    txns = {}
+    for t in crc.get("setTransactions") or []:
+        try:
+            txn = Txn.from_json(t)
+        except DeltaExploreError:
+            continue
+        txns[txn.app_id] = txn
+    domains = {}
+    for d in crc.get("domainMetadata") or []:
+        try:
+            dm = DomainMetadata.from_json(d)
+        except DeltaExploreError:
+            continue
+        if not dm.removed:
+            domains[dm.domain] = dm
+    return txns, domains
+
+
+def _with_own(
+    txn: Transaction, txns: dict[str, Txn], domains: dict[str, DomainMetadata]
+) -> tuple[dict[str, Txn], dict[str, DomainMetadata]]:
     now = int(time.time() * 1000)
-    txns: dict[str, Txn] = dict(snap.txns()) if snap is not None and snap.has_metadata else {}
-    for app_id, version in txn._app_txns.items():
-        txns[app_id] = Txn(app_id, version, now)
-    domains: dict[str, DomainMetadata] = dict(snap.domain_metadata()) if snap is not None and snap.has_metadata else {}
+    for app_id, app_version in txn._app_txns.items():
+        txns[app_id] = Txn(app_id, app_version, now)
     for name, dm in txn._last_domains.items():
         if dm.removed:
             domains.pop(name, None)
         else:
             domains[name] = dm
-    if snap is None:
-        return checksum_from_state(protocol, metadata, adds, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id)
-    if rebased:
-        return None
-    if getattr(snap, "_adds", None) is None and snap.crc is not None:
-        # The read snapshot's files were never loaded (a blind append): update the last checksum.
-        return checksum_after_commit(
-            snap.crc, protocol, metadata, adds, removes, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id
-        )
-    state = state_after(snap.add_actions(), adds, removes)
-    return checksum_from_state(protocol, metadata, state, txns=txns, domains=domains, ict=ict, txn_id=txn.txn_id)
+    return txns, domains
 
 
 def state_after(active: pa.Table, adds: pa.Table, removes: pa.Table) -> pa.Table:
@@ -113,7 +160,7 @@ def run_post_commit(
             errors.append(f"publishing commit {version}: {exc}")
     checksum_written = False
     try:
-        obj = _checksum(txn, protocol, metadata, adds, removes, ict, bool(rebased_over))
+        obj = _checksum(txn, protocol, metadata, adds, removes, ict, version, bool(rebased_over))
         if obj is not None:
             checksum_written = write_checksum(table.storage, version, obj)
     except (DeltaExploreError, OSError) as exc:

@@ -78,8 +78,8 @@ def test_concurrent_writers_200_commits(tmp_path):
     ops = collections.Counter(h["operation"] for h in table.history().to_pylist())
     assert ops["DELETE"] == len(deleted) and ops["OPTIMIZE"] >= 1
     # every checksum file written by the racing writers agrees with the replayed state
-    crcs = sorted(table.listing().crcs)  # (commits that had to rebase write none)
-    assert len(crcs) > 20
+    crcs = sorted(table.listing().crcs)  # rebased commits build on the winner's checksum
+    assert len(crcs) > COMMITS // 2, len(crcs)
     for v in crcs[-40:]:
         check = table.snapshot(v).validate_crc()
         assert all(check.column("ok").to_pylist()), (v, check.to_pylist())
