@@ -3,9 +3,11 @@
 `layout(column)` needs three values per file from stats strings like
 ``{"numRecords":5,"minValues":{"a":1,"id":7},"maxValues":{...},"nullCount":{...}}``. Parsing the
 whole documents (the core's `stats_for_adds`) costs a full JSON pass over every column. Here
-the values are located with `pyarrow.compute.find_substring` on *views*: a string array whose
-even elements start where the previous search stopped and whose odd elements (the skipped
-prefixes) are null, so no byte is scanned twice and no string data is copied. Per file:
+the values are located by substring search (`pyarrow.compute.find_substring_regex`: RE2 skips
+ahead with memchr, so each search starts from a rare byte of the needle and checks the skipped
+prefix in place) on *views*: a string array whose even elements start where the previous search
+stopped and whose odd elements (the skipped prefixes) are null, so no byte is scanned twice and
+no string data is copied. Chunks are searched by a thread pool. Per file:
 
 1. the `"minValues":{`, `"maxValues":{` and `"nullCount":{` headers, each searched from the
    previous one;
