@@ -336,3 +336,13 @@ def test_fsspec_memory_storage():
     fs.pipe(f"{root}/_delta_log/{0:020d}.json", ("\n".join(json.dumps(x) for x in lines) + "\n").encode())
     snap = dx.open_table(root).snapshot()
     assert snap.version == 0 and snap.files().column("path").to_pylist() == ["x.parquet"]
+
+
+def test_date_and_timestamp_are_column_names_too():
+    from deltaexplore.core.predicates import Cmp, IsNull, parse_predicate
+
+    assert parse_predicate("date = '2024-01-01'") == Cmp("date", "=", "2024-01-01")
+    assert parse_predicate("Date >= DATE '2024-01-01' AND Timestamp IS NULL").children == (
+        Cmp("Date", ">=", "2024-01-01"),
+        IsNull("Timestamp"),
+    )

@@ -287,7 +287,8 @@ _TOKEN = re.compile(
 )
 
 
-def _tokenize(text: str) -> list[tuple[str, Any]]:
+def _tokenize(text: str, spelling: dict[int, str] | None = None) -> list[tuple[str, Any]]:
+    """Tokens of a filter; `spelling` receives the original text of keyword tokens by index."""
     tokens: list[tuple[str, Any]] = []
     pos = 0
     text = text.strip()
@@ -312,6 +313,8 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
             word = m.group("word")
             upper = word.upper()
             if upper in ("AND", "OR", "NOT", "IN", "IS", "NULL", "DATE", "TIMESTAMP", "BETWEEN"):
+                if spelling is not None:
+                    spelling[len(tokens)] = word
                 tokens.append(("kw", upper))
             elif upper in ("TRUE", "FALSE"):
                 tokens.append(("lit", upper == "TRUE"))
@@ -324,7 +327,8 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
 
 class _Parser:
     def __init__(self, text: str) -> None:
-        self.tokens = _tokenize(text)
+        self.spelling: dict[int, str] = {}
+        self.tokens = _tokenize(text, self.spelling)
         self.i = 0
         self.text = text
 
@@ -385,6 +389,9 @@ class _Parser:
         if tok is not None and tok[0] == "lit" and isinstance(tok[1], bool):
             self.take()
             return Literal(tok[1])
+        if tok is not None and tok[0] == "kw" and tok[1] in ("DATE", "TIMESTAMP"):
+            # `date` and `timestamp` are common column names: keywords only before a literal.
+            self.tokens[self.i] = ("ident", self.spelling.get(self.i, tok[1].lower()))
         column = self.take("ident")[1]
         tok = self.peek()
         if tok == ("kw", "IS"):
