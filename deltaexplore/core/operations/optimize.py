@@ -126,31 +126,38 @@ def plan_optimize(
         ratio = np.where(counts > 0, deleted / np.maximum(counts, 1), 0.0)
     must = has_dv if dv_files_only else (ratio > max_deleted_rows_ratio)
     small = np.zeros(files.num_rows, bool) if dv_files_only else sizes < target
-    keys = [json.dumps(sorted(m or []), default=str) for m in files.column("partitionValues").to_pylist()]
-    by_partition: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
-        by_partition.setdefault(key, []).append(i)
-    for idx in by_partition.values():
-        if zorder:  # Z-order rewrites whole partitions
+    group = _partition_ids(files)
+    if zorder:  # Z-order rewrites whole partitions
+        order = np.argsort(group, kind="stable")
+        for idx in np.split(order, np.flatnonzero(np.diff(group[order])) + 1):
             plan.bins.append(files.take(pa.array(idx, pa.int64())))
-            continue
-        cand = [i for i in idx if must[i] or small[i]]
-        cand.sort(key=lambda i: sizes[i])
-        current: list[int] = []
-        current_size = 0
-        groups: list[list[int]] = []
-        for i in cand:
-            if current and current_size + sizes[i] > target:
-                groups.append(current)
-                current, current_size = [], 0
-            current.append(i)
-            current_size += int(sizes[i])
-        if current:
-            groups.append(current)
-        for g in groups:
-            if len(g) > 1 or must[g[0]]:
-                plan.bins.append(files.take(pa.array(g, pa.int64())))
+        return plan
+    cand = np.flatnonzero(must | small)
+    cand = cand[np.lexsort((sizes[cand], group[cand]))]  # by partition, smallest first
+    # Greedy packing in one pass over plain ints (no Python object per file beyond them).
+    bin_of = np.empty(len(cand), dtype=np.int64)
+    c_sizes, c_groups = sizes[cand].tolist(), group[cand].tolist()
+    current_bin, current_size, current_group = -1, 0, None
+    for k, (size, g) in enumerate(zip(c_sizes, c_groups)):
+        if g != current_group or (current_size and current_size + size > target):
+            current_bin, current_size, current_group = current_bin + 1, 0, g
+        current_size += size
+        bin_of[k] = current_bin
+    if len(cand):
+        bounds = np.flatnonzero(np.diff(bin_of)) + 1
+        for idx in np.split(cand, bounds):
+            if len(idx) > 1 or must[idx[0]]:
+                plan.bins.append(files.take(pa.array(idx, pa.int64())))
     return plan
+
+
+def _partition_ids(files: pa.Table) -> np.ndarray:
+    """A group id per file: equal for files with equal partition values (vectorized)."""
+    from deltaexplore.core.action_codec import _map
+
+    maps = files.column("partitionValues").combine_chunks()
+    text = pc.fill_null(_map(maps), "{}") if len(maps) else pa.array([], pa.string())
+    return pc.dictionary_encode(text).indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def zorder_indices(data: pa.Table, columns: list[str]) -> np.ndarray:
