@@ -11,6 +11,8 @@ charts, widgets, magics and the Spark pipeline build on it.
 
 from __future__ import annotations
 
+import deltaexplore._accessors  # noqa: F401  # table.inspect / snap.inspect, imported on first use
+from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
 from deltaexplore.core.catalog import CatalogClient, FileCatalog, RatifiedCommit, RatifiedCommits
 from deltaexplore.core.snapshot import CatalogManagedWarning, Snapshot
 from deltaexplore.core.table import Table, open_table
@@ -30,8 +32,6 @@ from deltaexplore.errors import (
     VersionNotFoundError,
     WriteRefusedError,
 )
-import deltaexplore.inspect  # noqa: F401  # registers table.inspect / snap.inspect
-from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
 from deltaexplore.widgets import explore  # registers Table's notebook display; imports no UI library
 
 __version__ = "0.1.0"

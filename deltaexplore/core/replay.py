@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -111,22 +110,31 @@ def reconcile(checkpoint_actions: pa.Table | None, json_adds: pa.Table, json_rem
     return pa.concat_tables([checkpoint_actions, align(json_part, checkpoint_actions.schema)])
 
 
+def _codes(values: pa.Array) -> tuple[np.ndarray, int]:
+    """Dense integer codes of a (nullable) string column; nulls get their own code."""
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary) + 1
+
+
 def _json_survivors(adds: pa.Table, removes: pa.Table, want: str) -> pa.Array:
-    """Row indices (into the `want` table) of JSON actions that are the newest for their key."""
+    """Row indices (into the `want` table) of JSON actions that are the newest for their key.
+
+    Keys become integer codes; rows sorted newest first; the first row of each key wins.
+    """
     n_add, n_rem = adds.num_rows, removes.num_rows
     if (want == "add" and n_add == 0) or (want == "remove" and n_rem == 0):
         return pa.array([], pa.int64())
     a_path, a_dv = _keys(adds)
     r_path, r_dv = _keys(removes)
-    frame = pl.DataFrame(
-        {
-            "path": pl.from_arrow(pa.concat_arrays([a_path, r_path])),
-            "dv": pl.from_arrow(pa.concat_arrays([a_dv, r_dv])),
-            "line": np.concatenate([adds.column("line").to_numpy(), removes.column("line").to_numpy()]),
-            "row": np.concatenate([np.arange(n_add, dtype=np.int64), np.arange(n_rem, dtype=np.int64)]),
-            "is_add": np.concatenate([np.ones(n_add, dtype=bool), np.zeros(n_rem, dtype=bool)]),
-        }
-    )
-    newest = frame.sort("line", descending=True).unique(subset=["path", "dv"], keep="first", maintain_order=True)
-    keep = newest.filter(pl.col("is_add") == (want == "add")).sort("line")
-    return pa.array(keep.get_column("row").to_numpy(), pa.int64())
+    path_codes, _ = _codes(pa.concat_arrays([a_path, r_path]))
+    dv_codes, n_dv = _codes(pa.concat_arrays([a_dv, r_dv]))
+    key = path_codes * n_dv + dv_codes
+    line = np.concatenate([adds.column("line").to_numpy(), removes.column("line").to_numpy()])
+    newest_first = np.argsort(-line, kind="stable")
+    _, first = np.unique(key[newest_first], return_index=True)
+    winners = np.sort(newest_first[first])  # replay order
+    is_add = winners < n_add
+    rows = winners[is_add] if want == "add" else winners[~is_add] - n_add
+    return pa.array(rows, pa.int64())
