@@ -161,14 +161,14 @@ class LogLines:
     def _fast_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
         table, _ = self._parse_all()
         column = table.column(kind)
-        struct = column.filter(pc.is_valid(column)).combine_chunks()  # filter: much faster than take here
+        struct = column.filter(pc.is_valid(column))  # filter: much faster than take here; stays chunked
         if len(struct) != len(idx):
             raise ValueError("action is not an object")
         out: dict[str, pa.Array] = {}
         for f in fields:
-            col = struct.field(f.name)
+            col = pc.struct_field(struct, f.name)
             if pa.types.is_map(f.type):
-                col = self._extract_map(idx, f.name, pc.is_valid(col))
+                col = self._extract_map(idx, f.name, pc.is_valid(col).combine_chunks())
             elif f.name == "deletionVector":
                 col = _null_empty_struct(col)
             out[f.name] = col
@@ -245,12 +245,12 @@ def _coerce(value: Any, typ: pa.DataType) -> Any:
     return value
 
 
-def _null_empty_struct(col: pa.Array) -> pa.Array:
+def _null_empty_struct(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """A DV struct whose every field is null (written as `{}`) is no DV."""
     if len(col) == 0 or col.null_count == len(col):
         return col
-    has = pc.is_valid(col.field("storageType"))
-    return pc.if_else(has, col, pa.nulls(len(col), DV_TYPE))
+    has = pc.is_valid(pc.struct_field(col, "storageType"))
+    return pc.if_else(has, col, pa.scalar(None, DV_TYPE))
 
 
 def _map_texts(lines: pa.Array, name: str) -> pa.Array:
