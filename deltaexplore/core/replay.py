@@ -102,7 +102,13 @@ def reconcile(checkpoint_actions: pa.Table | None, json_adds: pa.Table, json_rem
     """
     wanted = json_adds if want == "add" else json_removes
     out_columns = [c for c in wanted.column_names if c not in ("version", "line")]
-    json_part = wanted.take(_json_survivors(json_adds, json_removes, want)).select(out_columns)
+    survivors = _json_survivors(json_adds, json_removes, want).to_numpy()
+    if len(survivors) == wanted.num_rows:
+        json_part = wanted.select(out_columns)  # every action survives: no copy
+    else:
+        keep = np.zeros(wanted.num_rows, dtype=bool)
+        keep[survivors] = True  # a mask: filter is far cheaper than take on chunked columns
+        json_part = wanted.select(out_columns).filter(pa.array(keep))
     if checkpoint_actions is None:
         return json_part
     if json_part.num_rows == 0:
