@@ -70,8 +70,8 @@ data = b"".join(open(p, "rb").read() for p in commits)
 dv = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
                 ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
 add = pa.struct([("path", pa.string()), ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
-                 ("stats", pa.string()), ("deletionVector", dv), ("baseRowId", pa.int64()), ("defaultRowCommitVersion", pa.int64()),
-                 ("partitionValues", pa.struct([])), ("tags", pa.struct([]))])
+                 ("stats", pa.string()), ("deletionVector", dv), ("baseRowId", pa.int64()),
+                 ("defaultRowCommitVersion", pa.int64()), ("partitionValues", pa.struct([])), ("tags", pa.struct([]))])
 rm = pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()), ("deletionVector", dv)])
 schema = pa.schema([("add", add), ("remove", rm)])
 t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24),
@@ -134,7 +134,8 @@ def main() -> int:
             }
             results.append(row)
             print(
-                f"{name:8} {contender:12} median {row['median_s']:7.2f}s  min {row['min_s']:7.2f}s  peak {row['peak_mb']:8.0f} MB  rows {rows}",
+                f"{name:8} {contender:12} median {row['median_s']:7.2f}s  min {row['min_s']:7.2f}s  "
+                f"peak {row['peak_mb']:8.0f} MB  rows {rows}",
                 flush=True,
             )
     out_dir = HERE / "results"

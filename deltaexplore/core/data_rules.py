@@ -357,9 +357,7 @@ def _violations(data: pa.Table, rule: ConstraintRule) -> None:
         )
 
 
-def enforce(
-    data: pa.Table, schema: StructType, metadata: Metadata, *, identity: bool = True
-) -> tuple[pa.Table, Metadata | None]:
+def enforce(data: pa.Table, schema: StructType, metadata: Metadata, *, identity: bool = True) -> tuple[pa.Table, Metadata | None]:
     """Fill generated and identity columns, then check NOT NULL, invariants and CHECK
     constraints on conformed data (`conform`'s output).
 

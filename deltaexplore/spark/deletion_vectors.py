@@ -1,76 +1,115 @@
-"""Deletion vectors for Spark reads: the deleted `(file, row index)` pairs as a DataFrame.
+"""Deletion vectors for Spark reads: bitmaps tested per row, or deleted keys to anti-join.
 
-Two ways to decode, same result (a DataFrame of ``__dx_file: int, __dx_row: long``):
+Decoding (`choose_mode`, same result either way):
 
-- ``driver``: the driver decodes every DV (threads, `core.deletion_vectors.read_deletion_vector`)
-  and ships the row indexes as one Arrow table; small enough to broadcast for the usual case.
+- ``driver``: the driver decodes every DV (threads, `core.deletion_vectors.read_deletion_vector`);
 - ``executor``: a DataFrame of DV descriptors is spread over the executors, each decodes its
   share with the same core function (`mapInArrow`); nothing passes through the driver, so it
   scales to any number of files and deleted rows (executors need deltaexplore installed).
 
 ``auto`` picks ``driver`` up to `DRIVER_MAX_ROWS` deleted rows and `DRIVER_MAX_FILES` files.
-Readers join rows of files with DVs against this frame on (file id, `_metadata.row_index`)
-with a left anti join; files without DVs are never joined.
+
+Applying (`DeletedRows`): driver-decoded DVs become one bitmap per file (`bitmap_words`: bit
+``row & 63`` of 64-bit word ``row >> 6``; words up to the file's last deleted row), tested with
+one array `get` per row (`keep_row`) — no join, no shuffle. Measured on 20M rows / 16 files /
+2M deleted (local[2]), the former left anti join on (file id, row index) cost 5x the parquet
+scan; the bitmap test costs about as much as reading `_metadata.row_index` itself. When the
+bitmaps of all files would pass `BITMAP_MAX_WORDS`, or the DVs are decoded on executors, the
+deleted rows are instead one long key per row (``file << 40 | row``) for a left anti join,
+broadcast up to `BROADCAST_MAX_ROWS` (hash join on a single long).
 """
 
 from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.errors import SparkError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["DRIVER_MAX_FILES", "DRIVER_MAX_ROWS", "choose_mode", "deleted_rows_frame"]
+__all__ = [
+    "BITMAP_MAX_WORDS",
+    "DRIVER_MAX_FILES",
+    "DRIVER_MAX_ROWS",
+    "DeletedRows",
+    "bitmap_words",
+    "choose_mode",
+    "deleted_rows",
+    "keep_row",
+]
 
 DRIVER_MAX_ROWS = 20_000_000
 DRIVER_MAX_FILES = 20_000
+#: Bitmap words (8 bytes each) of all files together; more → anti join on deleted keys.
+BITMAP_MAX_WORDS = 1 << 24
 BROADCAST_MAX_ROWS = 4_000_000
+KEY_COL = "__dx_key"
+FILE_SHIFT = 40  # row indexes below 2**40 per file, file ids below 2**23
 
-DELETED_SCHEMA = pa.schema([pa.field("__dx_file", pa.int32(), False), pa.field("__dx_row", pa.int64(), False)])
+KEY_SCHEMA = pa.schema([pa.field(KEY_COL, pa.int64(), False)])
 
 
 def choose_mode(mode: str, cardinalities: list[int]) -> str:
     if mode in ("driver", "executor"):
         return mode
     if mode != "auto":
-        raise ValueError(f"dv_mode must be 'auto', 'driver' or 'executor', got {mode!r}")
+        raise SparkError(f"dv_mode must be 'auto', 'driver' or 'executor', got {mode!r}")
     if sum(cardinalities) <= DRIVER_MAX_ROWS and len(cardinalities) <= DRIVER_MAX_FILES:
         return "driver"
     return "executor"
 
 
-def decode_on_driver(storage: Any, file_ids: list[int], paths: list[str], dvs: list[DeletionVectorDescriptor]) -> pa.Table:
-    """Deleted rows of the given files as an Arrow table (`DELETED_SCHEMA`)."""
+def decode_on_driver(storage: Any, paths: list[str], dvs: list[DeletionVectorDescriptor]) -> list[np.ndarray]:
+    """Deleted row indexes (int64, sorted) of each file."""
 
     def one(i: int) -> np.ndarray:
-        return read_deletion_vector(storage, dvs[i], data_file=paths[i]).astype(np.int64)
+        return np.asarray(read_deletion_vector(storage, dvs[i], data_file=paths[i]), dtype=np.int64)
 
     if len(dvs) <= 1:
-        rows = [one(i) for i in range(len(dvs))]
-    else:
-        with ThreadPoolExecutor(max_workers=min(8, len(dvs))) as pool:
-            rows = list(pool.map(one, range(len(dvs))))
-    if not rows:
-        return DELETED_SCHEMA.empty_table()
-    ids = np.repeat(np.asarray(file_ids, dtype=np.int32), [len(r) for r in rows])
-    return pa.table([pa.array(ids), pa.array(np.concatenate(rows))], schema=DELETED_SCHEMA)
+        return [one(i) for i in range(len(dvs))]
+    with ThreadPoolExecutor(max_workers=min(8, len(dvs))) as pool:
+        return list(pool.map(one, range(len(dvs))))
 
 
-def _descriptor_table(file_ids: list[int], paths: list[str], dvs: list[DeletionVectorDescriptor]) -> pa.Table:
-    return pa.table(
-        {
-            "file": pa.array(file_ids, pa.int32()),
-            "path": pa.array(paths, pa.string()),
-            "dv": pa.array([json.dumps(d.to_dict()) for d in dvs], pa.string()),
-        }
-    )
+def bitmap_words(rows: np.ndarray) -> np.ndarray:
+    """The bitmap of deleted `rows` as int64 words (bit ``r & 63`` of word ``r >> 6``)."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    words = np.zeros(int(rows.max()) // 64 + 1, dtype=np.uint64)
+    np.bitwise_or.at(words, rows >> 6, np.left_shift(np.uint64(1), (rows & 63).astype(np.uint64)))
+    return words.view(np.int64)
+
+
+def keep_row(bitmap: Column, row_index: Column) -> Column:
+    """True unless `row_index` is set in `bitmap` (an array<bigint>; null or short: kept)."""
+    from pyspark.sql import functions as F
+
+    word = F.get(bitmap, F.shiftright(row_index, 6).cast("int"))
+    return F.coalesce(F.bit_get(word, row_index.bitwiseAND(63).cast("int")), F.lit(0)) == 0
+
+
+def deleted_key(file_id: Column, row_index: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.shiftleft(file_id.cast("long"), FILE_SHIFT).bitwiseOR(row_index)
+
+
+@dataclass
+class DeletedRows:
+    """How a scan drops deleted rows: per-file bitmaps, or a frame of deleted keys."""
+
+    bitmaps: list[np.ndarray] | None = None  # aligned with the DV files given to `deleted_rows`
+    keys: DataFrame | None = None  # one column `KEY_COL`
+    broadcast: bool = False
 
 
 def _executor_decoder(root: str, storage_options: dict[str, Any] | None) -> Any:
@@ -84,15 +123,13 @@ def _executor_decoder(root: str, storage_options: dict[str, Any] | None) -> Any:
             for file_id, path, dv in zip(ids, paths, dvs):
                 rows = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(json.loads(dv)), data_file=path)
                 if len(rows):
-                    yield pa.record_batch(
-                        [pa.array(np.full(len(rows), file_id, dtype=np.int32)), pa.array(rows.astype(np.int64))],
-                        schema=DELETED_SCHEMA,
-                    )
+                    keys = (np.int64(file_id) << FILE_SHIFT) | np.asarray(rows, dtype=np.int64)
+                    yield pa.record_batch([pa.array(keys, pa.int64())], schema=KEY_SCHEMA)
 
     return decode
 
 
-def deleted_rows_frame(
+def deleted_rows(
     spark: SparkSession,
     storage: Any,
     *,
@@ -101,24 +138,33 @@ def deleted_rows_frame(
     dvs: list[DeletionVectorDescriptor],
     mode: str = "auto",
     storage_options: dict[str, Any] | None = None,
-) -> tuple[DataFrame, bool]:
-    """The deleted rows of the files `file_ids` and whether to broadcast them.
+) -> DeletedRows:
+    """The deleted rows of the files `file_ids` (see the module docstring).
 
     Raises:
         DeletionVectorError: a DV cannot be read (driver mode; executor mode fails the job,
             which the caller reports as `SparkError`).
     """
-    from pyspark.sql import functions as F
-
-    chosen = choose_mode(mode, [d.cardinality for d in dvs])
     total = sum(d.cardinality for d in dvs)
+    chosen = choose_mode(mode, [d.cardinality for d in dvs])
     if chosen == "driver":
-        table = decode_on_driver(storage, file_ids, paths, dvs)
-        frame = spark.createDataFrame(table)
-        return frame.select(F.col("__dx_file").cast("int"), F.col("__dx_row").cast("long")), total <= BROADCAST_MAX_ROWS
-    descriptors = spark.createDataFrame(_descriptor_table(file_ids, paths, dvs))
-    parts = max(1, min(len(dvs), spark.sparkContext.defaultParallelism * 4))
-    frame = descriptors.repartition(parts).mapInArrow(
-        _executor_decoder(storage.root, storage_options), "__dx_file int, __dx_row long"
+        rows = decode_on_driver(storage, paths, dvs)
+        words = sum(int(r.max()) // 64 + 1 for r in rows if len(r))
+        if words <= BITMAP_MAX_WORDS:
+            return DeletedRows(bitmaps=[bitmap_words(r) for r in rows])
+        ids = np.repeat(np.asarray(file_ids, dtype=np.int64), [len(r) for r in rows])
+        keys = (ids << FILE_SHIFT) | (np.concatenate(rows) if rows else np.zeros(0, np.int64))
+        frame = spark.createDataFrame(pa.table([pa.array(keys, pa.int64())], schema=KEY_SCHEMA))
+        return DeletedRows(keys=frame, broadcast=total <= BROADCAST_MAX_ROWS)
+    descriptors = spark.createDataFrame(
+        pa.table(
+            {
+                "file": pa.array(file_ids, pa.int64()),
+                "path": pa.array(paths, pa.string()),
+                "dv": pa.array([json.dumps(d.to_dict()) for d in dvs], pa.string()),
+            }
+        )
     )
-    return frame, total <= BROADCAST_MAX_ROWS
+    parts = max(1, min(len(dvs), spark.sparkContext.defaultParallelism * 4))
+    frame = descriptors.repartition(parts).mapInArrow(_executor_decoder(storage.root, storage_options), f"{KEY_COL} long")
+    return DeletedRows(keys=frame, broadcast=total <= BROADCAST_MAX_ROWS)

@@ -4,11 +4,13 @@ The core decides *what* to read (`Snapshot.scan`: selected files, typed partitio
 deletion vectors, the row filter); Spark reads the parquet files in one scan per group (files
 with and without DVs) with the physical schema (physical names or parquet field ids), and:
 
-- per-file values (partition values, the file's id) come from a small broadcast table joined on
-  `_metadata.file_path` (see `paths.file_path_key`; a row whose file is not in the table fails
-  the job instead of being dropped);
-- rows deleted by DVs are removed with a left anti join on (file id, `_metadata.row_index`);
-  files without DVs are never joined;
+- per-file values (the file's id, partition values, the DV bitmap) are attached by
+  `file_values`: keyed by `_metadata.file_size` where sizes are unique (else the path), as
+  literals indexed by a comparison tree or by a broadcast hash join (a row whose file is not in
+  the plan fails the job instead of being dropped);
+- rows deleted by DVs are dropped by a bitmap test on `_metadata.row_index` (or, for huge DVs,
+  a left anti join on one long key; see `deletion_vectors`); files without DVs are read without
+  row indexes and never filtered;
 - columns are cast from their physical to their logical type and name (widened types,
   renamed nested fields), missing columns are null, timestamps are instants (UTC);
 - the row filter runs last, with the core's semantics (`filters.to_spark_filter`).
@@ -23,6 +25,7 @@ import pyarrow as pa
 
 from deltaexplore.core.scan import ScanPlan, partition_table
 from deltaexplore.core.schema import PrimitiveType, StructField
+from deltaexplore.spark.file_values import FILE_COL
 from deltaexplore.spark.paths import file_path_key, spark_location
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import spark_field, spark_schema, spark_type
@@ -33,11 +36,9 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["read", "read_plan", "scan_files", "snapshot_of"]
+__all__ = ["FILE_COL", "ROW_COL", "read", "read_plan", "scan_files", "snapshot_of"]
 
-FILE_COL = "__dx_file"
 ROW_COL = "__dx_row"
-PATH_COL = "__dx_path"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 
@@ -193,7 +194,9 @@ def scan_files(
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from deltaexplore.spark.deletion_vectors import deleted_rows_frame
+    from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
+    from deltaexplore.spark import file_values as fv
+    from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_rows, keep_row
 
     n = files.num_rows
     if n == 0:
@@ -210,74 +213,96 @@ def scan_files(
 
     raw_paths = files.column("path").to_pylist()
     dv_dicts = files.column("deletionVector").to_pylist() if "deletionVector" in files.column_names else [None] * n
-    has_dv = [bool(d) and apply_dvs for d in dv_dicts]
-    need_join = bool(part_fields) or with_ids or any(has_dv)
+    with_dv = [i for i in range(n) if apply_dvs and dv_dicts[i]]
+    without = [i for i in range(n) if not (apply_dvs and dv_dicts[i])]
+    need_values = bool(part_fields) or with_ids
 
     # Spark matches parquet columns by the read schema's names (or ids): use the physical ones.
     physical = T.StructType([spark_field(f, mode=mode) for f in data_fields])
     reader = parquet_reader(spark, physical)
 
-    files_df = None
-    if need_join:
-        keys = [file_path_key(storage, p) for p in raw_paths]
-        cols: dict[str, pa.Array] = {PATH_COL: pa.array(keys, pa.string()), FILE_COL: pa.array(range(n), pa.int32())}
-        for j, f in enumerate(part_fields):
-            assert partition_values is not None
-            cols[f"__dx_p{j}"] = partition_values.column(f.name).combine_chunks()
-        files_df = spark.createDataFrame(pa.table(cols))
-
-    def group(indexes: list[int], *, dvs: bool) -> DataFrame:
-        locations = [spark_location(storage, raw_paths[i]) for i in indexes]
-        df = reader.parquet(*locations)
-        selected = [F.col(_quoted(f.name)).alias(f"__dx_c{i}") for i, f in enumerate(physical.fields)]
-        if need_join:
-            selected += [F.col("_metadata.file_path").alias(PATH_COL), F.col("_metadata.row_index").alias(ROW_COL)]
-        df = df.select(*selected)
-        if not need_join:
-            return df
-        assert files_df is not None
-        df = df.join(F.broadcast(files_df), on=PATH_COL, how="left")
-        missing = F.raise_error(
-            F.concat(F.lit("deltaexplore: rows of a data file that is not in the scan plan: "), F.col(PATH_COL))
-        )
-        df = df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), missing.cast("int")))
-        if dvs:
-            sub = [i for i in indexes if has_dv[i]]
-            from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
-
-            deleted, small = deleted_rows_frame(
-                spark,
-                storage,
-                file_ids=sub,
-                paths=[raw_paths[i] for i in sub],
-                dvs=[DeletionVectorDescriptor.from_dict(dv_dicts[i]) for i in sub],
-                mode=dv_mode,
-                storage_options=storage_options,
-            )
-            deleted = deleted.withColumnRenamed("__dx_row", ROW_COL)
-            df = df.join(F.broadcast(deleted) if small else deleted, on=[FILE_COL, ROW_COL], how="left_anti")
-        return df
-
-    with_dv = [i for i in range(n) if has_dv[i]]
-    without = [i for i in range(n) if not has_dv[i]]
-    frames = []
-    if without:
-        frames.append(group(without, dvs=False))
+    deleted = None
+    dv_position = {i: k for k, i in enumerate(with_dv)}
     if with_dv:
-        frames.append(group(with_dv, dvs=True))
-    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        deleted = deleted_rows(
+            spark,
+            storage,
+            file_ids=with_dv,
+            paths=[raw_paths[i] for i in with_dv],
+            dvs=[DeletionVectorDescriptor.from_dict(dv_dicts[i]) for i in with_dv],
+            mode=dv_mode,
+            storage_options=storage_options,
+        )
+    sizes = fv.actual_sizes(storage, raw_paths) if (need_values or with_dv) else None
 
-    out = []
-    data_index = {f.name: i for i, f in enumerate(data_fields)}
-    part_index = {f.name: j for j, f in enumerate(part_fields)}
-    for f in fields:
-        target = spark_type(f.type)
-        if f.name in data_index:
-            out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
-        elif f.name in part_index:
-            out.append(F.col(f"__dx_p{part_index[f.name]}").cast(target).alias(f.name))
-        else:
-            out.append(F.lit(None).cast(target).alias(f.name))
-    if with_ids:
-        out += [F.col(FILE_COL), F.col(ROW_COL)]
-    return df.select(*out)
+    def scan(indexes: list[int], key: str | None, *, row_index: bool) -> DataFrame:
+        df = reader.parquet(*[spark_location(storage, raw_paths[i]) for i in indexes])
+        selected = [F.col(_quoted(f.name)).alias(f"__dx_c{i}") for i, f in enumerate(physical.fields)]
+        if row_index:
+            selected.append(F.col("_metadata.row_index").alias(ROW_COL))
+        if key == "size":
+            selected.append(F.col("_metadata.file_size").alias(fv.KEY_COL))
+        elif key == "path":
+            selected.append(F.col("_metadata.file_path").alias(fv.KEY_COL))
+        return df.select(*selected)
+
+    def values_of(indexes: list[int], key: str, *, dvs: bool) -> fv.FileValues:
+        assert sizes is not None
+        take = pa.array(indexes, pa.int64())
+        bitmaps = None
+        if dvs and deleted is not None and deleted.bitmaps is not None:
+            bitmaps = [deleted.bitmaps[dv_position[i]] for i in indexes]
+        return fv.FileValues(
+            ids=indexes,
+            part_values=[partition_values.column(f.name).combine_chunks().take(take) for f in part_fields]
+            if partition_values is not None
+            else [],
+            part_types=[f.type for f in part_fields],
+            bitmaps=bitmaps,
+            sizes=[int(sizes[i]) for i in indexes] if key == "size" else None,
+            path_keys=[file_path_key(storage, raw_paths[i]) for i in indexes] if key == "path" else None,
+        )
+
+    def finish(df: DataFrame) -> DataFrame:
+        out = []
+        data_index = {f.name: i for i, f in enumerate(data_fields)}
+        part_index = {f.name: j for j, f in enumerate(part_fields)}
+        for f in fields:
+            target = spark_type(f.type)
+            if f.name in data_index:
+                out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
+            elif f.name in part_index:
+                out.append(F.col(fv.part_col(part_index[f.name])).cast(target).alias(f.name))
+            else:
+                out.append(F.lit(None).cast(target).alias(f.name))
+        if with_ids:
+            out += [F.col(FILE_COL), F.col(ROW_COL)]
+        return df.select(*out)
+
+    frames = []
+    for indexes, dvs in ((without, False), (with_dv, True)):
+        if not indexes:
+            continue
+        if not dvs and not need_values:
+            frames.append(finish(scan(indexes, None, row_index=False)))
+            continue
+        assert sizes is not None
+        by_size, by_path = fv.split_by_key(sizes[indexes])
+        for positions, key in ((by_size, "size"), (by_path, "path")):
+            if not len(positions):
+                continue
+            subset = [indexes[int(k)] for k in positions]
+            df = fv.attach(spark, scan(subset, key, row_index=dvs or with_ids), values_of(subset, key, dvs=dvs)).drop(fv.KEY_COL)
+            if dvs and deleted is not None:
+                if deleted.bitmaps is not None:
+                    df = df.where(keep_row(F.col(fv.BITMAP_COL), F.col(ROW_COL)))
+                else:
+                    assert deleted.keys is not None
+                    keys = F.broadcast(deleted.keys) if deleted.broadcast else deleted.keys
+                    df = df.withColumn(KEY_COL, deleted_key(F.col(FILE_COL), F.col(ROW_COL)))
+                    df = df.join(keys, on=KEY_COL, how="left_anti")
+            frames.append(finish(df))
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    return df

@@ -111,3 +111,33 @@ def test_absolute_dv_in_folder_with_special_characters(spark, tmp_path, encoded)
     df = read(spark, str(dst))
     rows = df.toArrow()
     assert sorted(rows.column(rows.column_names[0]).to_pylist()) == [1, 3, 5, 7, 9]
+
+
+# DVs (inline, relative, partitioned with a checkpoint), partition values of many types,
+# column mapping by field id: every way of attaching per-file values must give the same rows.
+STRATEGY_TABLES = (
+    *EXECUTOR_DV_TABLES,
+    "delta-golden/table-with-columnmapping-mode-id",
+    "dat/multi_partitioned",
+    "delta-kernel-rs/timestamp-partitioned-table",
+    "delta-golden/data-reader-partition-values",
+)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "bitmaps"),
+    [("literal", True), ("broadcast", True), ("path", True), ("auto", False)],
+    ids=["size-literal", "size-broadcast", "path-broadcast", "anti-join-keys"],
+)
+def test_every_file_value_strategy_gives_the_same_rows(spark, monkeypatch, strategy, bitmaps):
+    from deltaexplore.spark import deletion_vectors, file_values, read
+
+    tables = [t for t in TABLES if t["id"] in STRATEGY_TABLES]
+    if len(tables) < 6:
+        pytest.skip("corpus absent")
+    monkeypatch.setattr(file_values, "STRATEGY", strategy)
+    if not bitmaps:
+        monkeypatch.setattr(deletion_vectors, "BITMAP_MAX_WORDS", 0)
+    for table in tables:
+        snap = dx.open_table(str(CORPUS / table["table_root"])).snapshot()
+        assert_same_rows(read(spark, snap).toArrow(), snap.to_arrow(), f"{table['id']} ({strategy})")

@@ -1,0 +1,244 @@
+"""Per-file values on the rows of a Spark parquet scan, without joining on the path string.
+
+A Spark row knows its data file only through `_metadata`. Readers need, per file, the file's
+id in the plan, its partition values and (files with a DV) the bitmap of its deleted rows. A
+file is recognised by one of two keys:
+
+- **size** — `_metadata.file_size`, a long Spark keeps per file (no per-row string work), for
+  every file whose size is unique among the files of the scan. The size compared is the one the
+  storage reports (`actual_sizes`), not the log's, so a wrong size in the log cannot attach
+  another file's values to these rows;
+- **path** — `_metadata.file_path` (`paths.file_path_key`), for the other files (small files of
+  equal size are common: 90 corpus tables have some).
+
+and the values are attached in one of two ways:
+
+- **literal** (size key, at most `LITERAL_MAX_FILES` files and `LITERAL_MAX_WORDS` bitmap
+  words): the file's position is a balanced tree of comparisons over the sorted sizes; the
+  file id, partition values and bitmaps are array literals indexed by it (Spark folds each into
+  one constant): no join and no shuffle;
+- **broadcast**: a small table (key, id, partition values, bitmap) broadcast-hash-joined on the
+  key (a single long for sizes).
+
+A row whose key matches no file fails the job (`raise_error`) instead of being dropped. The
+message names the key, not the path: referencing `_metadata.file_path` anywhere in the plan
+makes Spark build the path string for every row (measured: +15% on the DV benchmark).
+
+Measured (20M rows, 16 files, `local[2]`, JVM CPU seconds, best of 5, parquet scan alone 3.3 s):
+file id by the size tree 3.7 s, by a broadcast join on the size 3.9 s, on
+`xxhash64(file_path)` 4.1 s, on the path string 6.2 s; one `spark.read.parquet` per file with
+literal values 5.9 s (a generated class per file).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.scan import resolve_data_path
+from deltaexplore.core.schema import DataType, PrimitiveType
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["FILE_COL", "LITERAL_MAX_FILES", "LITERAL_MAX_WORDS", "FileValues", "actual_sizes", "attach", "split_by_key"]
+
+FILE_COL = "__dx_file"
+KEY_COL = "__dx_fkey"
+BITMAP_COL = "__dx_bitmap"
+LITERAL_MAX_FILES = 64
+LITERAL_MAX_WORDS = 1 << 21
+#: Most files whose sizes are looked up (one stat / HEAD each); larger scans use the path key.
+SIZE_LOOKUP_MAX_FILES = {"local": 200_000, "remote": 2_000}
+#: "auto", or force "literal"/"broadcast"/"path" (tests exercise every way on the same tables)
+STRATEGY = "auto"
+
+
+def part_col(j: int) -> str:
+    return f"__dx_p{j}"
+
+
+def actual_sizes(storage: Any, raw_paths: list[str]) -> np.ndarray:
+    """Sizes of the data files as the storage reports them (-1: missing, unknown or not looked up)."""
+
+    def one(raw: str) -> int:
+        try:
+            info = storage.head(resolve_data_path(storage, raw))
+        except Exception:  # noqa: BLE001 - an unknown size only means the path key is used
+            return -1
+        return -1 if info is None else int(info.size)
+
+    local = getattr(storage, "scheme", "file") in ("file", "local")
+    if len(raw_paths) > SIZE_LOOKUP_MAX_FILES["local" if local else "remote"]:
+        return np.full(len(raw_paths), -1, dtype=np.int64)
+    if local or len(raw_paths) <= 4:
+        return np.asarray([one(p) for p in raw_paths], dtype=np.int64).reshape(-1)
+    with ThreadPoolExecutor(max_workers=min(32, (os.cpu_count() or 2) * 4)) as pool:
+        return np.asarray(list(pool.map(one, raw_paths)), dtype=np.int64).reshape(-1)
+
+
+def split_by_key(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions keyed by size, positions keyed by path): a size must be known and unique."""
+    if STRATEGY == "path" or len(sizes) == 0:
+        return np.zeros(0, np.int64), np.arange(len(sizes))
+    _, inverse, counts = np.unique(sizes, return_inverse=True, return_counts=True)
+    unique = (counts[inverse.reshape(-1)] == 1) & (sizes >= 0)
+    return np.flatnonzero(unique), np.flatnonzero(~unique)
+
+
+@dataclass
+class FileValues:
+    """Values of the files of one scan: keys, ids, partition columns, bitmaps (aligned)."""
+
+    ids: list[int]
+    part_values: list[pa.Array] = field(default_factory=list)  # typed, one per partition field
+    part_types: list[DataType] = field(default_factory=list)
+    bitmaps: list[np.ndarray] | None = None
+    sizes: list[int] | None = None  # size key
+    path_keys: list[str] | None = None  # path key
+
+    def bitmap_words(self) -> int:
+        return sum(len(b) for b in self.bitmaps) if self.bitmaps is not None else 0
+
+
+def key_column(values: FileValues) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col("_metadata.file_size") if values.sizes is not None else F.col("_metadata.file_path")
+
+
+def attach(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
+    """`df` (a scan selecting `KEY_COL`) with `FILE_COL`, the partition columns and `BITMAP_COL`.
+
+    Raises (in the job): a row whose key matches no file of `values`.
+    """
+    literal = (
+        values.sizes is not None
+        and STRATEGY in ("auto", "literal")
+        and len(values.ids) <= (LITERAL_MAX_FILES if STRATEGY == "auto" else 1 << 30)
+        and values.bitmap_words() <= LITERAL_MAX_WORDS
+        and (values.bitmaps is None or _jvm_of(spark) is not None)
+    )
+    if literal:
+        return _attach_literal(spark, df, values)
+    return _attach_broadcast(spark, df, values)
+
+
+def _missing(what: str, value: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    text = f"deltaexplore: rows of a data file whose {what} matches no file of the scan plan: "
+    return F.raise_error(F.concat(F.lit(text), value.cast("string")))
+
+
+def _tree(key: str, sorted_keys: list[int], lo: int, hi: int) -> str:
+    """SQL for the position in `sorted_keys` of column `key` (null when absent), by O(log n)
+    comparisons (SQL text: one expression for the JVM to parse instead of a py4j call per node)."""
+    if hi - lo == 1:
+        return f"CASE WHEN `{key}` = {sorted_keys[lo]} THEN {lo} END"
+    mid = (lo + hi) // 2
+    below, above = _tree(key, sorted_keys, lo, mid), _tree(key, sorted_keys, mid, hi)
+    return f"CASE WHEN `{key}` < {sorted_keys[mid]} THEN {below} ELSE {above} END"
+
+
+def _attach_literal(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from deltaexplore.spark.types import spark_type
+
+    assert values.sizes is not None
+    order = np.argsort(np.asarray(values.sizes, dtype=np.int64), kind="stable")
+    sorted_sizes = [int(values.sizes[i]) for i in order]
+    tree = F.expr(_tree(KEY_COL, sorted_sizes, 0, len(order)))
+    pos = F.coalesce(tree, _missing("size (bytes)", F.col(KEY_COL)).cast("int"))
+    df = df.withColumn("__dx_pos", pos)
+    at = F.col("__dx_pos")
+    ids = ", ".join(str(int(values.ids[i])) for i in order)
+    cols = [F.get(F.expr(f"array({ids})"), at).alias(FILE_COL)]
+    for j, (arr, typ) in enumerate(zip(values.part_values, values.part_types)):
+        target = spark_type(typ)
+        lits = [_value_literal(arr, int(i), typ).cast(target) for i in order]
+        cols.append(F.get(F.array(*lits), at).alias(part_col(j)))
+    if values.bitmaps is not None:
+        bitmaps = [_long_array_literal(spark, values.bitmaps[i]) for i in order]
+        cols.append(F.get(F.array(*bitmaps), at).alias(BITMAP_COL))
+    return df.select("*", *cols).drop("__dx_pos", KEY_COL)
+
+
+def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    n = len(values.ids)
+    table: dict[str, pa.Array] = {}
+    if values.sizes is not None:
+        table[KEY_COL] = pa.array(values.sizes, pa.int64())
+    else:
+        assert values.path_keys is not None
+        table[KEY_COL] = pa.array(values.path_keys, pa.string())
+    table[FILE_COL] = pa.array(values.ids, pa.int32())
+    for j, arr in enumerate(values.part_values):
+        table[part_col(j)] = arr
+    if values.bitmaps is not None:
+        lengths = np.asarray([len(b) for b in values.bitmaps], dtype=np.int32)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        flat = np.concatenate(values.bitmaps) if n else np.zeros(0, np.int64)
+        table[BITMAP_COL] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.int64()))
+    small = spark.createDataFrame(pa.table(table))
+    df = df.join(F.broadcast(small), on=KEY_COL, how="left")
+    what = "size (bytes)" if values.sizes is not None else "path"
+    return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int")))
+
+
+def _jvm_of(spark: SparkSession) -> Any:
+    return getattr(spark, "_jvm", None)
+
+
+def _long_array_literal(spark: SparkSession, words: np.ndarray) -> Column:
+    """An array<bigint> literal of `words`, shipped to the JVM as bytes (a few py4j calls)."""
+    jvm = _jvm_of(spark)
+    data = np.ascontiguousarray(words, dtype="<i8").tobytes()
+    target = spark.sparkContext._gateway.new_array(jvm.long, len(words))
+    buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(data)).order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
+    buffer.asLongBuffer().get(target)
+    jcol = jvm.org.apache.spark.sql.functions.lit(target)
+    try:
+        from pyspark.sql.classic.column import Column as ClassicColumn
+
+        return ClassicColumn(jcol)
+    except ImportError:  # pragma: no cover - pyspark < 4
+        from pyspark.sql.column import Column as OldColumn
+
+        return OldColumn(jcol)
+
+
+def _value_literal(arr: pa.Array, i: int, typ: DataType) -> Column:
+    """Element `i` of a typed partition column as an exact Spark literal."""
+    from pyspark.sql import functions as F
+
+    from deltaexplore.spark.types import spark_type
+
+    if not arr[i].is_valid:
+        return F.lit(None).cast(spark_type(typ))
+    value = arr[i]
+    t = arr.type
+    name = typ.name if isinstance(typ, PrimitiveType) else ""
+    if pa.types.is_timestamp(t):
+        if name == "timestamp_ntz":
+            return F.lit(value.as_py().isoformat(sep=" ")).cast("timestamp_ntz")
+        micros = pc.cast(arr.slice(i, 1).cast(pa.timestamp("us", tz=t.tz)), pa.int64())[0].as_py()
+        return F.timestamp_micros(F.lit(micros))
+    if pa.types.is_date(t):
+        return F.date_from_unix_date(F.lit(pc.cast(arr.slice(i, 1).cast(pa.date32()), pa.int32())[0].as_py()))
+    if pa.types.is_decimal(t):
+        return F.lit(format(value.as_py(), "f"))
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return F.lit(bytearray(value.as_py()))
+    if pa.types.is_floating(t):
+        return F.lit(float(value.as_py()))
+    return F.lit(value.as_py())
