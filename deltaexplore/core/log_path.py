@@ -72,6 +72,10 @@ class LogFile:
 def parse_log_file(info: FileInfo) -> LogFile | None:
     """Classify a file of `_delta_log/` (or `_delta_log/_staged_commits/`); None if not a log file."""
     name = info.name
+    if len(name) == 25 and name.endswith(".json") and name[:20].isdigit() and name[:20].isascii():
+        if not info.path.startswith(STAGED_DIR + "/"):  # the common case, without a regex
+            v = int(name[:20])
+            return LogFile(LogKind.COMMIT, info.path, v, v, info.size, info.modification_time)
     if info.path.startswith(STAGED_DIR + "/"):
         m = _STAGED.match(name)
         if not m:
