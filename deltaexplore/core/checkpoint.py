@@ -67,7 +67,8 @@ class NonFileActions:
 
 def _parquet_file(storage: Storage, path: str) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(storage.open_input(path), pre_buffer=False)
+        # A buffered stream decodes page by page: peak memory is the result, not the column chunks.
+        return pq.ParquetFile(storage.open_input(path), pre_buffer=False, buffer_size=1 << 20)
     except FileNotFoundError as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} is missing", path=path) from exc
     except (pa.ArrowInvalid, OSError) as exc:
