@@ -21,4 +21,4 @@ def _inspect(self: Table | Snapshot) -> Any:
 
 for _cls in (Snapshot, Table):
     if not isinstance(getattr(_cls, "inspect", None), property):
-        _cls.inspect = property(_inspect)  # type: ignore[attr-defined]
+        _cls.inspect = property(_inspect)  # type: ignore[attr-defined,union-attr]

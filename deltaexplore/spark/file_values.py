@@ -203,7 +203,8 @@ def _long_array_literal(spark: SparkSession, words: np.ndarray) -> Column:
     """An array<bigint> literal of `words`, shipped to the JVM as bytes (a few py4j calls)."""
     jvm = _jvm_of(spark)
     data = np.ascontiguousarray(words, dtype="<i8").tobytes()
-    target = spark.sparkContext._gateway.new_array(jvm.long, len(words))
+    gateway: Any = spark.sparkContext._gateway
+    target = gateway.new_array(jvm.long, len(words))
     buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(data)).order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
     buffer.asLongBuffer().get(target)
     jcol = jvm.org.apache.spark.sql.functions.lit(target)

@@ -26,7 +26,7 @@ __all__ = ["to_spark_filter"]
 def _resolve(schema: StructType, column: str) -> tuple[list[str], DataType]:
     parts = column.split(".")
     current: Any = schema
-    names = []
+    names: list[str] = []
     for part in parts:
         if not isinstance(current, StructType):
             raise ColumnNotFoundError(f"filter column {column!r}: {'.'.join(names)} is not a struct")

@@ -229,7 +229,7 @@ def scan_files(
             storage,
             file_ids=with_dv,
             paths=[raw_paths[i] for i in with_dv],
-            dvs=[DeletionVectorDescriptor.from_dict(dv_dicts[i]) for i in with_dv],
+            dvs=[DeletionVectorDescriptor.from_dict(dv_dicts[i] or {}) for i in with_dv],
             mode=dv_mode,
             storage_options=storage_options,
         )
