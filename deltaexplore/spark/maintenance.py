@@ -14,20 +14,39 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.schema import PrimitiveType, StructField
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
-from deltaexplore.spark.reader import FILE_COL, scan_files
+from deltaexplore.spark.native_write import (
+    NativeFile,
+    Staging,
+    data_fields,
+    discard_staging,
+    native_adds,
+    physical_columns,
+    supports_native,
+    write_native,
+    write_session,
+)
+from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.writer import discard, metrics_table, write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from deltaexplore.core.operations.optimize import OptimizePlan
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
 __all__ = ["checkpoint", "optimize", "purge_deletion_vectors", "restore", "vacuum", "zorder_key"]
 
 ZORDER_BITS = 8  # bits (255 range buckets + null) per column; fewer when the key would pass 62 bits
+BINS_PER_JOB = 256  # bins written by one Spark job (one union of per-bin scans)
+FILE_SLACK = 1.25  # a file may pass the target size by this factor before Spark starts another
 
 
 def _bucket_expr(col: Column, bounds: list[Any]) -> Column:
@@ -44,13 +63,16 @@ def _bucket_expr(col: Column, bounds: list[Any]) -> Column:
     return F.when(col.isNull(), F.lit(0)).otherwise(tree(0, len(bounds)) + F.lit(1)).cast("long")
 
 
-def zorder_key(df: DataFrame, columns: list[str], *, sample_rows: int = 100_000) -> Column:
-    """A long whose order follows a Z-order curve over `columns` (see the module docstring)."""
+def zorder_key(df: DataFrame, columns: list[str], *, sample_rows: int = 100_000, total: int | None = None) -> Column:
+    """A long whose order follows a Z-order curve over `columns` (see the module docstring).
+
+    `total` (rows of `df`, when known) saves counting them.
+    """
     from pyspark.sql import functions as F
 
     bits = max(1, min(ZORDER_BITS, 62 // max(1, len(columns))))
     buckets = (1 << bits) - 1  # bucket 0 is null
-    total = max(1, df.count())
+    total = max(1, total if total is not None else df.count())
     fraction = min(1.0, sample_rows / total)
     sample = df.select(*[F.col(f"`{c}`") for c in columns]).sample(fraction=fraction, seed=7).collect()
     ranks = []
@@ -93,6 +115,11 @@ def optimize(
 ) -> pa.Table:
     """Compact small files (and files with many deleted rows) into files of about `target_size`.
 
+    Files are written by Spark's parquet writer (`native_write`; the Python writer only for
+    types it cannot write). Rows are rewritten as they are, so NOT NULL, invariants and CHECK
+    constraints are not evaluated again. Each bin's rows are counted in the new files' footers
+    and must equal the bin's live rows before anything is committed.
+
     Args:
         target_size: bytes per output file (default ``delta.targetFileSize`` or 128 MiB).
         partition_filter: only partitions matching this predicate (partition columns only).
@@ -106,8 +133,6 @@ def optimize(
         num_bins, num_files_removed, num_files_added, bytes_removed, bytes_added,
         num_partitions_optimized, total_considered_files, num_deleted_rows_purged.
     """
-    from pyspark.sql import functions as F
-
     from deltaexplore.core.operations import plan_optimize
     from deltaexplore.core.operations._common import open_for_write
     from deltaexplore.core.operations.optimize import OPTIMIZE_METRICS
@@ -141,7 +166,7 @@ def optimize(
     }
     if dry_run or not plan.bins:
         return metrics_table(metrics, OPTIMIZE_METRICS)
-    if snapshot.config.row_tracking_enabled:
+    if snapshot.config.row_tracking_enabled and not supports_native(snapshot):
         raise WriteRefusedError(
             f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
             "(use deltaexplore.core.operations.optimize)"
@@ -151,39 +176,25 @@ def optimize(
         "zOrderBy": json.dumps(plan.zorder_by),
     }
     txn = Transaction(table, operation=operation, parameters=params, read_snapshot=snapshot)
-    bin_of = pa.array([b for b, files in enumerate(plan.bins) for _ in range(files.num_rows)], pa.int32())
-    schema = snapshot.schema
-    written: list[pa.Table] = []
-    with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
-        rows = scan_files(spark, snapshot, removed, list(schema.fields), with_ids=True, storage_options=storage_options)
-        bins = spark.createDataFrame(pa.table({FILE_COL: pa.array(range(removed.num_rows), pa.int32()), "__dx_bin": bin_of}))
-        rows = rows.join(F.broadcast(bins), on=FILE_COL)
-        n_out = max(1, -(-metrics["bytes_removed"] // plan.target_size))
-        tasks = max(len(plan.bins), n_out)
-        names = [F.col(f"`{n}`") for n in schema.names]
-        if plan.zorder_by:
-            rows = rows.withColumn("__dx_z", zorder_key(rows, plan.zorder_by))
-            rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
-        else:
-            rows = rows.repartition(len(plan.bins), "__dx_bin")
-        adds = write_files(
-            spark,
-            rows.select(*names),
-            table,
-            snapshot.metadata,
-            snapshot.protocol,
-            data_change=False,
-            target_size=plan.target_size,
-            check_rules=False,
-            storage_options=storage_options,
-        )
-        written.append(adds)
+    stagings: list[Staging] = []
+    try:
+        with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+            if supports_native(snapshot):
+                adds = _rewrite_native(spark, table, snapshot, plan, stagings, storage_options)
+            else:
+                adds = _rewrite_python(spark, table, snapshot, plan, storage_options)
+    except BaseException:
+        for staging in stagings:  # files of jobs that succeeded before the failure
+            discard_staging(spark, table, staging)
+        raise
     try:
         txn.remove_files(removed, data_change=False)
         txn.add_files(adds)
         result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
         discard(table, adds)
+        for staging in stagings:
+            discard_staging(spark, table, staging)
         raise
     metrics.update(
         version=result.version,
@@ -192,6 +203,184 @@ def optimize(
         spark_seconds=round(tracker.summary.seconds, 3),
     )
     return metrics_table(metrics, OPTIMIZE_METRICS)
+
+
+def _live_rows(snapshot: Snapshot, files: pa.Table) -> np.ndarray:
+    """Rows of each file its deletion vector keeps."""
+    from deltaexplore.core.operations._common import row_counts
+
+    counts = row_counts(snapshot, files)
+    dv = files.column("deletionVector").combine_chunks()
+    if len(dv) and dv.null_count < len(dv):
+        card = pc.fill_null(pc.if_else(pc.is_valid(dv), dv.field("cardinality"), pa.scalar(0, pa.int64())), 0)
+        counts = counts - card.to_numpy(zero_copy_only=False).astype(np.int64)
+    return counts
+
+
+def _materialized_fields(snapshot: Snapshot) -> list[StructField]:
+    """The materialized row id / row commit version columns rewritten rows carry (row tracking)."""
+    config = snapshot.config
+    if not config.row_tracking_enabled:
+        return []
+    names = (config.materialized_row_id_column, config.materialized_row_commit_version_column)
+    if not all(names):
+        return []  # as the core's optimize: nothing to keep them in
+    return [StructField(str(n), PrimitiveType("long"), True, {}) for n in names]
+
+
+def _row_tracking_columns(tracked: list[StructField], base: Column, commit_version: Column) -> list[Column]:
+    """Stable row ids and commit versions: the materialized value, else the file's
+    ``baseRowId + row index`` / ``defaultRowCommitVersion`` (what readers compute)."""
+    from pyspark.sql import functions as F
+
+    if not tracked:
+        return []
+    id_col, cv_col = (f.name for f in tracked)
+    return [
+        F.coalesce(F.col(f"`{id_col}`"), base + F.col(ROW_COL)).alias(id_col),
+        F.coalesce(F.col(f"`{cv_col}`"), commit_version).alias(cv_col),
+    ]
+
+
+def _bin_frame(
+    session: SparkSession,
+    snapshot: Snapshot,
+    files: pa.Table,
+    fields: list[StructField],
+    tracked: list[StructField],
+    mode: str,
+    storage_options: dict[str, Any] | None,
+) -> DataFrame:
+    """The live rows of one bin as the data files store them, in one partition."""
+    from pyspark.sql import functions as F
+
+    rows = scan_files(session, snapshot, files, fields + tracked, with_ids=bool(tracked), storage_options=storage_options)
+    kept: list[Column] = []
+    if tracked:
+
+        def per_file(name: str) -> Column:
+            values = F.array(*[F.lit(v).cast("long") for v in files.column(name).to_pylist()])
+            return values[F.col(FILE_COL)]
+
+        kept = _row_tracking_columns(tracked, per_file("baseRowId"), per_file("defaultRowCommitVersion"))
+    return rows.select(*physical_columns(fields, mode), *kept).coalesce(1)
+
+
+def _rewrite_native(
+    spark: SparkSession,
+    table: Table,
+    snapshot: Snapshot,
+    plan: OptimizePlan,
+    stagings: list[Staging],
+    storage_options: dict[str, Any] | None,
+) -> pa.Table:
+    """The bins' rows written by Spark's parquet writer; the add actions (nothing committed).
+
+    Bin-packing: one union of per-bin scans, each coalesced to one task (no shuffle), so task
+    *i* writes bin *i*. Z-order: rows are range-partitioned and sorted by (bin, key) and each
+    bin goes to its own directory (``partitionBy``). Staging directories go to `stagings` as
+    they are created, for the caller to delete if the commit fails.
+    """
+    from functools import reduce
+    from urllib.parse import quote
+
+    from pyspark.sql import functions as F
+
+    from deltaexplore.errors import SparkError
+
+    session = write_session(spark)
+    fields = data_fields(snapshot)
+    mode = snapshot.column_mapping_mode
+    tracked = _materialized_fields(snapshot)
+    removed = plan.files
+    live = _live_rows(snapshot, removed)
+    bin_sizes = [b.num_rows for b in plan.bins]
+    starts = np.concatenate([[0], np.cumsum(bin_sizes)])
+    expected = [int(live[starts[b] : starts[b + 1]].sum()) for b in range(len(plan.bins))]
+    in_bytes = int(pc.sum(removed.column("size")).as_py() or 0)
+    total = int(live.sum())
+    per_file = max(1, int(FILE_SLACK * plan.target_size * max(total, 1) / max(in_bytes, 1)))
+    written: list[NativeFile] = []
+    if plan.zorder_by:
+        bin_col = "dxbin"
+        while bin_col in {f.physical_name.lower() if mode != "none" else f.name.lower() for f in fields}:
+            bin_col += "_"
+        wanted = fields + [f for f in snapshot.schema.fields if f.name in plan.zorder_by and f not in fields] + tracked
+        rows = scan_files(session, snapshot, removed, wanted, with_ids=True, storage_options=storage_options)
+        bin_of = pa.array([b for b, n in enumerate(bin_sizes) for _ in range(n)], pa.int32())
+        ids = pa.table(
+            {
+                FILE_COL: pa.array(range(removed.num_rows), pa.int32()),
+                "__dx_bin": bin_of,
+                "__dx_base": removed.column("baseRowId"),
+                "__dx_cv": removed.column("defaultRowCommitVersion"),
+            }
+        )
+        rows = rows.join(F.broadcast(session.createDataFrame(ids)), on=FILE_COL)
+        rows = rows.withColumn("__dx_z", zorder_key(rows, plan.zorder_by, total=total))
+        tasks = max(len(plan.bins), -(-in_bytes // plan.target_size))
+        rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
+        kept = _row_tracking_columns(tracked, F.col("__dx_base"), F.col("__dx_cv"))
+        out = rows.select(*physical_columns(fields, mode), *kept, F.col("__dx_bin").alias(bin_col))
+        staging, files = write_native(
+            session, out, table, partition_by=bin_col, groups=range(len(plan.bins)), max_records_per_file=per_file
+        )
+        stagings.append(staging)
+        written += files
+    else:
+        for start in range(0, len(plan.bins), BINS_PER_JOB):
+            chunk = plan.bins[start : start + BINS_PER_JOB]
+            frames = [_bin_frame(session, snapshot, b, fields, tracked, mode, storage_options) for b in chunk]
+            out = reduce(lambda a, b: a.union(b), frames)
+            staging, files = write_native(session, out, table, max_records_per_file=per_file)
+            stagings.append(staging)
+            written += [NativeFile(f.path, f.size, f.modification_time, start + f.group) for f in files]
+    first_pv = [b.column("partitionValues")[0].as_py() for b in plan.bins]
+    adds = native_adds(snapshot, written, [first_pv[f.group] for f in written], data_change=False)
+    # Every bin's rows must be in its new files (a wrong task-to-bin mapping or a lost row fails here).
+    group_of = {quote(f.path, safe="/="): f.group for f in written}
+    got = [0] * len(plan.bins)
+    for path, stats in zip(adds.column("path").to_pylist(), adds.column("stats").to_pylist()):
+        got[group_of[path]] += int(json.loads(stats)["numRecords"])
+    if got != expected:
+        bad = next(b for b in range(len(got)) if got[b] != expected[b])
+        raise SparkError(
+            f"OPTIMIZE wrote {got[bad]} rows for bin {bad}, expected {expected[bad]}: nothing committed", path=table.uri
+        )
+    return adds
+
+
+def _rewrite_python(
+    spark: SparkSession, table: Table, snapshot: Snapshot, plan: OptimizePlan, storage_options: dict[str, Any] | None
+) -> pa.Table:
+    """The bins' rows written by Python tasks (`writer.write_files`); the add actions."""
+    from pyspark.sql import functions as F
+
+    removed = plan.files
+    schema = snapshot.schema
+    bin_of = pa.array([b for b, files in enumerate(plan.bins) for _ in range(files.num_rows)], pa.int32())
+    rows = scan_files(spark, snapshot, removed, list(schema.fields), with_ids=True, storage_options=storage_options)
+    bins = spark.createDataFrame(pa.table({FILE_COL: pa.array(range(removed.num_rows), pa.int32()), "__dx_bin": bin_of}))
+    rows = rows.join(F.broadcast(bins), on=FILE_COL)
+    in_bytes = int(pc.sum(removed.column("size")).as_py() or 0)
+    tasks = max(len(plan.bins), -(-in_bytes // plan.target_size))
+    names = [F.col(f"`{n}`") for n in schema.names]
+    if plan.zorder_by:
+        rows = rows.withColumn("__dx_z", zorder_key(rows, plan.zorder_by))
+        rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
+    else:
+        rows = rows.repartition(len(plan.bins), "__dx_bin")
+    return write_files(
+        spark,
+        rows.select(*names),
+        table,
+        snapshot.metadata,
+        snapshot.protocol,
+        data_change=False,
+        target_size=plan.target_size,
+        check_rules=False,
+        storage_options=storage_options,
+    )
 
 
 def purge_deletion_vectors(
