@@ -2,22 +2,25 @@
 
 `layout(column)` needs three values per file from stats strings like
 ``{"numRecords":5,"minValues":{"a":1,"id":7},"maxValues":{...},"nullCount":{...}}``. Parsing the
-whole documents (the core's `stats_for_adds`) costs a full JSON pass over every column. Here
-the values are located by substring search (`pyarrow.compute.find_substring_regex`: RE2 skips
-ahead with memchr, so each search starts from a rare byte of the needle and checks the skipped
-prefix in place) on *views*: a string array whose even elements start where the previous search
-stopped and whose odd elements (the skipped prefixes) are null, so no byte is scanned twice and
-no string data is copied. Chunks are searched by a thread pool. Per file:
+whole documents (the core's `stats_for_adds`) costs a full JSON pass over every column. Here the
+snapshot's own `add.stats` arrays are searched in place (handed to polars without copying the
+text), per chunk:
 
-1. the `"minValues":{`, `"maxValues":{` and `"nullCount":{` headers, each searched from the
-   previous one;
-2. the key `"<physical name>":` inside each object (accepted only before the next header);
-3. the value after it, read with an anchored regex and cast to the column type.
+1. every occurrence of the key ``"<physical name>":`` — polars `str.find_many` (Rust
+   `memchr::memmem`, SIMD, one pass), and the ``"minValues":{``, ``"maxValues":{`` and
+   ``"nullCount":{`` headers (`str.find`, literal);
+2. each occurrence belongs to the object whose header is the nearest before it (any order);
+3. the value after the key is delimited in a fixed-width byte window gathered with numpy (a
+   quoted string to its closing quote, anything else to the next ``,`` ``}`` ``]`` or space) and
+   converted with Arrow casts (timestamps and dates with the core's own conversion).
 
-In valid JSON an unescaped `"name":` can only be a key, and the fast path is used only for
-top-level columns whose physical name is unique in the whole schema, so a match is the
-column's. Files where any step fails (other key order, escapes in strings, values that do not
-cast) are parsed by the core, and so are `stats_parsed`-only checkpoints.
+In valid JSON an unescaped ``"name":`` can only be a key, and the fast path is used only for
+columns whose physical leaf name is unique in the whole schema, is not a reserved stats key and
+needs no JSON escaping, so every occurrence is this column's (nested columns included: the leaf
+key sits inside its parents' objects). Files where any step is unsure (a key outside the three
+objects or twice in one, headers written another way, escapes in a string, values that do not
+cast) are parsed by the core, so the result always equals `Snapshot.file_stats`. Checkpoint rows
+with `stats_parsed` are read from the struct (no text at all).
 """
 
 from __future__ import annotations
@@ -38,9 +41,18 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.stats import StatsColumn
 
-__all__ = ["column_bounds"]
+__all__ = ["column_bounds", "num_records"]
 
 _RESERVED = {"numRecords", "minValues", "maxValues", "nullCount", "tightBounds"}
+_HEADERS = ('"minValues":{', '"maxValues":{', '"nullCount":{')
+_BARE_HEADERS = ('"minValues"', '"maxValues"', '"nullCount"')
+_MAX_WIDTH = 1 << 16
+#: a failing cast is bisected down to pieces of this many values, which then go to the core
+_MIN_PIECE = 64
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_LEAD = b'{"numRecords":'
+#: above this many files the chunks of the stats column are read by a thread pool
+PARALLEL_ROWS = 100_000
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
@@ -56,257 +68,288 @@ def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
     return out
 
 
-def _view(strings: pa.LargeStringArray, starts: np.ndarray, stops: np.ndarray | None = None) -> pa.LargeStringArray:
-    """Element i of the result is bytes `starts[i]:stops[i]` of element i of `strings` (to its
-    end when `stops` is None; null where `starts[i] < 0`), on the same data buffer: 2n offsets
-    whose odd elements (what lies between two views) are null, so kernels never scan them."""
+# -- bytes of an Arrow string array ------------------------------------------------------------
+
+
+def _buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 offsets of the n strings, uint8 data buffer) of a string / large_string array."""
     n = len(strings)
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset : strings.offset + n + 1]
-    begin, end = offsets[:-1], offsets[1:]
-    ok = starts >= 0
-    s = np.where(ok, begin + np.maximum(starts, 0), end)
-    e = end if stops is None else np.where(ok, np.minimum(begin + np.maximum(stops, 0), end), end)
-    e = np.maximum(e, s)
-    pairs = np.empty(2 * n + 1, dtype=np.int64)
-    pairs[0 : 2 * n : 2] = s
-    pairs[1 : 2 * n : 2] = e
-    pairs[2 * n] = end[-1] if n else 0
-    valid = np.zeros(2 * n, dtype=bool)
-    valid[0::2] = ok
-    mask = pa.array(valid).buffers()[1]
-    return pa.LargeStringArray.from_buffers(2 * n, pa.py_buffer(pairs), strings.buffers()[2], mask)
+    wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
+    raw = np.frombuffer(strings.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets = raw[strings.offset : strings.offset + n + 1].astype(np.int64)
+    buf = strings.buffers()[2]
+    data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
+    return offsets, data
 
 
-def _bytes_at(strings: pa.LargeStringArray, pos: np.ndarray) -> np.ndarray:
-    """The byte at `pos[i]` of element i (0 where pos < 0)."""
-    n = len(strings)
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset : strings.offset + n + 1]
-    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)
-    ok = (pos >= 0) & (offsets[:-1] + pos < offsets[1:])
-    out = np.zeros(n, dtype=np.uint8)
-    out[ok] = data[offsets[:-1][ok] + pos[ok]]
-    return out
+def _windows(data: np.ndarray, starts: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray]:
+    """`words` aligned 8-byte words of `data` from the one holding each start ((m, words)
+    uint64), and the offset of the start in its first word (0-7)."""
+    shift = starts & 7
+    m = len(starts)
+    if not m:
+        return np.zeros((0, words), dtype=np.uint64), shift
+    first = starts >> 3
+    n_words = len(data) // 8
+    aligned = data.ctypes.data % 8 == 0 and n_words > 0
+    table = data[: n_words * 8].view(np.uint64) if aligned else np.zeros(0, dtype=np.uint64)
+    last = int(first.max()) + words
+    if not aligned or last > n_words:
+        # the tail (or an unaligned buffer): a padded copy of the words the windows need
+        lo = int(first.min())
+        raw = np.zeros((last - lo) * 8, dtype=np.uint8)
+        piece = data[lo * 8 : last * 8]
+        raw[: len(piece)] = piece
+        table, first = raw.view(np.uint64), first - lo
+    return np.take(table, first[:, None] + np.arange(words)), shift
 
 
-def _even(values: pa.Array) -> np.ndarray:
-    """Every other element of an integer result computed on a `_view` (the real rows), read
-    straight from the data buffer; null slots (rows with no view) hold anything and are masked
-    by the callers, which test `starts >= 0`."""
-    width = values.type.bit_width // 8
-    raw = np.frombuffer(values.buffers()[1], dtype=np.int64 if width == 8 else np.int32)[
-        values.offset : values.offset + len(values)
-    ]
-    return raw[0::2].astype(np.int64)
+_LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)], dtype=np.uint64)
+_NEUTRAL = np.uint64(0x4141414141414141)  # "AAAAAAAA": no delimiter, quote or backslash
 
 
-def _regex_literal(text: str) -> str:
-    return "".join("\\" + c if c in _RE2_SPECIAL else c for c in text)
+def _spans(
+    data: np.ndarray, starts: np.ndarray, limits: np.ndarray, words: int = 3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The JSON value at each absolute byte position (`starts`, within strings ending at `limits`).
 
-
-_RE2_SPECIAL = set("\\.^$|?*+()[]{}")
-#: a skipped prefix that does not match is retried this many times before giving up (the
-#: document then goes to the core's parser)
-_MAX_RETRIES = 4
-#: above this many files the chunks of the stats column are searched by a thread pool
-PARALLEL_ROWS = 100_000
-_SEARCH = pc.find_substring_regex
-
-
-def _find(
-    strings: pa.LargeStringArray, starts: np.ndarray, needle: str, *, skip: int = 0, stops: np.ndarray | None = None
-) -> np.ndarray:
-    """Byte position (from the string start) of `needle` at or after `starts`, -1 if absent.
-
-    The search goes through RE2 (`find_substring_regex`), which skips ahead with memchr on the
-    pattern's first byte: `skip` leaves out that many leading bytes of `needle` so the search
-    starts on a rare one (`Count":{` rather than `"nullCount":{`); those bytes are then checked
-    in place, and a match whose prefix differs counts as not found."""
-    pattern = _regex_literal(needle[skip:])
-    prefix = needle[:skip].encode()
-    result = np.full(len(starts), -1, dtype=np.int64)
-    todo = starts.copy()
-    for _ in range(_MAX_RETRIES):
-        found = _even(_SEARCH(_view(strings, todo, stops), pattern))
-        pos = np.where((todo >= 0) & (found >= 0), todo + found - skip, -1)
-        ok = pos >= 0
-        for i, byte in enumerate(prefix):
-            ok &= _bytes_at(strings, np.where(ok, pos + i, -1)) == byte
-        result = np.where(ok, pos, result)
-        # a match whose skipped prefix differs: search again just after it
-        retry = (pos >= 0) & ~ok
-        if not retry.any():
+    Returns (first byte, length, quoted, unsure): a quoted string spans to its closing quote
+    (first byte and length of its content; escapes are checked by the caller), anything else
+    to the next `,` `}` `]` or whitespace. `unsure` marks values without an end in the string."""
+    m = len(starts)
+    first = starts.copy()
+    length = np.zeros(m, dtype=np.int64)
+    quoted = np.zeros(m, dtype=bool)
+    unsure = starts >= limits
+    todo = np.flatnonzero(~unsure)
+    while len(todo):
+        s = starts[todo]
+        room = limits[todo] - s
+        w, shift = _windows(data, s, words)
+        low = _LOW[shift]
+        head = w[:, 0]
+        q = ((head >> (shift.astype(np.uint64) * np.uint64(8))) & np.uint64(0xFF)) == _QUOTE
+        # bytes before the start become neutral; a quote that opens a string is not its end
+        w[:, 0] = (head & ~low) | (_NEUTRAL & low)
+        win = w.view(np.uint8)
+        stop = (win == ord(",")) | (win == ord("}")) | (win == ord("]")) | (win <= ord(" "))
+        if q.any():
+            close = win == _QUOTE
+            close[q, shift[q]] = False
+            stop = np.where(q[:, None], close, stop)
+        end = stop.argmax(axis=1)
+        hit = stop[np.arange(len(todo)), end]
+        end -= shift
+        done = hit & (end < room)
+        rows = todo[done]
+        qd = q[done]
+        quoted[rows] = qd
+        first[rows] = s[done] + qd
+        length[rows] = end[done] - qd
+        more = ~hit & (room > 8 * words - shift)
+        unsure[todo[~done & ~more]] = True
+        todo = todo[more]
+        words *= 8
+        if 8 * words > _MAX_WIDTH:
+            unsure[todo] = True
             break
-        todo = np.where(retry, pos + skip + 1, -1)
-    return result
+    return first, length, quoted, unsure
 
 
-_WINDOW = 40
+def _view(data_buffer: pa.Buffer | None, first: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """The byte ranges [first, first + length) of `data_buffer` (in increasing order) as a
+    zero-copy string array of 2m elements: range i is element 2i (null where not `valid`),
+    element 2i + 1 is the null gap up to the next range."""
+    m = len(first)
+    pairs = np.empty(2 * m + 1, dtype=np.int64)
+    pairs[0 : 2 * m : 2] = first
+    pairs[1 : 2 * m : 2] = first + length
+    pairs[2 * m] = first[-1] + length[-1] if m else 0
+    pairs = np.maximum.accumulate(pairs)  # gaps never negative (null rows keep any position)
+    mask = np.zeros(2 * m, dtype=bool)
+    mask[0::2] = valid
+    bitmap = pa.py_buffer(np.packbits(mask, bitorder="little"))
+    data = data_buffer if data_buffer is not None else pa.py_buffer(b"")
+    return pa.LargeStringArray.from_buffers(2 * m, pa.py_buffer(pairs), data, bitmap)
 
 
-def _values(strings: pa.LargeStringArray, starts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """The JSON value text starting at `starts` (null where starts < 0): a quoted string up to
-    its closing quote, else up to the next `,` `}` or `]`; and the rows to re-read (escapes).
-    Delimiters are looked for in a window of bytes gathered with numpy; values longer than the
-    window fall back to `find_substring`."""
-    n = len(strings)
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset : strings.offset + n + 1]
-    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)
-    ok = starts >= 0
-    absolute = offsets[:-1] + np.maximum(starts, 0)
-    limit = offsets[1:]
-    first = np.full(n, -1, dtype=np.int64)
-    escaped = np.zeros(n, dtype=bool)
-    quoted = np.zeros(n, dtype=bool)
-    last = max(len(data) - 1, 0)
-    active = np.flatnonzero(ok & (absolute < limit)) if len(data) else np.zeros(0, np.int64)
-    if len(active):
-        quoted[active] = data[absolute[active]] == ord('"')
-        prev = data[absolute[active]]
-        for k in range(_WINDOW):
-            pos = absolute[active] + k
-            inside = pos < limit[active]
-            b = np.where(inside, data[np.minimum(pos, last)], 0)
-            q = quoted[active]
-            if k == 0:
-                hit = inside & ~q & ((b == ord(",")) | (b == ord("}")) | (b == ord("]")))
-            else:
-                hit = inside & np.where(q, b == ord('"'), (b == ord(",")) | (b == ord("}")) | (b == ord("]")))
-                escaped[active[hit & q & (prev == ord("\\"))]] = True
-            first[active[hit]] = k
-            keep = ~hit & inside
-            active, prev = active[keep], b[keep]
-            if not len(active):
-                break
-    has = first >= 0
-    stop = np.where(has, starts + first + np.where(quoted, 1, 0), -1)
-    long = ok & ~has
-    if long.any():  # rare: values longer than the window
-        plain = long & ~quoted
-        comma = _find(strings, np.where(plain, starts, -1), ",")
-        brace = _find(strings, np.where(plain, starts, -1), "}")
-        s_plain = np.where(comma < 0, brace, np.where(brace < 0, comma, np.minimum(comma, brace)))
-        close = _find(strings, np.where(long & quoted, starts + 1, -1), '"')
-        s_long = np.where(quoted, np.where(close >= 0, close + 1, -1), s_plain)
-        escaped |= long & quoted & (close > 0) & (_bytes_at(strings, close - 1) == ord("\\"))
-        stop = np.where(long, s_long, stop)
-    good = ok & (stop >= 0)
-    view = _view(strings, np.where(good, starts, -1), stop)
-    texts = view.take(pa.array(np.arange(0, 2 * n, 2), pa.int64()))
-    return texts, escaped | (ok & (stop < 0))
+# -- values ------------------------------------------------------------------------------------
 
 
-def _convert(texts: pa.Array, col: StatsColumn) -> tuple[pa.Array, np.ndarray]:
-    """Typed values from JSON value texts, and the rows that could not be converted."""
+def _cast(texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+    """`texts` cast to `target`; a failing cast is bisected so only the pieces holding values
+    that do not cast (down to `_MIN_PIECE` values) are reported as bad (nulls there)."""
+    n = len(texts)
+    try:
+        return texts.cast(target), np.zeros(n, dtype=bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if n <= _MIN_PIECE:
+            return pa.nulls(n, target), np.asarray(texts.is_valid())
+    half = n // 2
+    a, bad_a = _cast(texts.slice(0, half), target)
+    b, bad_b = _cast(texts.slice(half), target)
+    return pa.concat_arrays([a, b]), np.concatenate([bad_a, bad_b])
+
+
+def _typed(
+    data_buffer: pa.Buffer | None, data: np.ndarray, spans: tuple[np.ndarray, ...], found: np.ndarray, col: StatsColumn | None
+) -> tuple[pa.Array, np.ndarray]:
+    """Values of `col` (None: a count, int64) from the spans of the rows in `found`; and the
+    rows to re-read with the core."""
     from deltaexplore.core.stats import _to_type
 
-    n = len(texts)
-    texts = pc.utf8_trim_whitespace(texts)
-    is_null = pc.fill_null(pc.equal(texts, "null"), False)
-    texts = pc.if_else(is_null, pa.scalar(None, pa.large_string()), texts)
-    quoted = pc.fill_null(pc.starts_with(texts, '"'), False)
-    escaped = pc.fill_null(pc.match_substring(texts, "\\"), False)
-    bad = pc.and_(quoted, escaped).to_numpy(zero_copy_only=False).astype(bool)
-    if pa.types.is_string(col.json_type) or pa.types.is_large_string(col.json_type):
-        inner = pc.utf8_slice_codeunits(texts, 1, -1)
-        raw = pc.if_else(quoted, inner, pa.scalar(None, pa.large_string())).cast(pa.string())
-        bad |= pc.and_(pc.is_valid(texts), pc.invert(quoted)).to_numpy(zero_copy_only=False).astype(bool)
+    first, length, quoted, unsure = spans
+    n = len(first)
+    lead = data[np.minimum(first, max(len(data) - 1, 0))] if len(data) else np.zeros(n, np.uint8)
+    is_null = found & ~quoted & (length == 4) & (lead == ord("n"))
+    text = col is not None and (pa.types.is_string(col.json_type) or pa.types.is_large_string(col.json_type))
+    bad = found & unsure
+    bad |= found & ~is_null & (quoted != text)  # strings quoted, everything else not
+    valid = found & ~is_null & ~bad
+    texts = _view(data_buffer, first, length, valid).take(pa.array(np.arange(0, 2 * n, 2), pa.int64()))
+    if text:
+        assert col is not None
+        bad |= pc.fill_null(pc.match_substring(texts, "\\"), False).to_numpy(zero_copy_only=False)  # escapes: the core
+        raw = pc.if_else(pa.array(bad), pa.scalar(None, pa.large_string()), texts).cast(pa.string())
     else:
-        raw = pc.if_else(quoted, pa.scalar(None, pa.large_string()), texts)
-        bad |= quoted.to_numpy(zero_copy_only=False).astype(bool)
-        try:
-            raw = raw.cast(col.json_type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return pa.nulls(n, col.arrow_type), np.ones(n, dtype=bool)
+        raw, failed = _cast(texts, pa.int64() if col is None else col.json_type)
+        bad |= failed
+    if col is None:
+        return raw, bad
     typed = _to_type(raw, col, n)
     lost = pc.and_(pc.is_valid(raw), pc.is_null(typed)).to_numpy(zero_copy_only=False).astype(bool)
     return typed, bad | lost
 
 
-def _chunk_bounds(stats: pa.LargeStringArray, needle: str, col: StatsColumn) -> tuple[pa.Array, pa.Array, pa.Array, np.ndarray]:
-    """min, max, null_count texts converted, and the rows to re-read, for one chunk of stats."""
+def _match_at(data: np.ndarray, positions: np.ndarray, ok: np.ndarray, pattern: bytes) -> np.ndarray:
+    """Where `ok`: whether the bytes of `data` at `positions` are `pattern` (compared as words)."""
+    words = (len(pattern) + 7 + 7) // 8
+    w, shift = _windows(data, np.where(ok, positions, 0), words)
+    expected = np.zeros((8, 8 * words), dtype=np.uint8)
+    mask = np.zeros((8, 8 * words), dtype=np.uint8)
+    for k in range(8):
+        expected[k, k : k + len(pattern)] = np.frombuffer(pattern, dtype=np.uint8)
+        mask[k, k : k + len(pattern)] = 0xFF
+    expected_w, mask_w = expected.view(np.uint64), mask.view(np.uint64)
+    return ok & ((w & mask_w[shift]) == expected_w[shift]).all(axis=1)
+
+
+def _attribute(headers: np.ndarray, row: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(object kind 0-2, inside an object) of each key occurrence: the header nearest before
+    it. `headers` is (n, 3) byte positions (-1: absent) of minValues, maxValues, nullCount."""
+    hmin, hmax, hnul = headers[:, 0], headers[:, 1], headers[:, 2]
+    usual = ((hmin >= 0) & (hmax > hmin) & (hnul > hmax))[row]
+    kind = (positions > hmax[row]).astype(np.int64) + (positions > hnul[row])
+    inside = positions > hmin[row]
+    other = np.flatnonzero(~usual)
+    if len(other):  # another order or missing headers
+        h = headers[row[other]]
+        before = np.where((h >= 0) & (h < positions[other, None]), h, -1)
+        kind[other] = before.argmax(axis=1)
+        inside[other] = before.max(axis=1) >= 0
+    return kind, inside
+
+
+def _chunk_bounds(stats: pa.Array, needle: str, col: StatsColumn) -> tuple[pa.Array, ...]:
+    """min, max, null count and numRecords of one chunk of stats strings, and the rows whose
+    bounds (then numRecords) must be re-read by the core."""
+    import polars as pl
+
     n = len(stats)
-    zero = np.zeros(n, dtype=np.int64)
-    # usual order first (each header searched from the previous one: one pass), then the rows
-    # where a header was not found that way are searched from the start (any order)
-    names = ('"minValues":{', '"maxValues":{', '"nullCount":{')
-    skips = (4, 4, 5)  # search from `Values":{` / `Count":{`: uppercase letters are rare in stats
-    headers = []
-    prev = zero
-    for h, k in zip(names, skips):
-        found = _find(stats, prev, h, skip=k)
-        headers.append(found)
-        # the next header starts after this one (no need to match this one's own text again)
-        prev = np.where(found >= 0, found + len(h), prev)
-    for i, h in enumerate(names):
-        missing = headers[i] < 0
-        if missing.any():
-            headers[i] = np.where(missing, _find(stats, np.where(missing, 0, -1), h, skip=skips[i]), headers[i])
+    offsets, data = _buffers(stats)
+    buffer = stats.buffers()[2]
+    starts, limits = offsets[:-1], offsets[1:]
+    has = np.asarray(stats.is_valid()) if stats.null_count else np.ones(n, dtype=bool)
+    # numRecords first (writers put it there), then `,"minValues":{` right after it
+    lead = _match_at(data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
+    spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
+    records, bad_records = _typed(buffer, data, spans, lead, None)
+    after = spans[0] + spans[1]
+    hmin_ok = _match_at(data, after, lead & ~bad_records, b"," + _HEADERS[0].encode())
+    series = pl.from_arrow(stats)
+    assert isinstance(series, pl.Series)
+    found = pl.DataFrame({"s": series}).select(
+        pl.col("s").str.find_many([needle]).alias("key"),
+        *(pl.col("s").str.find(h, literal=True).cast(pl.Int64).fill_null(-1).alias(h) for h in _HEADERS[1:]),
+    )
+    headers = np.empty((n, 3), dtype=np.int64)
+    headers[:, 0] = np.where(hmin_ok, after + 1 - starts, -1)
+    headers[:, 1] = found.get_column(_HEADERS[1]).to_numpy()
+    headers[:, 2] = found.get_column(_HEADERS[2]).to_numpy()
+    rest = np.flatnonzero(has & ~hmin_ok)
+    if len(rest):
+        sub = series.gather(rest).str.find(_HEADERS[0], literal=True).cast(pl.Int64).fill_null(-1)
+        headers[rest, 0] = sub.to_numpy()
+    redo = np.zeros(n, dtype=bool)
     # a header written another way (`"minValues": {`): the core parses those documents
-    odd_header = np.zeros(n, dtype=bool)
-    for pos, bare in zip(headers, ('"minValues"', '"maxValues"', '"nullCount"')):
-        odd_header |= _find(stats, np.where(pos < 0, 0, -1), bare) >= 0
-    length = np.diff(np.frombuffer(stats.buffers()[1], dtype=np.int64)[stats.offset : stats.offset + n + 1])
-    keys = []
-    for i, hdr in enumerate(headers):
-        # the object runs to the next header after it (any order), else to the end
-        bound = length.copy()
-        for j, other in enumerate(headers):
-            if j != i:
-                bound = np.where((other > hdr) & (other < bound), other, bound)
-        found = _find_in(stats, hdr, bound, needle)
-        keys.append(found)
-    skip = len(needle.encode())
-    k_min, k_max, k_null = keys
-    min_texts, esc_min = _values(stats, np.where(k_min >= 0, k_min + skip, -1))
-    max_texts, esc_max = _values(stats, np.where(k_max >= 0, k_max + skip, -1))
-    null_texts, _ = _values(stats, np.where(k_null >= 0, k_null + skip, -1))
-    mins, bad_min = _convert(min_texts, col)
-    maxs, bad_max = _convert(max_texts, col)
-    try:
-        nulls = pc.utf8_trim_whitespace(null_texts).cast(pa.int64())
-        bad_null = np.zeros(n, dtype=bool)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        nulls, bad_null = pa.nulls(n, pa.int64()), np.ones(n, dtype=bool)
-    has_stats = pc.is_valid(stats).to_numpy(zero_copy_only=False).astype(bool)
-    # the key is in the document but in no object we recognised (pretty-printed JSON, ...)
-    none_found = (k_min < 0) & (k_max < 0) & (k_null < 0)
-    lost_key = none_found & (_find(stats, np.where(none_found, 0, -1), needle, skip=1) >= 0)
-    redo = bad_min | bad_max | esc_min | esc_max | bad_null | lost_key | odd_header
-    return mins, maxs, nulls, redo | ~has_stats
+    for i, bare in enumerate(_BARE_HEADERS):
+        missing = np.flatnonzero(has & (headers[:, i] < 0))
+        if len(missing):
+            other = series.gather(missing).str.contains(bare, literal=True).fill_null(False).to_numpy()
+            redo[missing[other]] = True
+    # every occurrence of the key, in the object whose header is the nearest before it
+    occurrences = found.get_column("key").to_arrow()
+    if isinstance(occurrences, pa.ChunkedArray):
+        occurrences = occurrences.combine_chunks()
+    list_offsets = np.asarray(occurrences.offsets).astype(np.int64)
+    positions = np.asarray(occurrences.values)[list_offsets[0] : list_offsets[-1]].astype(np.int64)
+    row = np.repeat(np.arange(n), np.diff(list_offsets))
+    kind, inside = _attribute(headers, row, positions)
+    redo[row[~inside]] = True  # a key outside the three objects
+    twice = (row[1:] == row[:-1]) & (kind[1:] == kind[:-1])
+    redo[row[1:][twice]] = True  # twice in one object
+    # values, kind-major: all mins, all maxes, all null counts
+    slot = (kind * n + row)[inside]
+    at = np.zeros(3 * n, dtype=bool)
+    at[slot] = True
+    value_at = np.tile(limits, 3)
+    value_at[slot] = starts[row[inside]] + positions[inside] + len(needle.encode())
+    ends = np.tile(limits, 3)
+    # windows of 24 bytes hold numbers; strings (timestamps: 26 bytes with quotes) get 48
+    spans = _spans(data, value_at, ends, 6 if pa.types.is_string(col.json_type) else 3)
+    out = []
+    for k in range(3):  # one kind at a time: byte positions increase with the row
+        part = slice(k * n, (k + 1) * n)
+        values, bad = _typed(buffer, data, tuple(a[part] for a in spans), at[part], col if k < 2 else None)
+        out.append(values)
+        redo |= bad
+    redo_records = (has & (~lead | bad_records | pc.is_null(records).to_numpy(zero_copy_only=False))) | ~has
+    return out[0], out[1], out[2], records, redo & has, redo_records
 
 
-def _find_in(strings: pa.LargeStringArray, starts: np.ndarray, stops: np.ndarray, needle: str) -> np.ndarray:
-    """Position of `needle` within bytes [starts, stops) of each element, -1 if absent."""
-    return _find(strings, starts, needle, skip=1, stops=stops)
+def _needle(key: str) -> str | None:
+    """`"key":` as written in the stats JSON, or None when the key would need escaping."""
+    if key in _RESERVED or not key.isascii() or not key.isprintable() or '"' in key or "\\" in key:
+        return None
+    return json.dumps(key) + ":"
 
 
 def column_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn) -> dict[str, pa.Array] | None:
     """`min`, `max` (column type) and `null_count` of `col` per add, or None when the fast path
-    does not apply to this column (nested, ambiguous name); rows it cannot read are parsed by
-    the core's `stats_for_adds`."""
-    if len(col.physical) != 1:
-        return None
-    key = col.physical[0]
+    does not apply to this column (leaf name not unique in the schema, reserved, or needing JSON
+    escapes); rows it cannot read are parsed by the core's `stats_for_adds`."""
+    key = col.physical[-1]
+    needle = _needle(key)
     names = _all_physical_names(snap.schema, snap.column_mapping_mode, [])
-    if names.count(key) != 1 or key in _RESERVED:
+    if needle is None or names.count(key) != 1:
         return None
     if "stats_parsed" in adds.column_names:
-        return _with_parsed(snap, adds, col, key)
-    return _json_bounds(snap, adds, col, key)
+        return _with_parsed(snap, adds, col, needle)
+    return _json_bounds(snap, adds, col, needle)
 
 
-def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> dict[str, pa.Array] | None:
+def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) -> dict[str, pa.Array] | None:
     """Checkpoint rows with `stats_parsed` give typed bounds directly (a struct field read, no
     text); the other rows (JSON commits) go through the text search."""
     from deltaexplore.core.stats import _from_parsed
 
     parsed = combined(adds.column("stats_parsed"))
     if not pa.types.is_struct(parsed.type):
-        return _json_bounds(snap, adds.drop_columns(["stats_parsed"]), col, key)
+        return _json_bounds(snap, adds.drop_columns(["stats_parsed"]), col, needle)
     typed = _from_parsed(parsed, [col])
     use = pc.is_valid(parsed).to_numpy(zero_copy_only=False).astype(bool)
     if not use.any():
-        return _json_bounds(snap, adds.drop_columns(["stats_parsed"]), col, key)
+        return _json_bounds(snap, adds.drop_columns(["stats_parsed"]), col, needle)
     out = {
         "min": typed[f"min.{col.name}"].cast(col.arrow_type),
         "max": typed[f"max.{col.name}"].cast(col.arrow_type),
@@ -314,8 +357,7 @@ def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> 
     }
     rest = np.flatnonzero(~use)
     if len(rest):
-        sub = _json_bounds(snap, adds.take(pa.array(rest, pa.int64())).drop_columns(["stats_parsed"]), col, key)
-        assert sub is not None
+        sub = _json_bounds(snap, adds.take(pa.array(rest, pa.int64())).drop_columns(["stats_parsed"]), col, needle)
         index = np.full(len(use), -1, dtype=np.int64)
         index[rest] = np.arange(len(rest))
         take = pa.array(index, mask=index < 0)
@@ -324,38 +366,76 @@ def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> 
     return out
 
 
-def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, key: str) -> dict[str, pa.Array] | None:
-    needle = json.dumps(key) + ":"
-    column = adds.column("stats")
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    work = [c.cast(pa.large_string()) for c in chunks if len(c)]
-    workers = min(len(work), os.cpu_count() or 1)
-    if workers > 1 and adds.num_rows > PARALLEL_ROWS:
-        # arrow kernels and numpy release the GIL: chunks are searched in parallel
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            pieces = list(pool.map(lambda c: _chunk_bounds(c, needle, col), work))
-    else:
-        pieces = [_chunk_bounds(c, needle, col) for c in work]
+def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) -> dict[str, pa.Array]:
     n = adds.num_rows
-    if not pieces:
-        return {"min": pa.nulls(n, col.arrow_type), "max": pa.nulls(n, col.arrow_type), "null_count": pa.nulls(n, pa.int64())}
-    mins = pa.concat_arrays([p[0] for p in pieces])
-    maxs = pa.concat_arrays([p[1] for p in pieces])
-    nulls = pa.concat_arrays([p[2] for p in pieces])
-    redo = np.concatenate([p[3] for p in pieces])
-    if "stats_parsed" not in adds.column_names:
-        has = pc.is_valid(column).to_numpy(zero_copy_only=False).astype(bool) if n else np.zeros(0, bool)
-        redo &= has  # no stats at all: nothing to parse
+    column = adds.column("stats")
+    chunks = [c for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]) if len(c)]
+    if not chunks:
+        empty = {"min": pa.nulls(n, col.arrow_type), "max": pa.nulls(n, col.arrow_type), "null_count": pa.nulls(n, pa.int64())}
+        return {**empty, "num_records": combined(_core_num_records(adds))}
+    workers = min(len(chunks), os.cpu_count() or 1, 4)
+    if workers > 1 and n > PARALLEL_ROWS:
+        # numpy, Arrow and polars (in `select`) release the GIL: chunks are read in parallel
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pieces = list(pool.map(lambda c: _chunk_bounds(c, needle, col), chunks))
+    else:
+        pieces = [_chunk_bounds(c, needle, col) for c in chunks]
+    out = {key: pa.concat_arrays([p[i] for p in pieces]) for i, key in enumerate(("min", "max", "null_count", "num_records"))}
+    redo = np.concatenate([p[4] for p in pieces])
     rows = np.flatnonzero(redo)
     if len(rows):
         from deltaexplore.core.stats import stats_for_adds
 
         sub = stats_for_adds(snap, adds.take(pa.array(rows, pa.int64())), [col.name])
-        index = np.full(n, -1, dtype=np.int64)
-        index[rows] = np.arange(len(rows))
-        take = pa.array(index, mask=index < 0)
-        mask = pa.array(redo)
-        mins = pc.if_else(mask, sub.column(f"min.{col.name}").combine_chunks().take(take), mins)
-        maxs = pc.if_else(mask, sub.column(f"max.{col.name}").combine_chunks().take(take), maxs)
-        nulls = pc.if_else(mask, sub.column(f"null_count.{col.name}").combine_chunks().cast(pa.int64()).take(take), nulls)
-    return {"min": mins, "max": maxs, "null_count": nulls}
+        fixed = {
+            "min": sub.column(f"min.{col.name}"),
+            "max": sub.column(f"max.{col.name}"),
+            "null_count": sub.column(f"null_count.{col.name}").cast(pa.int64()),
+        }
+        for key, values in fixed.items():
+            out[key] = _patch(out[key], rows, combined(values))
+    rows = np.flatnonzero(np.concatenate([p[5] for p in pieces]))
+    if len(rows):
+        out["num_records"] = _patch(out["num_records"], rows, combined(_core_num_records(adds.take(pa.array(rows, pa.int64())))))
+    return out
+
+
+def _patch(values: pa.Array, rows: np.ndarray, replacement: pa.Array) -> pa.Array:
+    """`values` with `values[rows[i]] = replacement[i]`."""
+    n = len(values)
+    index = np.full(n, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    return pc.if_else(pa.array(mask), replacement.take(pa.array(index, mask=index < 0)), values)
+
+
+def _core_num_records(adds: pa.Table) -> pa.Array | pa.ChunkedArray:
+    from deltaexplore.core.files import num_records_of
+
+    return num_records_of(adds)
+
+
+def num_records(adds: pa.Table) -> pa.Array:
+    """numRecords per add, equal to the core's `num_records_of`: read from stats strings that
+    start with ``{"numRecords":`` (one window per file), the core for the others."""
+    n = adds.num_rows
+    column = adds.column("stats")
+    chunks = [c for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]) if len(c)]
+    values, redo = [], []
+    for chunk in chunks:
+        offsets, data = _buffers(chunk)
+        has = np.asarray(chunk.is_valid()) if chunk.null_count else np.ones(len(chunk), dtype=bool)
+        starts, limits = offsets[:-1], offsets[1:]
+        lead = _match_at(data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
+        spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
+        got, bad = _typed(chunk.buffers()[2], data, spans, lead, None)
+        values.append(got)
+        redo.append((has & (~lead | bad | pc.is_null(got).to_numpy(zero_copy_only=False))) | ~has)
+    if not values:
+        return pa.nulls(n, pa.int64())
+    out = pa.concat_arrays(values)
+    rows = np.flatnonzero(np.concatenate(redo))
+    if len(rows):
+        out = _patch(out, rows, combined(_core_num_records(adds.take(pa.array(rows, pa.int64())))))
+    return out

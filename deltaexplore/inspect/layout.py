@@ -27,7 +27,7 @@ from deltaexplore.core.schema import ArrayType, MapType, StructType, leaf_paths,
 from deltaexplore.core.stats import stats_columns, stats_for_adds
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
 from deltaexplore.inspect._common import combined, conform, partition_keys, snapshot_of
-from deltaexplore.inspect.fast_stats import column_bounds
+from deltaexplore.inspect.fast_stats import column_bounds, num_records
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:
@@ -53,11 +53,11 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     if len(lo) == 0:
         return out
     length = hi - lo + 1
-    k = np.floor(np.log2(length)).astype(np.int64)
-    level = values.copy()
-    order = np.argsort(k, kind="stable")
+    k = np.floor(np.log2(length)).astype(np.int8)
+    order = np.argsort(k, kind="stable")  # radix sort on int8
     ks = k[order]
     bounds = np.searchsorted(ks, np.arange(int(ks[-1]) + 2))
+    level = values.copy()
     for j in range(int(ks[-1]) + 1):
         if j:
             step = 1 << (j - 1)
@@ -70,34 +70,72 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
 
 
 def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
-    """Per range (integer ranks, lo <= hi): overlapping ranges, depth, sort rank."""
+    """Per range [lo, hi] (any numeric keys, lo <= hi): overlapping ranges, depth, sort rank.
+
+    Two sorts (of lo and of hi); every count is then a `searchsorted` of one sorted array into
+    the other (sorted queries: linear merges, no random access). The depth D(x) only rises at a
+    range start, so a range's overlap depth is the largest D over the starts inside it."""
     n = len(lo)
     if n == 0:
         z = np.zeros(0, np.int64)
-        return {"overlapping_files": z, "overlap_depth": z, "rank": z, "depth_profile": z}
-    lo = lo.astype(np.int64)
-    hi = hi.astype(np.int64)
-    sorted_lo = np.sort(lo)
-    sorted_hi = np.sort(hi)
-    starts_after = n - np.searchsorted(sorted_lo, hi, side="right")
-    ends_before = np.searchsorted(sorted_hi, lo, side="left")
-    overlapping = n - starts_after - ends_before - 1
-    size = int(max(lo.max(), hi.max())) + 1
-    opened = np.cumsum(np.bincount(lo, minlength=size))
-    closed_before = np.cumsum(np.bincount(hi, minlength=size)) - np.bincount(hi, minlength=size)
-    depth_profile = (opened - closed_before).astype(np.int64)
-    depth = _range_max(depth_profile, lo, hi)
-    order = np.lexsort((hi, lo))
-    rank = np.empty(n, np.int64)
-    rank[order] = np.arange(n)
-    return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank, "depth_profile": depth_profile}
+        return {"overlapping_files": z, "overlap_depth": z, "rank": z}
+    order_lo = np.argsort(lo, kind="stable")
+    order_hi = np.argsort(hi, kind="stable")
+    sorted_lo, sorted_hi = lo[order_lo], hi[order_hi]
+
+    def scatter(order: np.ndarray, values: np.ndarray) -> np.ndarray:
+        out = np.empty(n, dtype=np.int64)
+        out[order] = values
+        return out
+
+    # ranges starting at or before each range's end, and ending before each range's start
+    started = scatter(order_hi, np.searchsorted(sorted_lo, sorted_hi, side="right"))
+    ended_sorted = np.searchsorted(sorted_hi, sorted_lo, side="left")
+    overlapping = started - scatter(order_lo, ended_sorted) - 1
+    # depth at each start (in lo order), then the largest over the starts within each range
+    first_lo = np.searchsorted(sorted_lo, sorted_lo, side="left")
+    depth_at = np.searchsorted(sorted_lo, sorted_lo, side="right") - ended_sorted
+    first = scatter(order_lo, first_lo)
+    depth = _range_max(depth_at, first, started - 1)
+    # rank: order by (lo, hi), ties by file order
+    if n < 2 or bool(np.all(sorted_lo[1:] != sorted_lo[:-1])):
+        order = order_lo
+    else:
+        hi_rank = scatter(order_hi, np.searchsorted(sorted_hi, sorted_hi, side="left"))
+        order = np.argsort(first * n + hi_rank, kind="stable")
+    rank = scatter(order, np.arange(n, dtype=np.int64))
+    return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank}
+
+
+_SIGN = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def _keys(values: pa.Array) -> np.ndarray | None:
+    """int64 keys in the order of `values` (no nulls) without sorting them, or None for types
+    that need ranks (strings, binary, wide decimals)."""
+    t = values.type
+    if pa.types.is_boolean(t) or pa.types.is_integer(t):
+        return values.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t) or pa.types.is_duration(t):
+        return values.view(pa.int64() if t.bit_width == 64 else pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_floating(t):
+        f = values.cast(pa.float64()).to_numpy(zero_copy_only=False) + 0.0  # -0.0 == 0.0
+        f = np.where(np.isnan(f), np.nan, f)  # one NaN, after +inf (as Arrow sorts)
+        bits = f.view(np.int64)
+        return np.where(bits < 0, bits ^ _SIGN, bits)
+    if pa.types.is_decimal128(t) and t.precision <= 18 and len(values):
+        words = np.frombuffer(values.buffers()[1], dtype=np.int64)
+        return words[2 * values.offset : 2 * (values.offset + len(values)) : 2].copy()
+    return None
 
 
 def _ranks(mins: pa.Array, maxs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Dense ranks of mins and maxes in one shared order."""
+    """Order keys of mins and maxes in one shared order: the values themselves as int64 when the
+    type allows, else dense ranks."""
+    lo, hi = _keys(mins), _keys(maxs)
+    if lo is not None and hi is not None:
+        return lo, hi
     both = pa.concat_arrays([mins, maxs])
-    if pa.types.is_boolean(both.type):
-        both = both.cast(pa.int8())
     ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64) - 1
     return ranks[: len(mins)], ranks[len(mins) :]
 
@@ -152,6 +190,7 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
             }
         elif name in fast:
             out[name] = {
+                "num_records": fast[name].get("num_records"),
                 "min": fast[name]["min"],
                 "max": fast[name]["max"],
                 "null_count": fast[name]["null_count"],
@@ -192,11 +231,16 @@ def _prefix_length(snap: Snapshot) -> int:
 def _metrics(mins: pa.Array, maxs: pa.Array) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Overlap metrics of the files with both bounds, and the mask of those files."""
     has = pc.and_(pc.is_valid(mins), pc.is_valid(maxs)).to_numpy(zero_copy_only=False).astype(bool)
-    idx = np.flatnonzero(has)
-    take = pa.array(idx, pa.int64())
-    lo, hi = _ranks(mins.take(take), maxs.take(take)) if len(idx) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if has.all():
+        lo, hi = _ranks(mins, maxs)
+    elif has.any():
+        take = pa.array(np.flatnonzero(has), pa.int64())
+        lo, hi = _ranks(mins.take(take), maxs.take(take))
+    else:
+        lo, hi = np.zeros(0, np.int64), np.zeros(0, np.int64)
     swap = lo > hi  # malformed stats: keep the range well-formed
-    lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
+    if swap.any():
+        lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
     return overlap_metrics(lo, hi), has
 
 
@@ -226,14 +270,13 @@ def layout(obj: Table | Snapshot, column: str, *, version: int | None = None) ->
     b = _bounds(snap, adds, [name])[name]
     mins, maxs = b["min"], b["max"]
     metrics, has = _metrics(mins, maxs)
-    from deltaexplore.core.files import num_records_of
-
+    records = b.get("num_records")
     value_type = to_arrow_type(b["type"])
     cols = {
         "path": combined(adds.column("path")).cast(pa.string()),
         "partition": partition_keys(snap, adds),
         "size": adds.column("size"),
-        "num_records": num_records_of(adds),
+        "num_records": records if records is not None else num_records(adds),
         "null_count": b["null_count"],
         "min": mins,
         "max": maxs,

@@ -11,8 +11,9 @@ from corpus_paths import CORPUS, corpus_catalog
 from helpers import add, commit_info, metadata, protocol, write_commit
 
 import deltaexplore as dx
+from deltaexplore.core.files import num_records_of
 from deltaexplore.core.stats import stats_columns, stats_for_adds
-from deltaexplore.inspect.fast_stats import column_bounds
+from deltaexplore.inspect.fast_stats import column_bounds, num_records
 
 
 def _compare(snap) -> int:
@@ -97,8 +98,162 @@ def test_hostile_documents(tmp_path):
     actions.append(add("nostats.parquet", 1))
     write_commit(tmp_path, 0, actions)
     snap = dx.open_table(str(tmp_path)).snapshot()
-    assert _compare(snap) == 3  # id, s, ts; nested.id2 goes to the core
+    assert _compare(snap) == 4  # id, s, ts and nested.id2 (its leaf name is unique)
     col = next(c for c in stats_columns(snap.schema, "none", [], None) if c.name == "id")
     got = column_bounds(snap, snap.add_actions(), col)
     assert got["min"].to_pylist() == [1, None, 4, -7, 1, None, None]
     assert got["null_count"].to_pylist() == [0, 2, 0, 0, 0, None, None]
+
+
+TYPED_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": n, "type": t, "nullable": True, "metadata": {}}
+        for n, t in [
+            ("i", "integer"),
+            ("b", "byte"),
+            ("f", "float"),
+            ("d", "double"),
+            ("dec", "decimal(10,2)"),
+            ("wide", "decimal(30,4)"),
+            ("day", "date"),
+            ("tsn", "timestamp_ntz"),
+            ("ok", "boolean"),
+            ("s", "string"),
+            ("name", "string"),
+        ]
+    ]
+    + [
+        {
+            "name": "outer",
+            "type": {
+                "type": "struct",
+                "fields": [
+                    {"name": "s", "type": "string", "nullable": True, "metadata": {}},
+                    {"name": "leaf", "type": "long", "nullable": True, "metadata": {}},
+                ],
+            },
+            "nullable": True,
+            "metadata": {},
+        }
+    ],
+}
+
+
+def _doc(lo: dict, hi: dict, nulls: dict, records: int = 10, **top) -> str:
+    return json.dumps(
+        {"numRecords": records, **top, "minValues": lo, "maxValues": hi, "nullCount": nulls},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def test_typed_and_odd_documents_equal_core(tmp_path):
+    """Every type the fast path casts, nested leaves, and documents built to trip the search:
+    whitespace, values that do not cast (int overflow, exponents, decimals with more digits
+    than the scale), keys in an unknown object, nulls, truncated and escaped strings."""
+    full_lo = {
+        "i": -5,
+        "b": 1,
+        "f": 0.1,
+        "d": -1.5e300,
+        "dec": 4.96,
+        "wide": 12345678901234567890.1234,
+        "day": "2024-02-29",
+        "tsn": "2024-01-01T00:00:00.000",
+        "ok": False,
+        "s": "\u00e9t\u00e9 caf\u00e9",
+        "outer": {"s": "x", "leaf": 1},
+    }
+    full_hi = dict(full_lo, i=7, f=3.4028234e38, d=1e-300, dec=12345678.91, s="z" * 32 + "\ufffd", ok=True)
+    full_nulls = {k: 0 for k in full_lo if k != "outer"} | {"outer": {"s": 1, "leaf": 0}}
+    texts = [
+        _doc(full_lo, full_hi, full_nulls),
+        _doc(full_lo, full_hi, full_nulls).replace('"i":-5', '"i": -5'),  # whitespace after the colon
+        _doc(dict(full_lo, b=300), full_hi, full_nulls),  # byte overflow: the core decides
+        _doc(dict(full_lo, i=1e3), full_hi, full_nulls),  # exponent in an integer column
+        _doc(dict(full_lo, dec=4.965), full_hi, full_nulls),  # more digits than the scale
+        _doc(dict(full_lo, s='q"uote\\'), dict(full_hi, s="line\nbreak"), full_nulls),  # escapes
+        _doc({"i": None, "s": None}, {"i": None}, {"i": 10, "s": 10}),  # nulls, missing keys
+        _doc({"i": 1}, {"i": 2}, {"i": 0}, extra={"i": 99}),  # the key in an unknown object
+        json.dumps({"nullCount": {"i": 3}, "numRecords": 3, "maxValues": {"i": 9}, "minValues": {"i": 4}}),
+        json.dumps({"minValues": {"i": 4}, "maxValues": {"i": 5}, "nullCount": {"i": 0}, "numRecords": 4}),
+        _doc({"i": 1}, {"i": 2}, {"i": 0}, records=-1).replace('"numRecords":-1', '"numRecords":"7"'),  # quoted count
+        "{}",
+        "",
+    ]
+    actions = [commit_info("WRITE"), protocol(), metadata(schema=TYPED_SCHEMA)]
+    actions += [add(f"f{i}.parquet", 1, stats=t) for i, t in enumerate(texts)]
+    actions.append(add("nostats.parquet", 1))
+    write_commit(tmp_path, 0, actions)
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    # every leaf but s and outer.s (the name `s` is not unique in the schema) takes the fast path
+    assert _compare(snap) == 11
+    cols = {c.name: c for c in stats_columns(snap.schema, "none", [], None)}
+    assert column_bounds(snap, snap.add_actions(), cols["outer.s"]) is None
+    assert column_bounds(snap, snap.add_actions(), cols["s"]) is None
+    got = column_bounds(snap, snap.add_actions(), cols["i"])
+    assert got["min"].to_pylist()[:3] == [-5, -5, -5]
+    assert got["min"].to_pylist()[6:10] == [None, 1, 4, 4]
+    assert got["null_count"].to_pylist()[6:9] == [10, 0, 3]
+    expected_records = num_records_of(snap.add_actions()).to_pylist()
+    assert got["num_records"].to_pylist() == expected_records
+    assert num_records(snap.add_actions()).to_pylist() == expected_records
+
+
+def test_column_mapping_physical_names_equal_core(tmp_path):
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "id",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-a1"},
+            },
+            {
+                "name": "name",
+                "type": "string",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-b2"},
+            },
+        ],
+    }
+    texts = [
+        _doc({"col-a1": 1, "col-b2": "a"}, {"col-a1": 5, "col-b2": "b"}, {"col-a1": 0, "col-b2": 1}),
+        # a logical name in the stats is not the column's (the core ignores it too)
+        _doc({"id": 1}, {"id": 2}, {"id": 0}),
+    ]
+    actions = [
+        commit_info("WRITE"),
+        protocol(2, 5),
+        metadata(schema=schema, configuration={"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"}),
+    ]
+    actions += [add(f"f{i}.parquet", 1, stats=t) for i, t in enumerate(texts)]
+    write_commit(tmp_path, 0, actions)
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    assert _compare(snap) == 2
+    col = next(c for c in stats_columns(snap.schema, snap.column_mapping_mode, [], None) if c.name == "id")
+    assert column_bounds(snap, snap.add_actions(), col)["min"].to_pylist() == [1, None]
+
+
+def test_many_rows_in_parallel_chunks_equal_core(tmp_path, monkeypatch):
+    """Several chunks (one per commit) searched by the thread pool; long strings need wider windows."""
+    from deltaexplore.inspect import fast_stats
+
+    monkeypatch.setattr(fast_stats, "PARALLEL_ROWS", 10)
+    write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)])
+    for v in range(1, 4):
+        docs = [
+            _doc(
+                {"id": v * 1000 + i, "s": "p" * (i % 300), "ts": "2024-01-01T00:00:00.000Z"},
+                {"id": v * 1000 + i + 5, "s": "q" * (i % 300) + "\u00e9", "ts": f"2024-01-0{1 + i % 9}T10:11:12.123456Z"},
+                {"id": i % 3, "s": 0, "ts": 0},
+                records=i,
+            )
+            for i in range(200)
+        ]
+        write_commit(tmp_path, v, [add(f"v{v}_{i}.parquet", 1, stats=d) for i, d in enumerate(docs)])
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    assert snap.add_actions().column("stats").num_chunks >= 1
+    assert _compare(snap) == 4

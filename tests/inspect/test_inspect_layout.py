@@ -162,3 +162,29 @@ def test_corpus_explain_agrees_with_scan(row):
         ), pred
         lay = layout(snap, col)
         assert lay.num_rows == snap.num_files
+
+
+def test_layout_reads_stats_parsed_from_the_checkpoint(tmp_path):
+    """Checkpoint adds with only `stats_parsed` (no JSON text) and newer JSON commits: layout
+    equals the core's full parse on both kinds of rows."""
+    import pyarrow as pa
+
+    from deltaexplore.core.checkpoint_writer import write_checkpoint
+    from deltaexplore.core.operations import write_table
+
+    root = str(tmp_path / "t")
+    props = {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "false"}
+    write_table(root, pa.table({"id": pa.array([5, 1, 9], pa.int64()), "v": ["a", "b", None]}), configuration=props)
+    write_table(root, pa.table({"id": pa.array([3, 4], pa.int64()), "v": ["c", "d"]}))
+    write_checkpoint(dx.open_table(root))
+    write_table(root, pa.table({"id": pa.array([7, 20], pa.int64()), "v": pa.array([None, None], pa.string())}))
+    snap = dx.open_table(root).snapshot()
+    adds = snap.add_actions()
+    assert "stats_parsed" in adds.column_names and adds.column("stats").null_count == 2  # checkpoint rows
+    core = snap.file_stats(["id", "v"])
+    for column in ("id", "v"):
+        lay = layout(snap, column)
+        assert lay.column("min").to_pylist() == core.column(f"min.{column}").to_pylist()
+        assert lay.column("max").to_pylist() == core.column(f"max.{column}").to_pylist()
+        assert lay.column("null_count").to_pylist() == core.column(f"null_count.{column}").to_pylist()
+        assert lay.column("num_records").to_pylist() == core.column("num_records").to_pylist() == [3, 2, 2]
