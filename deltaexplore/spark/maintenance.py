@@ -2,11 +2,15 @@
 CHECKPOINT.
 
 The core decides (`plan_optimize`: which files, in which bins; `plan_vacuum`: which files no
-retained version needs; `restore_actions`; `write_checkpoint`); Spark does the data work:
-rows of a bin are read with DVs applied and rewritten by Spark tasks with `dataChange=false`.
-Z-order: each column is mapped to a range bucket (boundaries from a sample, so any orderable
-type works), the bucket numbers' bits are interleaved into one key on Spark, and rows are
-range-partitioned and sorted by (bin, key) before they are written.
+retained version needs; `restore_actions`; `write_checkpoint`); Spark does the data work: the
+rows of a bin are read with DVs applied and written by Spark's parquet writer (`native_write`)
+with `dataChange=false`. Bin-packing needs no shuffle: each bin is one task (a union of per-bin
+scans coalesced to one partition). Z-order: each column is mapped to a range bucket
+(boundaries from a sample, so any orderable type works), the bucket numbers' bits are
+interleaved into one key on Spark, rows are range-partitioned and sorted by (bin, key), and
+each bin goes to its own directory. Row tracking: rewritten rows keep their stable row ids and
+commit versions in the materialized columns (as the core's optimize does). Tables with types
+Spark cannot write as Delta stores them go through the Python writer (`writer.write_files`).
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ def optimize(
     storage_options: dict[str, Any] | None = None,
     max_retries: int = 10,
     _dv_files_only: bool = False,
+    _python_writer: bool = False,
 ) -> pa.Table:
     """Compact small files (and files with many deleted rows) into files of about `target_size`.
 
@@ -127,6 +132,7 @@ def optimize(
         zorder_by: cluster rows along a Z-order curve of these data columns (whole partitions
             are rewritten).
         dry_run: plan only.
+        _python_writer: write with the Python writer even when Spark's can (tests).
 
     Returns:
         One row of metrics: operation, version (null for a dry run / nothing to do), dry_run,
@@ -166,7 +172,8 @@ def optimize(
     }
     if dry_run or not plan.bins:
         return metrics_table(metrics, OPTIMIZE_METRICS)
-    if snapshot.config.row_tracking_enabled and not supports_native(snapshot):
+    native = supports_native(snapshot) and not _python_writer
+    if snapshot.config.row_tracking_enabled and not native:
         raise WriteRefusedError(
             f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
             "(use deltaexplore.core.operations.optimize)"
@@ -179,7 +186,7 @@ def optimize(
     stagings: list[Staging] = []
     try:
         with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
-            if supports_native(snapshot):
+            if native:
                 adds = _rewrite_native(spark, table, snapshot, plan, stagings, storage_options)
             else:
                 adds = _rewrite_python(spark, table, snapshot, plan, storage_options)
