@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.files import num_records_of
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError
 from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, partition_keys, snapshot_of
+from deltaexplore.inspect.fast_stats import num_records
 from deltaexplore.inspect.schemas import DELETED_ROWS_SCHEMA, DV_FILES_SCHEMA, DV_SCHEMA
 
 if TYPE_CHECKING:
@@ -34,14 +34,20 @@ DEFAULT_PURGE_THRESHOLD = 0.05
 _STORAGE = {"i": "inline", "u": "file", "p": "absolute"}
 
 
-def _dv_adds(snap: Snapshot) -> pa.Table:
+def _dv_adds(snap: Snapshot) -> tuple[pa.Table, np.ndarray]:
+    """The adds with a deletion vector (only the columns the DV tables use, so the big stats
+    column is never copied) and their row numbers in `add_actions()`."""
     adds = snap.add_actions()
     if adds.num_rows == 0:
-        return adds
+        return adds.select(_DV_COLUMNS), np.zeros(0, dtype=np.int64)
     dv = combined(adds.column("deletionVector"))
     if dv.null_count == len(dv):
-        return adds.slice(0, 0)
-    return adds.filter(pc.is_valid(dv))
+        return adds.select(_DV_COLUMNS).slice(0, 0), np.zeros(0, dtype=np.int64)
+    valid = dv.is_valid()
+    return adds.select(_DV_COLUMNS).filter(valid), np.flatnonzero(np.asarray(valid))
+
+
+_DV_COLUMNS = ["path", "partitionValues", "size", "deletionVector"]
 
 
 def _dv_paths(storage_types: pa.Array, encoded: pa.Array) -> pa.Array:
@@ -75,12 +81,12 @@ def deletion_vectors(
     bytes). Read from the log only.
     """
     snap = snapshot_of(obj, version)
-    adds = _dv_adds(snap)
+    adds, rows = _dv_adds(snap)
     if adds.num_rows == 0:
         return DV_SCHEMA.empty_table()
     dv = combined(adds.column("deletionVector"))
     card = dv.field("cardinality").cast(pa.int64())
-    records = num_records_of(adds)
+    records = num_records(snap.add_actions(), rows)
     st = dv.field("storageType").cast(pa.string())
     paths = _dv_paths(st, dv.field("pathOrInlineDv").cast(pa.string()))
     shared = pl.DataFrame({"p": pl.from_arrow(paths)}).select(

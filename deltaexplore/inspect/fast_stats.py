@@ -250,23 +250,61 @@ def _attribute(headers: np.ndarray, row: np.ndarray, positions: np.ndarray) -> t
     return kind, inside
 
 
-def _chunk_bounds(stats: pa.Array, needle: str, col: StatsColumn) -> tuple[pa.Array, ...]:
-    """min, max, null count and numRecords of one chunk of stats strings, and the rows whose
+class _Run:
+    """Consecutive chunks of a stats column that are slices of one array (the snapshot drops
+    superseded rows by slicing): one data buffer, increasing offsets, so they are read as one."""
+
+    def __init__(self, chunks: list[pa.Array]) -> None:
+        self.chunks = chunks
+        parts = [_buffers(c) for c in chunks]
+        self.data = parts[0][1]
+        self.buffer = chunks[0].buffers()[2]
+        self.starts = np.concatenate([o[:-1] for o, _ in parts])
+        self.limits = np.concatenate([o[1:] for o, _ in parts])
+        self.has = np.concatenate([np.asarray(c.is_valid()) if c.null_count else np.ones(len(c), dtype=bool) for c in chunks])
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def strings(self) -> pa.ChunkedArray:
+        return pa.chunked_array(self.chunks, type=self.chunks[0].type)
+
+
+def _runs(column: pa.Array | pa.ChunkedArray, pieces: int = 1) -> list[_Run]:
+    """The chunks of `column` grouped into runs (split into about `pieces` runs of similar size
+    for a thread pool)."""
+    chunks = [c for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]) if len(c)]
+    target = max(sum(len(c) for c in chunks) // max(pieces, 1), 1)
+    groups: list[list[pa.Array]] = []
+    end, address, size = -1, None, 0
+    for c in chunks:
+        buf = c.buffers()[2]
+        offsets, _ = _buffers(c)
+        key = buf.address if buf is not None else None
+        if groups and key == address and key is not None and offsets[0] >= end and size < target:
+            groups[-1].append(c)
+            size += len(c)
+        else:
+            groups.append([c])
+            size = len(c)
+        address, end = key, offsets[-1]
+    return [_Run(g) for g in groups]
+
+
+def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, ...]:
+    """min, max, null count and numRecords of one run of stats strings, and the rows whose
     bounds (then numRecords) must be re-read by the core."""
     import polars as pl
 
-    n = len(stats)
-    offsets, data = _buffers(stats)
-    buffer = stats.buffers()[2]
-    starts, limits = offsets[:-1], offsets[1:]
-    has = np.asarray(stats.is_valid()) if stats.null_count else np.ones(n, dtype=bool)
+    n = len(run)
+    data, buffer, starts, limits, has = run.data, run.buffer, run.starts, run.limits, run.has
     # numRecords first (writers put it there), then `,"minValues":{` right after it
     lead = _match_at(data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
     spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
     records, bad_records = _typed(buffer, data, spans, lead, None)
     after = spans[0] + spans[1]
     hmin_ok = _match_at(data, after, lead & ~bad_records, b"," + _HEADERS[0].encode())
-    series = pl.from_arrow(stats)
+    series = pl.from_arrow(run.strings())
     assert isinstance(series, pl.Series)
     found = pl.DataFrame({"s": series}).select(
         pl.col("s").str.find_many([needle]).alias("key"),
@@ -369,17 +407,17 @@ def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) 
 def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) -> dict[str, pa.Array]:
     n = adds.num_rows
     column = adds.column("stats")
-    chunks = [c for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]) if len(c)]
-    if not chunks:
+    workers = min(os.cpu_count() or 1, 4) if n > PARALLEL_ROWS else 1
+    runs = _runs(column, workers)
+    if not runs:
         empty = {"min": pa.nulls(n, col.arrow_type), "max": pa.nulls(n, col.arrow_type), "null_count": pa.nulls(n, pa.int64())}
         return {**empty, "num_records": combined(_core_num_records(adds))}
-    workers = min(len(chunks), os.cpu_count() or 1, 4)
-    if workers > 1 and n > PARALLEL_ROWS:
-        # numpy, Arrow and polars (in `select`) release the GIL: chunks are read in parallel
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            pieces = list(pool.map(lambda c: _chunk_bounds(c, needle, col), chunks))
+    if workers > 1 and len(runs) > 1:
+        # numpy, Arrow and polars (in `select`) release the GIL: runs are read in parallel
+        with ThreadPoolExecutor(max_workers=min(workers, len(runs))) as pool:
+            pieces = list(pool.map(lambda r: _chunk_bounds(r, needle, col), runs))
     else:
-        pieces = [_chunk_bounds(c, needle, col) for c in chunks]
+        pieces = [_chunk_bounds(r, needle, col) for r in runs]
     out = {key: pa.concat_arrays([p[i] for p in pieces]) for i, key in enumerate(("min", "max", "null_count", "num_records"))}
     redo = np.concatenate([p[4] for p in pieces])
     rows = np.flatnonzero(redo)
@@ -416,26 +454,34 @@ def _core_num_records(adds: pa.Table) -> pa.Array | pa.ChunkedArray:
     return num_records_of(adds)
 
 
-def num_records(adds: pa.Table) -> pa.Array:
-    """numRecords per add, equal to the core's `num_records_of`: read from stats strings that
-    start with ``{"numRecords":`` (one window per file), the core for the others."""
+def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
+    """numRecords per add (or per add in `rows`, increasing indices), equal to the core's
+    `num_records_of`: read from stats strings that start with ``{"numRecords":`` (one window
+    per file, nothing copied), the core for the others."""
     n = adds.num_rows
     column = adds.column("stats")
-    chunks = [c for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]) if len(c)]
     values, redo = [], []
-    for chunk in chunks:
-        offsets, data = _buffers(chunk)
-        has = np.asarray(chunk.is_valid()) if chunk.null_count else np.ones(len(chunk), dtype=bool)
-        starts, limits = offsets[:-1], offsets[1:]
-        lead = _match_at(data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
-        spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
-        got, bad = _typed(chunk.buffers()[2], data, spans, lead, None)
+    base = 0
+    for run in _runs(column):
+        if rows is None:
+            local = np.arange(len(run))
+        else:
+            local = rows[(rows >= base) & (rows < base + len(run))] - base
+        base += len(run)
+        if not len(local):
+            continue
+        has, starts, limits = run.has[local], run.starts[local], run.limits[local]
+        lead = _match_at(run.data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
+        spans = _spans(run.data, np.where(lead, starts + len(_LEAD), limits), limits)
+        got, bad = _typed(run.buffer, run.data, spans, lead, None)
         values.append(got)
         redo.append((has & (~lead | bad | pc.is_null(got).to_numpy(zero_copy_only=False))) | ~has)
+    size = n if rows is None else len(rows)
     if not values:
-        return pa.nulls(n, pa.int64())
+        return pa.nulls(size, pa.int64())
     out = pa.concat_arrays(values)
-    rows = np.flatnonzero(np.concatenate(redo))
-    if len(rows):
-        out = _patch(out, rows, combined(_core_num_records(adds.take(pa.array(rows, pa.int64())))))
+    again = np.flatnonzero(np.concatenate(redo))
+    if len(again):
+        picked = again if rows is None else rows[again]
+        out = _patch(out, again, combined(_core_num_records(adds.take(pa.array(picked, pa.int64())))))
     return out
