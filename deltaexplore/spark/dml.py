@@ -5,8 +5,11 @@ whether deletion vectors are used. Spark reads the candidates with each row's fi
 `_metadata.row_index` (existing DVs applied), evaluates the predicate with the core's
 semantics and returns the matching (file, row index) pairs. With deletion vectors,
 `core.operations.deletion_vector_update` turns them into one DV file in the spec's format and
-the remove/re-add actions; without, the touched files are rewritten by Spark tasks. With the
-change data feed on, the changed rows are written to `_change_data/` files as well.
+the remove/re-add actions; without, the touched files are rewritten: by DELETE with Spark's
+parquet writer (`maintenance.rewrite_native`: the other rows are copied as they are, stable row
+ids kept, so no rule is checked again), by UPDATE with Python tasks (`writer.write_files`: new
+values are checked against NOT NULL, invariants and CHECK constraints). With the change data
+feed on, the changed rows are written to `_change_data/` files as well.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.spark.maintenance import pack_bins, rewrite_native
+from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.writer import discard, metrics_table, write_files
@@ -119,7 +124,8 @@ def _run(
             if schema.get(name) is None:
                 raise WriteRefusedError(f"UPDATE sets column {name!r}, which is not in the table ({', '.join(schema.names)})")
     whole = plan.whole_files and operation == "DELETE"
-    if not whole and not plan.use_deletion_vectors:
+    native = operation == "DELETE" and supports_native(snapshot)  # rows copied as they are
+    if not whole and not plan.use_deletion_vectors and not native:
         _refuse_row_tracking(snapshot, operation)
     if operation == "UPDATE" and config.row_tracking_enabled:
         _refuse_row_tracking(snapshot, operation)
@@ -149,94 +155,123 @@ def _run(
     target = target_file_size or DEFAULT_TARGET_FILE_SIZE
     written: list[pa.Table] = []
     md, protocol = snapshot.metadata, snapshot.protocol
-    with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
-        if files.num_rows == 0:
-            return metrics_table(metrics, DML_METRICS)
-        rows = scan_files(
-            spark, snapshot, files, list(schema.fields), partition_values=plan.partition_values, with_ids=True, **kw
-        )
-        cond: Column = (
-            F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False)) if plan.predicate is not None else F.lit(True)
-        )
-
-        def updated(frame: DataFrame) -> DataFrame:
-            assert assignments is not None
-            cols = []
-            for f in schema.fields:
-                if f.name in assignments:
-                    new = F.expr(assignments[f.name]).cast(spark_type(f.type))
-                    cols.append(F.when(cond, new).otherwise(F.col(f"`{f.name}`")).alias(f.name))
-                else:
-                    cols.append(F.col(f"`{f.name}`"))
-            return frame.select(*cols, F.col(FILE_COL), F.col(ROW_COL))
-
-        if whole:
-            counts = row_counts(snapshot, files)
-            card = [(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()]
-            metrics.update(num_deleted_rows=int(counts.sum() - sum(card)), num_removed_files=files.num_rows)
-            if dry_run:
+    stagings: list[Staging] = []
+    try:
+        with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+            if files.num_rows == 0:
                 return metrics_table(metrics, DML_METRICS)
-            if plan.change_data_feed:
-                metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], table, snapshot, txn, **kw)
-            txn.remove_files(files)
-        else:
-            pairs = rows.where(cond).select(FILE_COL, ROW_COL).toArrow()
-            hits = _hits(pairs, files.num_rows)
-            hit_ids = [i for i, h in enumerate(hits) if len(h)]
-            n_matched = int(pairs.num_rows)
-            metrics["num_deleted_rows" if operation == "DELETE" else "num_updated_rows"] = n_matched
-            if n_matched == 0:
-                return metrics_table(metrics, DML_METRICS)
-            touched = rows.where(F.col(FILE_COL).isin(hit_ids))
-            hit_files = files.take(pa.array(hit_ids, pa.int64()))
-            if plan.use_deletion_vectors:
-                update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
-                metrics.update(
-                    num_removed_files=update.removes.num_rows - update.adds.num_rows,
-                    num_deletion_vectors_added=update.adds.num_rows,
-                )
+            rows = scan_files(
+                spark, snapshot, files, list(schema.fields), partition_values=plan.partition_values, with_ids=True, **kw
+            )
+            cond: Column = (
+                F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False)) if plan.predicate is not None else F.lit(True)
+            )
+
+            def updated(frame: DataFrame) -> DataFrame:
+                assert assignments is not None
+                cols = []
+                for f in schema.fields:
+                    if f.name in assignments:
+                        new = F.expr(assignments[f.name]).cast(spark_type(f.type))
+                        cols.append(F.when(cond, new).otherwise(F.col(f"`{f.name}`")).alias(f.name))
+                    else:
+                        cols.append(F.col(f"`{f.name}`"))
+                return frame.select(*cols, F.col(FILE_COL), F.col(ROW_COL))
+
+            if whole:
+                counts = row_counts(snapshot, files)
+                card = [(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()]
+                metrics.update(num_deleted_rows=int(counts.sum() - sum(card)), num_removed_files=files.num_rows)
                 if dry_run:
                     return metrics_table(metrics, DML_METRICS)
-                new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
-                write_deletion_vector_file(table.storage, update)
-                txn.remove_files(update.removes)
-                txn.add_files(update.adds)
-                if new_rows is not None:
-                    adds = write_files(spark, new_rows.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
-                    written.append(adds)
-                    txn.add_files(adds)
+                if plan.change_data_feed:
+                    metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], table, snapshot, txn, **kw)
+                txn.remove_files(files)
             else:
-                keep = touched if operation == "UPDATE" else touched.where(~cond)
-                out = updated(keep) if operation == "UPDATE" else keep
-                if dry_run:
-                    metrics.update(num_removed_files=len(hit_ids))
+                pairs = rows.where(cond).select(FILE_COL, ROW_COL).toArrow()
+                hits = _hits(pairs, files.num_rows)
+                hit_ids = [i for i, h in enumerate(hits) if len(h)]
+                n_matched = int(pairs.num_rows)
+                metrics["num_deleted_rows" if operation == "DELETE" else "num_updated_rows"] = n_matched
+                if n_matched == 0:
                     return metrics_table(metrics, DML_METRICS)
-                adds = write_files(spark, out.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
-                written.append(adds)
-                txn.remove_files(hit_files)
-                txn.add_files(adds)
-                copied = sum(int(json.loads(s).get("numRecords", 0)) for s in adds.column("stats").to_pylist() if s)
-                metrics.update(
-                    num_removed_files=len(hit_ids),
-                    num_copied_rows=copied - (n_matched if operation == "UPDATE" else 0),
-                )
-            metrics["num_added_files"] = sum(w.num_rows for w in written)
-            if plan.change_data_feed:
-                matched = touched.where(cond)
-                frames = (
-                    [(matched, "delete")]
-                    if operation == "DELETE"
-                    else [
-                        (matched, "update_preimage"),
-                        (updated(matched), "update_postimage"),
-                    ]
-                )
-                metrics["num_added_change_files"] = _cdc(spark, frames, table, snapshot, txn, **kw)
+                touched = rows.where(F.col(FILE_COL).isin(hit_ids))
+                hit_files = files.take(pa.array(hit_ids, pa.int64()))
+                if plan.use_deletion_vectors:
+                    update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
+                    metrics.update(
+                        num_removed_files=update.removes.num_rows - update.adds.num_rows,
+                        num_deletion_vectors_added=update.adds.num_rows,
+                    )
+                    if dry_run:
+                        return metrics_table(metrics, DML_METRICS)
+                    new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
+                    write_deletion_vector_file(table.storage, update)
+                    txn.remove_files(update.removes)
+                    txn.add_files(update.adds)
+                    if new_rows is not None:
+                        adds = write_files(spark, new_rows.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
+                        written.append(adds)
+                        txn.add_files(adds)
+                else:
+                    keep = touched if operation == "UPDATE" else touched.where(~cond)
+                    out = updated(keep) if operation == "UPDATE" else keep
+                    if dry_run:
+                        metrics.update(num_removed_files=len(hit_ids))
+                        return metrics_table(metrics, DML_METRICS)
+                    if native:
+                        # DELETE copies the other rows as they are: Spark's parquet writer, one task per
+                        # bin of touched files (stable row ids kept); no rule needs checking again.
+                        bins = pack_bins(hit_files, target)
+                        order = {p: i for i, p in enumerate(hit_files.column("path").to_pylist())}
+                        dropped = np.array(
+                            [len(hits[hit_ids[order[p]]]) for b in bins for p in b.column("path").to_pylist()], np.int64
+                        )
+                        adds = rewrite_native(
+                            spark,
+                            table,
+                            snapshot,
+                            bins,
+                            target_size=target,
+                            stagings=stagings,
+                            keep=~cond,
+                            dropped=dropped,
+                            data_change=True,
+                            storage_options=storage_options,
+                        )
+                    else:
+                        adds = write_files(spark, out.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
+                    written.append(adds)
+                    txn.remove_files(hit_files)
+                    txn.add_files(adds)
+                    copied = sum(int(json.loads(s).get("numRecords", 0)) for s in adds.column("stats").to_pylist() if s)
+                    metrics.update(
+                        num_removed_files=len(hit_ids),
+                        num_copied_rows=copied - (n_matched if operation == "UPDATE" else 0),
+                    )
+                metrics["num_added_files"] = sum(w.num_rows for w in written)
+                if plan.change_data_feed:
+                    matched = touched.where(cond)
+                    frames = (
+                        [(matched, "delete")]
+                        if operation == "DELETE"
+                        else [
+                            (matched, "update_preimage"),
+                            (updated(matched), "update_postimage"),
+                        ]
+                    )
+                    metrics["num_added_change_files"] = _cdc(spark, frames, table, snapshot, txn, **kw)
+    except BaseException:
+        for staging in stagings:  # files of Spark jobs that succeeded before the failure
+            discard_staging(spark, table, staging)
+        raise
     try:
         result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
         for adds in written:
             discard(table, adds)
+        for staging in stagings:
+            discard_staging(spark, table, staging)
         raise
     metrics["version"] = result.version
     metrics["spark_seconds"] = round(tracker.summary.seconds, 3)

@@ -187,7 +187,16 @@ def optimize(
     try:
         with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
             if native:
-                adds = _rewrite_native(spark, table, snapshot, plan, stagings, storage_options)
+                adds = rewrite_native(
+                    spark,
+                    table,
+                    snapshot,
+                    plan.bins,
+                    target_size=plan.target_size,
+                    zorder_by=plan.zorder_by,
+                    stagings=stagings,
+                    storage_options=storage_options,
+                )
             else:
                 adds = _rewrite_python(spark, table, snapshot, plan, storage_options)
     except BaseException:
@@ -257,11 +266,16 @@ def _bin_frame(
     tracked: list[StructField],
     mode: str,
     storage_options: dict[str, Any] | None,
+    keep: Column | None = None,
 ) -> DataFrame:
-    """The live rows of one bin as the data files store them, in one partition."""
+    """The live rows of one bin (those `keep` holds for) as the data files store them, in one
+    partition."""
     from pyspark.sql import functions as F
 
-    rows = scan_files(session, snapshot, files, fields + tracked, with_ids=bool(tracked), storage_options=storage_options)
+    read = fields if keep is None else [f for f in snapshot.schema.fields if f.type != PrimitiveType("void")]
+    rows = scan_files(session, snapshot, files, read + tracked, with_ids=bool(tracked), storage_options=storage_options)
+    if keep is not None:
+        rows = rows.where(keep)
     kept: list[Column] = []
     if tracked:
 
@@ -273,20 +287,53 @@ def _bin_frame(
     return rows.select(*physical_columns(fields, mode), *kept).coalesce(1)
 
 
-def _rewrite_native(
+def pack_bins(files: pa.Table, target_size: int) -> list[pa.Table]:
+    """Files grouped by partition and packed (in order) into bins of about `target_size`."""
+    from deltaexplore.core.operations.optimize import _partition_ids
+
+    groups = _partition_ids(files)
+    sizes = files.column("size").to_pylist()
+    bins: list[list[int]] = []
+    current: dict[int, tuple[int, int]] = {}  # partition -> (bin index, bytes)
+    for i, (g, size) in enumerate(zip(groups.tolist(), sizes)):
+        at = current.get(g)
+        if at is None or (at[1] and at[1] + size > target_size):
+            bins.append([])
+            at = (len(bins) - 1, 0)
+        bins[at[0]].append(i)
+        current[g] = (at[0], at[1] + size)
+    return [files.take(pa.array(b, pa.int64())) for b in bins]
+
+
+def rewrite_native(
     spark: SparkSession,
     table: Table,
     snapshot: Snapshot,
-    plan: OptimizePlan,
+    bins: list[pa.Table],
+    *,
+    target_size: int,
     stagings: list[Staging],
-    storage_options: dict[str, Any] | None,
+    zorder_by: list[str] | None = None,
+    keep: Column | None = None,
+    dropped: np.ndarray | None = None,
+    data_change: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
-    """The bins' rows written by Spark's parquet writer; the add actions (nothing committed).
+    """The live rows of `bins` (add actions) written by Spark's parquet writer; the add actions
+    (nothing committed).
 
     Bin-packing: one union of per-bin scans, each coalesced to one task (no shuffle), so task
     *i* writes bin *i*. Z-order: rows are range-partitioned and sorted by (bin, key) and each
     bin goes to its own directory (``partitionBy``). Staging directories go to `stagings` as
     they are created, for the caller to delete if the commit fails.
+
+    Args:
+        keep: only rows where this (logical columns) is true are written (DELETE by rewrite);
+            `dropped` then gives, per file, how many live rows it drops.
+        data_change: the adds' `dataChange` (false for OPTIMIZE, true for DELETE).
+
+    Raises:
+        SparkError: a job failed, or a bin's new files do not hold exactly its rows.
     """
     from functools import reduce
     from urllib.parse import quote
@@ -295,24 +342,28 @@ def _rewrite_native(
 
     from deltaexplore.errors import SparkError
 
+    if keep is not None and zorder_by:
+        raise WriteRefusedError("a row filter and Z-order cannot be combined")
     session = write_session(spark)
     fields = data_fields(snapshot)
     mode = snapshot.column_mapping_mode
     tracked = _materialized_fields(snapshot)
-    removed = plan.files
+    removed = pa.concat_tables(bins)
     live = _live_rows(snapshot, removed)
-    bin_sizes = [b.num_rows for b in plan.bins]
+    if dropped is not None:
+        live = live - dropped
+    bin_sizes = [b.num_rows for b in bins]
     starts = np.concatenate([[0], np.cumsum(bin_sizes)])
-    expected = [int(live[starts[b] : starts[b + 1]].sum()) for b in range(len(plan.bins))]
+    expected = [int(live[starts[b] : starts[b + 1]].sum()) for b in range(len(bins))]
     in_bytes = int(pc.sum(removed.column("size")).as_py() or 0)
     total = int(live.sum())
-    per_file = max(1, int(FILE_SLACK * plan.target_size * max(total, 1) / max(in_bytes, 1)))
+    per_file = max(1, int(FILE_SLACK * target_size * max(total, 1) / max(in_bytes, 1)))
     written: list[NativeFile] = []
-    if plan.zorder_by:
+    if zorder_by:
         bin_col = "dxbin"
         while bin_col in {f.physical_name.lower() if mode != "none" else f.name.lower() for f in fields}:
             bin_col += "_"
-        wanted = fields + [f for f in snapshot.schema.fields if f.name in plan.zorder_by and f not in fields] + tracked
+        wanted = fields + [f for f in snapshot.schema.fields if f.name in zorder_by and f not in fields] + tracked
         rows = scan_files(session, snapshot, removed, wanted, with_ids=True, storage_options=storage_options)
         bin_of = pa.array([b for b, n in enumerate(bin_sizes) for _ in range(n)], pa.int32())
         ids = pa.table(
@@ -324,35 +375,35 @@ def _rewrite_native(
             }
         )
         rows = rows.join(F.broadcast(session.createDataFrame(ids)), on=FILE_COL)
-        rows = rows.withColumn("__dx_z", zorder_key(rows, plan.zorder_by, total=total))
-        tasks = max(len(plan.bins), -(-in_bytes // plan.target_size))
+        rows = rows.withColumn("__dx_z", zorder_key(rows, zorder_by, total=total))
+        tasks = max(len(bins), -(-in_bytes // target_size))
         rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
         kept = _row_tracking_columns(tracked, F.col("__dx_base"), F.col("__dx_cv"))
         out = rows.select(*physical_columns(fields, mode), *kept, F.col("__dx_bin").alias(bin_col))
         staging, files = write_native(
-            session, out, table, partition_by=bin_col, groups=range(len(plan.bins)), max_records_per_file=per_file
+            session, out, table, partition_by=bin_col, groups=range(len(bins)), max_records_per_file=per_file
         )
         stagings.append(staging)
         written += files
     else:
-        for start in range(0, len(plan.bins), BINS_PER_JOB):
-            chunk = plan.bins[start : start + BINS_PER_JOB]
-            frames = [_bin_frame(session, snapshot, b, fields, tracked, mode, storage_options) for b in chunk]
+        for start in range(0, len(bins), BINS_PER_JOB):
+            chunk = bins[start : start + BINS_PER_JOB]
+            frames = [_bin_frame(session, snapshot, b, fields, tracked, mode, storage_options, keep) for b in chunk]
             out = reduce(lambda a, b: a.union(b), frames)
             staging, files = write_native(session, out, table, max_records_per_file=per_file)
             stagings.append(staging)
             written += [NativeFile(f.path, f.size, f.modification_time, start + f.group) for f in files]
-    first_pv = [b.column("partitionValues")[0].as_py() for b in plan.bins]
-    adds = native_adds(snapshot, written, [first_pv[f.group] for f in written], data_change=False)
+    first_pv = [b.column("partitionValues")[0].as_py() for b in bins]
+    adds = native_adds(snapshot, written, [first_pv[f.group] for f in written], data_change=data_change)
     # Every bin's rows must be in its new files (a wrong task-to-bin mapping or a lost row fails here).
     group_of = {quote(f.path, safe="/="): f.group for f in written}
-    got = [0] * len(plan.bins)
+    got = [0] * len(bins)
     for path, stats in zip(adds.column("path").to_pylist(), adds.column("stats").to_pylist()):
         got[group_of[path]] += int(json.loads(stats)["numRecords"])
     if got != expected:
         bad = next(b for b in range(len(got)) if got[b] != expected[b])
         raise SparkError(
-            f"OPTIMIZE wrote {got[bad]} rows for bin {bad}, expected {expected[bad]}: nothing committed", path=table.uri
+            f"Spark wrote {got[bad]} rows for bin {bad}, expected {expected[bad]}: nothing committed", path=table.uri
         )
     return adds
 

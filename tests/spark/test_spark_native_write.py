@@ -290,3 +290,31 @@ def test_python_writer_path_still_rewrites_and_agrees_on_stats(spark, tmp_path):
         uri = str(tmp_path / "rt")
         write_table(uri, rows(0, 20), configuration={"delta.enableRowTracking": "true"}, max_rows_per_file=5)
         dxs.optimize(spark, uri, _python_writer=True)
+
+
+def test_delete_by_rewrite_uses_spark_parquet_and_keeps_row_ids(spark, tmp_path):
+    import deltaexplore.spark as dxs
+
+    uri = str(tmp_path / "del")
+    conf = {"delta.enableRowTracking": "true", "delta.columnMapping.mode": "name"}
+    write_table(uri, _part_first(rows(0, 120)), partition_by=["part"], configuration=conf, max_rows_per_file=25)
+    ids = _tracked(uri)
+    before_files = _adds(uri)
+    before = dx.open_table(uri).snapshot().to_arrow()
+    m = dxs.delete(spark, uri, "id BETWEEN 40 AND 70 AND part = 'a'")
+    ids_col = before.column("id")
+    hit = pc.and_(pc.and_(pc.greater_equal(ids_col, 40), pc.less_equal(ids_col, 70)), pc.equal(before.column("part"), "a"))
+    kept = before.filter(pc.invert(hit))
+    assert m.column("num_deleted_rows")[0].as_py() == before.num_rows - kept.num_rows > 0
+    assert m.column("num_copied_rows")[0].as_py() == sum(
+        json.loads(s)["numRecords"] for s in _new_files(uri, before_files).column("stats").to_pylist()
+    )
+    assert_same_rows(dx.open_table(uri).snapshot().to_arrow(), kept, "after DELETE")
+    added = _new_files(uri, before_files)
+    assert added.num_rows and all(added.column("dataChange").to_pylist())
+    assert all(p.startswith("dx-") for p in added.column("path").to_pylist())
+    assert {dict(pv)[next(iter(dict(pv)))] for pv in added.column("partitionValues").to_pylist()} == {"a"}
+    gone = {r[0] for r in ids} - set(kept.column("id").to_pylist())
+    assert _tracked(uri) == [r for r in ids if r[0] not in gone], "row ids of copied rows unchanged"
+    _no_strays(uri)
+    _others(uri)
