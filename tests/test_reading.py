@@ -346,3 +346,18 @@ def test_date_and_timestamp_are_column_names_too():
         Cmp("Date", ">=", "2024-01-01"),
         IsNull("Timestamp"),
     )
+
+
+def test_num_records_from_any_position_and_out_of_range(tmp_path):
+    """numRecords first (numpy path) or later (regex); a count beyond int64 is no count, not a crash."""
+    stats = [
+        '{"numRecords":12,"minValues":{}}',
+        '{"minValues":{},"numRecords":34}',
+        '{"numRecords":123456789012345678901234}',
+        '{"minValues":{},"numRecords":123456789012345678901234}',
+        '{"numRecords":999999999999999999}',
+    ]
+    actions = [protocol(), metadata()] + [add(f"f{i}.parquet", stats=s) for i, s in enumerate(stats)]
+    write_commit(tmp_path, 0, actions)
+    files = dx.open_table(str(tmp_path)).snapshot().files().sort_by("path")
+    assert files.column("num_records").to_pylist() == [12, 34, None, None, 999999999999999999]

@@ -106,7 +106,9 @@ def num_records_of(adds: pa.Table) -> pa.ChunkedArray:
         missed = pc.and_(pc.invert(pa.array(found)), pc.is_valid(chunk))
         if pc.any(missed).as_py():
             pattern = r'"numRecords"\s*:\s*(?P<n>-?\d+)'
-            full = pc.cast(pc.struct_field(pc.extract_regex(chunk, pattern), "n"), pa.int64())
+            text = pc.struct_field(pc.extract_regex(chunk, pattern), "n")
+            fits = pc.less_equal(pc.utf8_length(text), 18)  # beyond int64: not a usable count
+            full = pc.cast(pc.if_else(fits, text, pa.scalar(None, text.type)), pa.int64())
             out = pc.coalesce(out, full)
         chunks.append(out)
     result = pa.chunked_array(chunks, type=pa.int64())
