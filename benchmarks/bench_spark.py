@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -90,9 +91,11 @@ def bench_optimize(spark, megabytes: int) -> dict:
     gen = time.perf_counter() - t
     snap = dx.open_table(str(root)).snapshot()
     size = int(sum(snap.add_actions().column("size").to_pylist()))
+    load_before = os.getloadavg()[0]
     t = time.perf_counter()
     m = dxs.optimize(spark, str(root), target_size=256 << 20)
     seconds = time.perf_counter() - t
+    load_after = os.getloadavg()[0]
     after = dx.open_table(str(root)).snapshot()
     assert after.to_arrow(columns=["id"]).num_rows == rows  # sanity, not a timing assertion
     return {
@@ -103,6 +106,7 @@ def bench_optimize(spark, megabytes: int) -> dict:
         "mb_per_s": size / 1e6 / seconds,
         "generate_s": gen,
         "files_removed": m.column("num_files_removed")[0].as_py(),
+        "load_1min": [round(load_before, 2), round(load_after, 2)],
     }
 
 
@@ -130,6 +134,12 @@ Machine: 2 cores, `local[2]`, PySpark {spark_version}. Reported, never asserted.
 
 {opt["input_mb"]:.0f} MB in {opt["files_before"]} files → {opt["files_after"]} files (target 256 MB):
 {opt["seconds"]:.1f} s, **{opt["mb_per_s"]:.1f} MB/s** of input (generating the table took {opt["generate_s"]:.1f} s).
+"""
+        if "load_1min" in opt:
+            before, after = opt["load_1min"]
+            text += f"""
+Files are written by Spark's parquet writer (one task per bin, no shuffle; zstd level 1). The
+machine is shared: 1-minute load average {before:.1f} before and {after:.1f} after the run (2 cores).
 """
     return text
 

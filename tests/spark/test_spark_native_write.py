@@ -108,6 +108,11 @@ def test_optimize_and_purge_write_spark_parquet_with_footer_stats(spark, tmp_pat
     before = dx.open_table(uri).snapshot().to_arrow()
 
     m = dxs.optimize(spark, uri, max_deleted_rows_ratio=0.5)  # small files only: DVs of ~14% stay...
+    from pyspark.sql import SparkSession
+
+    # the write ran in its own session: the caller's session and settings are untouched
+    assert spark.conf.get("spark.sql.unionOutputPartitioning") == "true"
+    assert SparkSession.getActiveSession()._jsparkSession.equals(spark._jsparkSession)
     assert m.column("num_files_removed")[0].as_py() == before_files.num_rows
     assert m.column("num_files_added")[0].as_py() == 2  # ...because every file is small: one file per partition
     snap = dx.open_table(uri).snapshot()
