@@ -51,6 +51,7 @@ __all__ = ["checkpoint", "optimize", "purge_deletion_vectors", "restore", "vacuu
 ZORDER_BITS = 8  # bits (255 range buckets + null) per column; fewer when the key would pass 62 bits
 BINS_PER_JOB = 256  # bins written by one Spark job (one union of per-bin scans)
 FILE_SLACK = 1.25  # a file may pass the target size by this factor before Spark starts another
+SHUFFLE_BELOW = 8 << 20  # many bins smaller than this on average: one scan and a shuffle
 
 
 def _bucket_expr(col: Column, bounds: list[Any]) -> Column:
@@ -324,8 +325,10 @@ def rewrite_native(
 
     Bin-packing: one union of per-bin scans, each coalesced to one task (no shuffle), so task
     *i* writes bin *i*. Z-order: rows are range-partitioned and sorted by (bin, key) and each
-    bin goes to its own directory (``partitionBy``). Staging directories go to `stagings` as
-    they are created, for the caller to delete if the commit fails.
+    bin goes to its own directory (``partitionBy``). Many small bins (more than 4 per core, under
+    `SHUFFLE_BELOW` bytes on average): one scan, hash-partitioned by bin, one directory per bin.
+    Staging directories go to `stagings` as they are created, for the caller to delete if the
+    commit fails.
 
     Args:
         keep: only rows where this (logical columns) is true are written (DELETE by rewrite);
@@ -359,12 +362,19 @@ def rewrite_native(
     total = int(live.sum())
     per_file = max(1, int(FILE_SLACK * target_size * max(total, 1) / max(in_bytes, 1)))
     written: list[NativeFile] = []
-    if zorder_by:
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    many_small = len(bins) > 4 * parallelism and in_bytes < SHUFFLE_BELOW * len(bins)
+    if zorder_by or many_small:
+        # One scan and a shuffle: Z-order needs the rows sorted; many small bins would spend
+        # more time planning one scan each than shuffling their few bytes.
         bin_col = "dxbin"
         while bin_col in {f.physical_name.lower() if mode != "none" else f.name.lower() for f in fields}:
             bin_col += "_"
-        wanted = fields + [f for f in snapshot.schema.fields if f.name in zorder_by and f not in fields] + tracked
+        read = fields if keep is None else [f for f in snapshot.schema.fields if f.type != PrimitiveType("void")]
+        wanted = read + [f for f in snapshot.schema.fields if f.name in (zorder_by or []) and f not in read] + tracked
         rows = scan_files(session, snapshot, removed, wanted, with_ids=True, storage_options=storage_options)
+        if keep is not None:
+            rows = rows.where(keep)
         bin_of = pa.array([b for b, n in enumerate(bin_sizes) for _ in range(n)], pa.int32())
         ids = pa.table(
             {
@@ -375,9 +385,13 @@ def rewrite_native(
             }
         )
         rows = rows.join(F.broadcast(session.createDataFrame(ids)), on=FILE_COL)
-        rows = rows.withColumn("__dx_z", zorder_key(rows, zorder_by, total=total))
-        tasks = max(len(bins), -(-in_bytes // target_size))
-        rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
+        if zorder_by:
+            rows = rows.withColumn("__dx_z", zorder_key(rows, zorder_by, total=total))
+            tasks = max(len(bins), -(-in_bytes // target_size))
+            rows = rows.repartitionByRange(tasks, "__dx_bin", "__dx_z").sortWithinPartitions("__dx_bin", "__dx_z")
+        else:  # a bin stays in one task: one file per bin
+            tasks = max(parallelism, min(len(bins), -(-in_bytes // target_size)))
+            rows = rows.repartition(tasks, "__dx_bin").sortWithinPartitions("__dx_bin")
         kept = _row_tracking_columns(tracked, F.col("__dx_base"), F.col("__dx_cv"))
         out = rows.select(*physical_columns(fields, mode), *kept, F.col("__dx_bin").alias(bin_col))
         staging, files = write_native(

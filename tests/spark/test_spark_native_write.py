@@ -323,3 +323,28 @@ def test_delete_by_rewrite_uses_spark_parquet_and_keeps_row_ids(spark, tmp_path)
     assert _tracked(uri) == [r for r in ids if r[0] not in gone], "row ids of copied rows unchanged"
     _no_strays(uri)
     _others(uri)
+
+
+def test_many_small_bins_one_scan_and_shuffle(spark, tmp_path):
+    """More bins than 4 per core, all small: one scan hash-partitioned by bin (not one scan per
+    bin); still one file per partition, its rows only, row ids kept."""
+    import deltaexplore.spark as dxs
+
+    uri = str(tmp_path / "many")
+    data = rows(0, 240).append_column("p", pa.array([i % 12 for i in range(240)], pa.int32()))
+    conf = {"delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true"}
+    write_table(uri, data.slice(0, 120), partition_by=["p"], configuration=conf)
+    write_table(uri, data.slice(120))
+    delete(uri, "id < 30")
+    ids = _tracked(uri)
+    before = dx.open_table(uri).snapshot().to_arrow()
+    m = dxs.optimize(spark, uri)
+    assert m.column("num_bins")[0].as_py() == 12 > 4 * spark.sparkContext.defaultParallelism
+    adds = _adds(uri)
+    assert adds.num_rows == 12 and all(p.startswith("dx-") and "/dxbin=" in p for p in adds.column("path").to_pylist())
+    assert_same_rows(dx.open_table(uri).snapshot().to_arrow(), before, "after OPTIMIZE")
+    assert _tracked(uri) == ids
+    for path, pv in zip(adds.column("path").to_pylist(), adds.column("partitionValues").to_pylist()):
+        got = pq.read_table(os.path.join(uri, unquote(path)), columns=["id"]).column("id")
+        assert {i % 12 for i in got.to_pylist()} == {int(dict(pv)["p"])}
+    _no_strays(uri)
