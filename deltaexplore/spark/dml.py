@@ -151,7 +151,7 @@ def _run(
     else:
         txn.read_whole_table()
     files = plan.files
-    kw = {"storage_options": storage_options}
+    kw: dict[str, Any] = {"storage_options": storage_options}
     target = target_file_size or DEFAULT_TARGET_FILE_SIZE
     written: list[pa.Table] = []
     md, protocol = snapshot.metadata, snapshot.protocol

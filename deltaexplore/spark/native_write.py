@@ -173,7 +173,7 @@ def writer_options(table: Table, *, max_records_per_file: int | None = None) -> 
 def discard_staging(spark: SparkSession, table: Table, staging: Staging) -> None:
     """Best effort: delete a staging directory and everything in it (a failed job or commit)."""
     try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm  # type: ignore[attr-defined]
         path = jvm.org.apache.hadoop.fs.Path(staging.location)
         path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)  # type: ignore[attr-defined]
         return

@@ -297,7 +297,7 @@ def write(
             with spark_errors("counting the rows to write", path=table.uri):
                 metrics["num_output_rows"] = df.count()
             return metrics_table(metrics, WRITE_METRICS)
-        parts = list(md.partition_columns)
+        parts = tuple(md.partition_columns)
         data = df.repartition(*[df[c] for c in parts]) if parts else df
         adds = write_files(spark, data, table, md, protocol, target_size=target_file_size, storage_options=storage_options)
     try:
