@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.action_codec import file_actions_table
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
-from deltaexplore.core.schema_evolution import schema_json
 from deltaexplore.errors import DeltaExploreError, TableNotFoundError, WriteRefusedError
 from deltaexplore.spark.session import spark_errors
 
@@ -212,20 +211,15 @@ def write(
         CommitConflictError: a concurrent commit conflicts.
         SparkError: the Spark job failed.
     """
-    from dataclasses import replace
-
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltaexplore.core.data_rules import conform, identity_columns
+    from deltaexplore.core.data_rules import identity_columns
     from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.write import _with_table_defaults, new_table_metadata
+    from deltaexplore.core.operations.write import check_write_modes, write_metadata
     from deltaexplore.core.transaction import Transaction
     from deltaexplore.spark.jobs import progress
 
-    if mode not in ("append", "overwrite", "error", "ignore"):
-        raise WriteRefusedError(f"mode must be 'append', 'overwrite', 'error' or 'ignore', got {mode!r}")
-    if schema_mode == "overwrite" and mode != "overwrite":
-        raise WriteRefusedError("schema_mode='overwrite' needs mode='overwrite'")
+    check_write_modes(mode, schema_mode)
     table = open_for_write(uri, storage_options)
     try:
         snapshot = table.snapshot()
@@ -238,26 +232,14 @@ def write(
         return metrics_table({**base, "skipped": True, "version": None}, WRITE_METRICS)
     with spark_errors("reading the DataFrame schema"):
         arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
-    empty = arrow_schema.empty_table()
-    if snapshot is None:
-        md = new_table_metadata(arrow_schema, partition_by=partition_by, configuration=configuration)
-        operation, old_md = "CREATE TABLE", None
-    else:
-        old_md = md = snapshot.metadata
-        if partition_by is not None and list(partition_by) != list(md.partition_columns) and schema_mode != "overwrite":
-            raise WriteRefusedError(
-                f"table {table.uri} is partitioned by {list(md.partition_columns)}, the write asks for {list(partition_by)}",
-                path=table.uri,
-            )
-        if configuration:
-            md = replace(md, configuration={**md.configuration, **{str(k): str(v) for k, v in configuration.items()}})
-        operation = "WRITE"
-    _, schema = conform(empty, md, schema_mode=schema_mode if snapshot is not None else None)
-    if schema_json(schema) != md.schema_string or (schema_mode == "overwrite" and partition_by is not None):
-        parts = tuple(partition_by) if (schema_mode == "overwrite" and partition_by is not None) else md.partition_columns
-        md = _with_table_defaults(replace(md, schema_string=schema_json(schema), partition_columns=parts), existing=old_md)
-    elif snapshot is not None and md is not old_md:
-        md = _with_table_defaults(md, existing=old_md)
+    operation, old_md, md, _, _ = write_metadata(
+        table,
+        snapshot,
+        arrow_schema.empty_table(),
+        partition_by=partition_by,
+        configuration=configuration,
+        schema_mode=schema_mode,
+    )
     if identity_columns(md):
         raise WriteRefusedError(
             f"table {table.uri} has identity columns: Spark writes cannot assign them consistently across tasks yet "

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["WRITE_METRICS", "new_table_metadata", "set_table_properties", "write_table"]
+__all__ = ["WRITE_METRICS", "check_write_modes", "new_table_metadata", "set_table_properties", "write_metadata", "write_table"]
 
 WRITE_METRICS = {
     "version": pa.int64(),
@@ -137,10 +137,7 @@ def write_table(
         WriteRefusedError: schema mismatch, a violated constraint, a protocol rule.
         CommitConflictError: a concurrent commit conflicts.
     """
-    if mode not in ("append", "overwrite", "error", "ignore"):
-        raise WriteRefusedError(f"mode must be 'append', 'overwrite', 'error' or 'ignore', got {mode!r}")
-    if schema_mode == "overwrite" and mode != "overwrite":
-        raise WriteRefusedError("schema_mode='overwrite' needs mode='overwrite'")
+    check_write_modes(mode, schema_mode)
     t = open_for_write(table, storage_options, catalog)
     rows_in = as_arrow_table(data)
     try:
@@ -152,30 +149,16 @@ def write_table(
         if mode == "error":
             raise WriteRefusedError(f"table {t.uri} already exists (mode='error')", path=t.uri)
         return metrics_table({**base, "skipped": True, "version": None}, WRITE_METRICS)
-    if snapshot is None:
-        md = new_table_metadata(
-            rows_in.schema, partition_by=partition_by, configuration=configuration, name=name, description=description
-        )
-        operation = "CREATE TABLE"
-        old_md = None
-    else:
-        old_md = snapshot.metadata
-        md = old_md
-        if partition_by is not None and list(partition_by) != list(md.partition_columns) and schema_mode != "overwrite":
-            raise WriteRefusedError(
-                f"table {t.uri} is partitioned by {list(md.partition_columns)}, the write asks for {list(partition_by)}",
-                path=t.uri,
-            )
-        if configuration:
-            md = replace(md, configuration={**md.configuration, **{str(k): str(v) for k, v in configuration.items()}})
-        operation = "WRITE"
-    conformed, schema = conform(rows_in, md, schema_mode=schema_mode if snapshot is not None else None)
-    if schema_json(schema) != md.schema_string or (schema_mode == "overwrite" and partition_by is not None):
-        parts = tuple(partition_by) if (schema_mode == "overwrite" and partition_by is not None) else md.partition_columns
-        md = _with_table_defaults(replace(md, schema_string=schema_json(schema), partition_columns=parts), existing=old_md)
-        schema = md.schema
-    elif snapshot is not None and md is not old_md:
-        md = _with_table_defaults(md, existing=old_md)
+    operation, old_md, md, conformed, schema = write_metadata(
+        t,
+        snapshot,
+        rows_in,
+        partition_by=partition_by,
+        configuration=configuration,
+        schema_mode=schema_mode,
+        name=name,
+        description=description,
+    )
     rows, identity_md = enforce(conformed, schema, md)
     if identity_md is not None:
         md = identity_md
@@ -322,3 +305,56 @@ def set_table_properties(
     if not dry_run:
         out["version"] = txn.commit().version
     return metrics_table(out, {"version": pa.int64()})
+
+
+def check_write_modes(mode: str, schema_mode: str | None) -> None:
+    """Raises WriteRefusedError: an unknown `mode`, or a schema overwrite without a data overwrite."""
+    if mode not in ("append", "overwrite", "error", "ignore"):
+        raise WriteRefusedError(f"mode must be 'append', 'overwrite', 'error' or 'ignore', got {mode!r}")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise WriteRefusedError("schema_mode='overwrite' needs mode='overwrite'")
+
+
+def write_metadata(
+    table: Table,
+    snapshot: Snapshot | None,
+    rows: pa.Table,
+    *,
+    partition_by: list[str] | None,
+    configuration: dict[str, Any] | None,
+    schema_mode: str | None,
+    name: str | None = None,
+    description: str | None = None,
+) -> tuple[str, Metadata | None, Metadata, pa.Table, StructType]:
+    """The metadata a write of `rows` commits (new table, or the current one with the new
+    properties and, by `schema_mode`, an evolved or replaced schema and partitioning).
+
+    Returns (operation, metadata before, metadata to commit, rows conformed to it, its schema).
+
+    Raises:
+        WriteRefusedError: other partition columns without a schema overwrite; rows that do not
+            fit the schema.
+    """
+    if snapshot is None:
+        md = new_table_metadata(
+            rows.schema, partition_by=partition_by, configuration=configuration, name=name, description=description
+        )
+        operation, old_md = "CREATE TABLE", None
+    else:
+        old_md = md = snapshot.metadata
+        if partition_by is not None and list(partition_by) != list(md.partition_columns) and schema_mode != "overwrite":
+            raise WriteRefusedError(
+                f"table {table.uri} is partitioned by {list(md.partition_columns)}, the write asks for {list(partition_by)}",
+                path=table.uri,
+            )
+        if configuration:
+            md = replace(md, configuration={**md.configuration, **{str(k): str(v) for k, v in configuration.items()}})
+        operation = "WRITE"
+    conformed, schema = conform(rows, md, schema_mode=schema_mode if snapshot is not None else None)
+    if schema_json(schema) != md.schema_string or (schema_mode == "overwrite" and partition_by is not None):
+        parts = tuple(partition_by) if (schema_mode == "overwrite" and partition_by is not None) else md.partition_columns
+        md = _with_table_defaults(replace(md, schema_string=schema_json(schema), partition_columns=parts), existing=old_md)
+        schema = md.schema
+    elif snapshot is not None and md is not old_md:
+        md = _with_table_defaults(md, existing=old_md)
+    return operation, old_md, md, conformed, schema
