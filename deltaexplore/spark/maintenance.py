@@ -96,15 +96,6 @@ def zorder_key(df: DataFrame, columns: list[str], *, sample_rows: int = 100_000,
     return key
 
 
-def _purged(files: pa.Table) -> int:
-    if files.num_rows == 0:
-        return 0
-    dv = files.column("deletionVector").combine_chunks()
-    if dv.null_count == len(dv):
-        return 0
-    return int(pc.sum(dv.field("cardinality")).as_py() or 0)
-
-
 def optimize(
     spark: SparkSession,
     uri: Any,
@@ -158,19 +149,7 @@ def optimize(
     )
     operation = "REORG" if _dv_files_only else "OPTIMIZE"
     removed = plan.files
-    metrics: dict[str, Any] = {
-        "operation": operation,
-        "version": None,
-        "dry_run": dry_run,
-        "num_bins": len(plan.bins),
-        "num_files_removed": removed.num_rows,
-        "num_files_added": 0,
-        "bytes_removed": int(pc.sum(removed.column("size")).as_py() or 0) if removed.num_rows else 0,
-        "bytes_added": 0,
-        "num_partitions_optimized": len({json.dumps(sorted(b.column("partitionValues")[0].as_py() or [])) for b in plan.bins}),
-        "total_considered_files": plan.considered_files,
-        "num_deleted_rows_purged": _purged(removed),
-    }
+    metrics = plan.metrics(operation, dry_run=dry_run)
     if dry_run or not plan.bins:
         return metrics_table(metrics, OPTIMIZE_METRICS)
     native = supports_native(snapshot) and not _python_writer
@@ -179,11 +158,7 @@ def optimize(
             f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
             "(use deltaexplore.core.operations.optimize)"
         )
-    params = {
-        "predicate": json.dumps([str(partition_filter)] if partition_filter is not None else []),
-        "zOrderBy": json.dumps(plan.zorder_by),
-    }
-    txn = Transaction(table, operation=operation, parameters=params, read_snapshot=snapshot)
+    txn = Transaction(table, operation=operation, parameters=plan.commit_parameters(partition_filter), read_snapshot=snapshot)
     stagings: list[Staging] = []
     try:
         with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):

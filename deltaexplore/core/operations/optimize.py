@@ -62,6 +62,33 @@ class OptimizePlan:
             return self.snapshot.add_actions().slice(0, 0)
         return pa.concat_tables(self.bins)
 
+    def metrics(self, operation: str, *, dry_run: bool) -> dict[str, Any]:
+        """The metrics row (`OPTIMIZE_METRICS`) before anything is written."""
+        removed = self.files
+        dv = removed.column("deletionVector").combine_chunks() if removed.num_rows else pa.array([], pa.null())
+        purged = int(pc.sum(dv.field("cardinality")).as_py() or 0) if removed.num_rows and dv.null_count < len(dv) else 0
+        partitions = {json.dumps(sorted(b.column("partitionValues")[0].as_py() or [])) for b in self.bins}
+        return {
+            "operation": operation,
+            "version": None,
+            "dry_run": dry_run,
+            "num_bins": len(self.bins),
+            "num_files_removed": removed.num_rows,
+            "num_files_added": 0,
+            "bytes_removed": int(pc.sum(removed.column("size")).as_py() or 0) if removed.num_rows else 0,
+            "bytes_added": 0,
+            "num_partitions_optimized": len(partitions),
+            "total_considered_files": self.considered_files,
+            "num_deleted_rows_purged": purged,
+        }
+
+    def commit_parameters(self, partition_filter: Any) -> dict[str, str]:
+        """`operationParameters` of the commit."""
+        return {
+            "predicate": json.dumps([str(partition_filter)] if partition_filter is not None else []),
+            "zOrderBy": json.dumps(self.zorder_by),
+        }
+
 
 def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
     if target_size is not None:
@@ -214,30 +241,11 @@ def optimize(
         zorder_by=zorder_by,
     )
     operation = "REORG" if _dv_files_only else "OPTIMIZE"
-    removed = plan.files
-    dv = removed.column("deletionVector").combine_chunks() if removed.num_rows else pa.array([], pa.null())
-    purged = int(pc.sum(dv.field("cardinality")).as_py() or 0) if removed.num_rows and dv.null_count < len(dv) else 0
-    metrics: dict[str, Any] = {
-        "operation": operation,
-        "version": None,
-        "dry_run": dry_run,
-        "num_bins": len(plan.bins),
-        "num_files_removed": removed.num_rows,
-        "num_files_added": 0,
-        "bytes_removed": int(pc.sum(removed.column("size")).as_py() or 0) if removed.num_rows else 0,
-        "bytes_added": 0,
-        "num_partitions_optimized": len({json.dumps(sorted(b.column("partitionValues")[0].as_py() or [])) for b in plan.bins}),
-        "total_considered_files": plan.considered_files,
-        "num_deleted_rows_purged": purged,
-    }
+    metrics = plan.metrics(operation, dry_run=dry_run)
     if dry_run or not plan.bins:
         return metrics_table(metrics, OPTIMIZE_METRICS)
     md = snapshot.metadata
-    params = {
-        "predicate": json.dumps([str(partition_filter)] if partition_filter is not None else []),
-        "zOrderBy": json.dumps(plan.zorder_by),
-    }
-    txn = Transaction(t, operation=operation, parameters=params, read_snapshot=snapshot)
+    txn = Transaction(t, operation=operation, parameters=plan.commit_parameters(partition_filter), read_snapshot=snapshot)
     written: list[pa.Table] = []
     try:
         for files in plan.bins:
