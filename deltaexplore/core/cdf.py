@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.actions import Metadata
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.json_log import read_log_files
+from deltaexplore.core.json_log import LogLines, read_log_files
 from deltaexplore.core.partitions import parse_partition_column
 from deltaexplore.core.read import constant_column, open_parquet, read_data_file
-from deltaexplore.core.scan import _resolve_columns, resolve_data_path
+from deltaexplore.core.scan import resolve_columns, resolve_data_path
 from deltaexplore.core.schema import PrimitiveType, StructField, to_arrow_type
 from deltaexplore.errors import DeltaProtocolError, VersionNotFoundError
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["changes"]
+__all__ = ["change_commits", "changes"]
 
 CHANGE_COLUMNS = [
     pa.field("_change_type", pa.string()),
@@ -41,37 +41,46 @@ def _cdf_enabled(md: Metadata) -> bool:
     return str(md.configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
-def changes(table: Table, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
-    """Change data feed rows for versions start..end (see the module docstring)."""
-    end_snap = table.snapshot(end_version)
+def change_commits(end_snap: Snapshot, start_version: int) -> LogLines:
+    """The commits `start_version`..`end_snap.version` read as lines, for a change data feed.
+
+    Raises:
+        VersionNotFoundError: the start is outside the table, or a commit of the range is gone.
+        DeltaProtocolError: change data feed is not enabled at some version of the range.
+    """
+    table = end_snap.table
     end = end_snap.version
     if start_version < 0 or start_version > end:
         raise VersionNotFoundError(f"start version {start_version} is outside 0..{end} of {table.uri}")
     listing = table.listing(refresh=False)
-    missing = [v for v in range(start_version, end + 1) if listing.commit(v) is None]
+    versions = list(range(start_version, end + 1))
+    missing = [v for v in versions if listing.commit(v) is None]
     if missing:
         raise VersionNotFoundError(
             f"change data feed of {table.uri} needs commits {start_version}..{end}; {len(missing)} are no longer in the log "
             f"(first missing: {missing[0]})"
         )
-    start_snap = end_snap if start_version == end else table.snapshot(start_version)
-    files = [listing.commit(v) for v in range(start_version, end + 1)]
-    lines = read_log_files(table.storage, files, list(range(start_version, end + 1)))  # type: ignore[arg-type]
-
+    lines = read_log_files(table.storage, [listing.commit(v) for v in versions], versions)  # type: ignore[misc]
     # CDF must be enabled at every version of the range (metadata may change inside it).
-    metadata = start_snap.metadata
-    metadata_at: dict[int, Metadata] = {}
-    for _, version, body in lines.objects("metaData"):
-        metadata_at[version] = Metadata.from_json(body)
-    for v in range(start_version, end + 1):
+    metadata = (end_snap if start_version == end else table.snapshot(start_version)).metadata
+    metadata_at = {version: Metadata.from_json(body) for _, version, body in lines.objects("metaData")}
+    for v in versions:
         metadata = metadata_at.get(v, metadata)
         if not _cdf_enabled(metadata):
             raise DeltaProtocolError(
                 f"change data feed is not enabled on {table.uri} at version {v} "
                 "(set delta.enableChangeDataFeed = true; changes before that cannot be read)"
             )
+    return lines
 
-    fields = _resolve_columns(end_snap.schema, columns)
+
+def changes(table: Table, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
+    """Change data feed rows for versions start..end (see the module docstring)."""
+    end_snap = table.snapshot(end_version)
+    end = end_snap.version
+    lines = change_commits(end_snap, start_version)
+
+    fields = resolve_columns(end_snap.schema, columns)
     out_schema = pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in fields] + CHANGE_COLUMNS)
     clock = end_snap.clock
     adds = lines.file_actions("add")

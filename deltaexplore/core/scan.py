@@ -61,7 +61,7 @@ def partition_table(snapshot: Snapshot, adds: pa.Table) -> pa.Table:
     return pa.table(cols) if cols else pa.table({"__n": pa.nulls(adds.num_rows)}).drop_columns(["__n"])
 
 
-def _resolve_columns(schema: StructType, columns: list[str] | None) -> list[StructField]:
+def resolve_columns(schema: StructType, columns: list[str] | None) -> list[StructField]:
     if columns is None:
         return list(schema.fields)
     out = []
@@ -204,7 +204,7 @@ def _commit_versions(extras: dict[str, pa.Array], column: str | None, version: i
 def plan_scan(snapshot: Snapshot, *, columns: list[str] | None = None, where: Any = None) -> ScanPlan:
     """Plan a read of `columns` (all by default) filtered by `where` (see `predicates`)."""
     schema = snapshot.schema
-    fields = _resolve_columns(schema, columns)
+    fields = resolve_columns(schema, columns)
     expr = parse_predicate(where)
     adds = snapshot.add_actions()
     total = adds.num_rows

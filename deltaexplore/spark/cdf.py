@@ -15,12 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import Metadata
+from deltaexplore.core.cdf import change_commits
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.json_log import read_log_files
-from deltaexplore.core.scan import partition_table
+from deltaexplore.core.scan import partition_table, resolve_columns
 from deltaexplore.core.schema import PrimitiveType, StructField
-from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError, VersionNotFoundError
 from deltaexplore.spark.paths import file_path_key, spark_location
 from deltaexplore.spark.reader import ensure_field_ids, parquet_reader, snapshot_of
 from deltaexplore.spark.session import spark_errors
@@ -32,10 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["changes"]
 
 CHANGE_TYPE = StructField("_change_type", PrimitiveType("string"))
-
-
-def _cdf_enabled(md: Metadata) -> bool:
-    return str(md.configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
 def _deleted(storage: Any, dv: dict[str, Any] | None, path: str) -> np.ndarray:
@@ -65,38 +59,9 @@ def changes(
     """
     end_snap = snapshot_of(uri, version=end_version, storage_options=storage_options)
     table = end_snap.table
-    end = end_snap.version
-    if start_version < 0 or start_version > end:
-        raise VersionNotFoundError(f"start version {start_version} is outside 0..{end} of {table.uri}")
-    listing = table.listing(refresh=False)
-    missing = [v for v in range(start_version, end + 1) if listing.commit(v) is None]
-    if missing:
-        raise VersionNotFoundError(
-            f"change data feed of {table.uri} needs commits {start_version}..{end}; {len(missing)} are no longer in the log "
-            f"(first missing: {missing[0]})"
-        )
-    start_snap = end_snap if start_version == end else table.snapshot(start_version)
-    versions = list(range(start_version, end + 1))
-    lines = read_log_files(table.storage, [listing.commit(v) for v in versions], versions)  # type: ignore[misc]
-    metadata = start_snap.metadata
-    metadata_at = {version: Metadata.from_json(body) for _, version, body in lines.objects("metaData")}
-    for v in versions:
-        metadata = metadata_at.get(v, metadata)
-        if not _cdf_enabled(metadata):
-            raise DeltaProtocolError(
-                f"change data feed is not enabled on {table.uri} at version {v} "
-                "(set delta.enableChangeDataFeed = true; changes before that cannot be read)"
-            )
-    schema = end_snap.schema
-    if columns is None:
-        fields = list(schema.fields)
-    else:
-        fields = []
-        for name in columns:
-            f = schema.get(name)
-            if f is None:
-                raise ColumnNotFoundError(f"column {name!r} is not in the table (columns: {', '.join(schema.names)})")
-            fields.append(f)
+    versions = list(range(start_version, end_snap.version + 1))
+    lines = change_commits(end_snap, start_version)
+    fields = resolve_columns(end_snap.schema, columns)
     pieces, row_sets = _plan_pieces(end_snap, lines, versions)
     with spark_errors("reading the change data feed", path=table.uri):
         return _execute(spark, end_snap, fields, pieces, row_sets)
