@@ -23,7 +23,7 @@ from deltaexplore.core.schema import ArrayType, MapType, StructField, StructType
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
 
-__all__ = ["StatsColumn", "file_stats", "parse_stats", "stats_columns"]
+__all__ = ["StatsColumn", "file_stats", "parse_stats", "physical_path", "stats_columns"]
 
 BATCH = 200_000
 _SKIP_TYPES = ("binary", "variant", "void")
@@ -59,14 +59,15 @@ def stats_columns(
             continue
         if isinstance(f.type, (ArrayType, MapType)) or f.type.name in _SKIP_TYPES:
             continue
-        physical = _physical(schema, logical, mode)
+        physical = physical_path(schema, logical, mode)
         col = StatsColumn(logical, physical, f)
         if names is None or col.name in names or logical[0] in names:
             out.append(col)
     return out
 
 
-def _physical(schema: StructType, logical: tuple[str, ...], mode: str) -> tuple[str, ...]:
+def physical_path(schema: StructType, logical: tuple[str, ...], mode: str) -> tuple[str, ...]:
+    """The physical names along a logical column path (unchanged without column mapping)."""
     if mode == "none":
         return logical
     out = []

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.scan import partition_table
-from deltaexplore.core.schema import ArrayType, MapType, StructType, leaf_paths, to_arrow_type
-from deltaexplore.core.stats import stats_columns, stats_for_adds
+from deltaexplore.core.schema import ArrayType, MapType, leaf_paths, to_arrow_type
+from deltaexplore.core.stats import physical_path, stats_columns, stats_for_adds
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
 from deltaexplore.inspect._common import combined, conform, partition_keys, snapshot_of
 from deltaexplore.inspect.fast_stats import column_bounds, num_records
@@ -346,7 +346,7 @@ def layout_summary(obj: Table | Snapshot, columns: list[str] | None = None, *, v
     for logical, f in leaf_paths(schema):
         name = ".".join(logical)
         is_part = len(logical) == 1 and logical[0].lower() in part_lower
-        phys = _physical_path(schema, logical, mode)
+        phys = physical_path(schema, logical, mode)
         complex_type = isinstance(f.type, (ArrayType, MapType))
         eligible = not complex_type and f.type.name not in _NO_STATS_TYPES
         if is_part:
@@ -432,18 +432,6 @@ def _skipping(e: dict[str, Any], num_indexed: int, listed: bool) -> tuple[str, s
     return "partial", f"{files - k} of {files} files lack min/max statistics for it"
 
 
-def _physical_path(schema: StructType, logical: tuple[str, ...], mode: str) -> tuple[str, ...]:
-    if mode == "none":
-        return logical
-    out = []
-    current: Any = schema
-    for part in logical:
-        f = current.field(part)
-        out.append(f.physical_name)
-        current = f.type
-    return tuple(out)
-
-
 def clustering_view(snap: Snapshot) -> list[dict[str, Any]]:
     """Rows for `clustering()`: clustering columns with their layout metrics."""
     phys_cols = clustering_columns(snap)
@@ -451,7 +439,7 @@ def clustering_view(snap: Snapshot) -> list[dict[str, Any]]:
         return []
     schema = snap.schema
     mode = snap.column_mapping_mode
-    by_phys = {tuple(p.lower() for p in _physical_path(schema, logical, mode)): (logical, f) for logical, f in leaf_paths(schema)}
+    by_phys = {tuple(p.lower() for p in physical_path(schema, logical, mode)): (logical, f) for logical, f in leaf_paths(schema)}
     rows = []
     for i, phys in enumerate(phys_cols):
         found = by_phys.get(tuple(p.lower() for p in phys))
