@@ -464,7 +464,6 @@ def vacuum(
     """
     from deltaexplore.core.operations import plan_vacuum
     from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.vacuum import VACUUM_METRICS
 
     table = open_for_write(uri, storage_options)
     plan = plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=enforce_retention_duration)
@@ -487,18 +486,7 @@ def vacuum(
             with spark_errors("VACUUM deletes", path=table.uri):
                 n = max(1, min(len(paths) // 200, spark.sparkContext.defaultParallelism * 4))
                 spark.sparkContext.parallelize(paths, n).foreachPartition(delete_all)
-    return metrics_table(
-        {
-            "operation": "VACUUM",
-            "version": plan.snapshot.version,
-            "dry_run": dry_run,
-            "retention_hours": plan.retention_ms / 3_600_000,
-            "num_files": len(paths),
-            "num_bytes": int(pc.sum(plan.files.column("size")).as_py() or 0) if paths else 0,
-            "files": paths,
-        },
-        VACUUM_METRICS,
-    )
+    return plan.metrics(dry_run=dry_run)
 
 
 def restore(

@@ -215,8 +215,7 @@ def write(
 
     from deltaexplore.core.data_rules import identity_columns
     from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.write import check_write_modes, write_metadata
-    from deltaexplore.core.transaction import Transaction
+    from deltaexplore.core.operations.write import check_write_modes, start_write, write_metadata
     from deltaexplore.spark.jobs import progress
 
     check_write_modes(mode, schema_mode)
@@ -245,22 +244,10 @@ def write(
             f"table {table.uri} has identity columns: Spark writes cannot assign them consistently across tasks yet "
             "(use deltaexplore.core.operations.write_table)"
         )
-    txn = Transaction(
-        table,
-        operation=operation,
-        parameters={"mode": mode.capitalize(), "partitionBy": json.dumps(list(md.partition_columns))},
-        read_snapshot=snapshot,
-    )
-    if snapshot is None or md != old_md:
-        txn.update_metadata(md)
-    protocol = txn.upgrade_protocol_for(md)
-    if app_id is not None:
-        if app_version is None:
-            raise WriteRefusedError("app_id needs app_version")
-        done = txn.app_transaction_version(app_id)
-        if done is not None and done >= app_version:
-            return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
-        txn.set_app_transaction(app_id, app_version)
+    started = start_write(table, snapshot, operation, md, old_md, mode=mode, app_id=app_id, app_version=app_version)
+    if started is None:
+        return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
+    txn, protocol = started
     to_remove = snapshot.add_actions() if (mode == "overwrite" and snapshot is not None) else None
     if to_remove is not None:
         txn.read_whole_table()

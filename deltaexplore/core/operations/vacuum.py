@@ -58,6 +58,22 @@ class VacuumPlan:
     files: pa.Table
     num_kept: int
 
+    def metrics(self, *, dry_run: bool) -> pa.Table:
+        """The metrics row of this VACUUM (`VACUUM_METRICS`)."""
+        paths = self.files.column("path").to_pylist()
+        return metrics_table(
+            {
+                "operation": "VACUUM",
+                "version": self.snapshot.version,
+                "dry_run": dry_run,
+                "retention_hours": self.retention_ms / 3_600_000,
+                "num_files": len(paths),
+                "num_bytes": int(pc.sum(self.files.column("size")).as_py() or 0) if paths else 0,
+                "files": paths,
+            },
+            VACUUM_METRICS,
+        )
+
 
 def _relative(storage: Storage, raw: str | None) -> str | None:
     """The table-relative path of a log path (None when it points outside the table)."""
@@ -257,15 +273,4 @@ def vacuum(
     if not dry_run:
         for path in paths:
             t.storage.delete(path)
-    return metrics_table(
-        {
-            "operation": "VACUUM",
-            "version": plan.snapshot.version,
-            "dry_run": dry_run,
-            "retention_hours": plan.retention_ms / 3_600_000,
-            "num_files": len(paths),
-            "num_bytes": int(pc.sum(plan.files.column("size")).as_py() or 0) if paths else 0,
-            "files": paths,
-        },
-        VACUUM_METRICS,
-    )
+    return plan.metrics(dry_run=dry_run)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import Metadata
+from deltaexplore.core.actions import Metadata, Protocol
 from deltaexplore.core.data_rules import as_arrow_table, conform, enforce, evaluate_sql
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.core.operations._common import metrics_table, open_for_write
@@ -37,7 +37,15 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["WRITE_METRICS", "check_write_modes", "new_table_metadata", "set_table_properties", "write_metadata", "write_table"]
+__all__ = [
+    "WRITE_METRICS",
+    "check_write_modes",
+    "new_table_metadata",
+    "set_table_properties",
+    "start_write",
+    "write_metadata",
+    "write_table",
+]
 
 WRITE_METRICS = {
     "version": pa.int64(),
@@ -162,24 +170,21 @@ def write_table(
     rows, identity_md = enforce(conformed, schema, md)
     if identity_md is not None:
         md = identity_md
-    txn = Transaction(
+    started = start_write(
         t,
-        operation=operation,
-        parameters={"mode": mode.capitalize(), "partitionBy": json.dumps(list(md.partition_columns))}
-        | ({"predicate": predicate} if predicate else {}),
-        read_snapshot=snapshot,
+        snapshot,
+        operation,
+        md,
+        old_md,
+        mode=mode,
+        app_id=app_id,
+        app_version=app_version,
+        predicate=predicate,
         user_metadata=user_metadata,
     )
-    if snapshot is None or md != old_md:
-        txn.update_metadata(md)
-    protocol = txn.upgrade_protocol_for(md)
-    if app_id is not None:
-        if app_version is None:
-            raise WriteRefusedError("app_id needs app_version")
-        done = txn.app_transaction_version(app_id)
-        if done is not None and done >= app_version:
-            return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
-        txn.set_app_transaction(app_id, app_version)
+    if started is None:
+        return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
+    txn, protocol = started
     to_remove = pa.table({"path": pa.array([], pa.string())})
     if mode == "overwrite" and snapshot is not None:
         if predicate:
@@ -358,3 +363,44 @@ def write_metadata(
     elif snapshot is not None and md is not old_md:
         md = _with_table_defaults(md, existing=old_md)
     return operation, old_md, md, conformed, schema
+
+
+def start_write(
+    table: Table,
+    snapshot: Snapshot | None,
+    operation: str,
+    md: Metadata,
+    old_md: Metadata | None,
+    *,
+    mode: str,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    predicate: str | None = None,
+    user_metadata: str | None = None,
+) -> tuple[Transaction, Protocol] | None:
+    """The transaction of a write: its metadata, the protocol it needs and its `txn` app id.
+
+    None when `app_id` already committed `app_version` or later (an idempotent retry: nothing to do).
+
+    Raises:
+        WriteRefusedError: `app_id` without `app_version`.
+    """
+    txn = Transaction(
+        table,
+        operation=operation,
+        parameters={"mode": mode.capitalize(), "partitionBy": json.dumps(list(md.partition_columns))}
+        | ({"predicate": predicate} if predicate else {}),
+        read_snapshot=snapshot,
+        user_metadata=user_metadata,
+    )
+    if snapshot is None or md != old_md:
+        txn.update_metadata(md)
+    protocol = txn.upgrade_protocol_for(md)
+    if app_id is not None:
+        if app_version is None:
+            raise WriteRefusedError("app_id needs app_version")
+        done = txn.app_transaction_version(app_id)
+        if done is not None and done >= app_version:
+            return None
+        txn.set_app_transaction(app_id, app_version)
+    return txn, protocol
