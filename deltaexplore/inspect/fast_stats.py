@@ -11,8 +11,10 @@ text), per chunk:
    ``"nullCount":{`` headers (`str.find`, literal);
 2. each occurrence belongs to the object whose header is the nearest before it (any order);
 3. the value after the key is delimited in a fixed-width byte window gathered with numpy (a
-   quoted string to its closing quote, anything else to the next ``,`` ``}`` ``]`` or space) and
-   converted with Arrow casts (timestamps and dates with the core's own conversion).
+   quoted string to its closing quote, anything else to the next ``,`` ``}`` ``]`` or space;
+   `BLOCK` values per pass so the windows stay in the CPU cache) and converted with Arrow casts
+   (timestamps and dates with the core's own conversion); numbers are cast from a string_view
+   array over the text itself (short values inline), strings are copied out.
 
 In valid JSON an unescaped ``"name":`` can only be a key, and the fast path is used only for
 columns whose physical leaf name is unique in the whole schema, is not a reserved stats key and
@@ -53,6 +55,9 @@ _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _LEAD = b'{"numRecords":'
 #: above this many files the chunks of the stats column are read by a thread pool
 PARALLEL_ROWS = 100_000
+#: values delimited per numpy pass: the (BLOCK, 24-byte) windows stay in the CPU cache
+BLOCK = 1 << 16
+VIEW_SLICE_BITS = 30
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
@@ -91,17 +96,25 @@ def _windows(data: np.ndarray, starts: np.ndarray, words: int) -> tuple[np.ndarr
         return np.zeros((0, words), dtype=np.uint64), shift
     first = starts >> 3
     n_words = len(data) // 8
-    aligned = data.ctypes.data % 8 == 0 and n_words > 0
-    table = data[: n_words * 8].view(np.uint64) if aligned else np.zeros(0, dtype=np.uint64)
-    last = int(first.max()) + words
-    if not aligned or last > n_words:
-        # the tail (or an unaligned buffer): a padded copy of the words the windows need
+    if data.ctypes.data % 8 or not n_words:  # an unaligned buffer: an aligned padded copy
         lo = int(first.min())
-        raw = np.zeros((last - lo) * 8, dtype=np.uint8)
-        piece = data[lo * 8 : last * 8]
-        raw[: len(piece)] = piece
-        table, first = raw.view(np.uint64), first - lo
-    return np.take(table, first[:, None] + np.arange(words)), shift
+        raw = np.zeros((int(first.max()) + words - lo) * 8, dtype=np.uint8)
+        piece = data[lo * 8 :]
+        raw[: len(piece)] = piece[: len(raw)]
+        return np.take(raw.view(np.uint64), (first - lo)[:, None] + np.arange(words)), shift
+    table = data[: n_words * 8].view(np.uint64)
+    index = first[:, None] + np.arange(words)
+    past = np.flatnonzero(first + words > n_words)
+    if not len(past):
+        return np.take(table, index), shift
+    # windows running past the end: those rows from a padded copy of the tail only
+    out = np.take(table, np.minimum(index, n_words - 1))
+    lo = int(first[past].min())
+    tail = np.zeros((n_words + 1 + words - lo) * 8, dtype=np.uint8)
+    piece = data[lo * 8 :]
+    tail[: len(piece)] = piece
+    out[past] = np.take(tail.view(np.uint64), index[past] - lo)
+    return out, shift
 
 
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)], dtype=np.uint64)
@@ -115,7 +128,12 @@ def _spans(
 
     Returns (first byte, length, quoted, unsure): a quoted string spans to its closing quote
     (first byte and length of its content; escapes are checked by the caller), anything else
-    to the next `,` `}` `]` or whitespace. `unsure` marks values without an end in the string."""
+    to the next `,` `}` `]` or whitespace. `unsure` marks values without an end in the string.
+    Blocks of `BLOCK` values at a time keep the windows in cache (3-5x faster than one pass)."""
+    if len(starts) > BLOCK:
+        parts = [_spans(data, starts[i : i + BLOCK], limits[i : i + BLOCK], words) for i in range(0, len(starts), BLOCK)]
+        first_, length_, quoted_, unsure_ = zip(*parts, strict=True)
+        return np.concatenate(first_), np.concatenate(length_), np.concatenate(quoted_), np.concatenate(unsure_)
     m = len(starts)
     first = starts.copy()
     length = np.zeros(m, dtype=np.int64)
@@ -176,6 +194,42 @@ def _view(data_buffer: pa.Buffer | None, first: np.ndarray, length: np.ndarray, 
 # -- values ------------------------------------------------------------------------------------
 
 
+def _string_views(
+    data_buffer: pa.Buffer | None, data: np.ndarray, first: np.ndarray, length: np.ndarray, valid: np.ndarray
+) -> pa.Array:
+    """The byte ranges [first, first + length) of `data_buffer` as a string_view array: values
+    of up to 12 bytes inline, longer ones pointing into the buffer (nothing else copied)."""
+    m = len(first)
+    views = np.zeros((m, 4), dtype=np.int32)  # length, then 12 inline bytes or prefix, buffer, offset
+    lengths = np.where(valid, length, 0)
+    views[:, 0] = lengths
+    inline = views.view(np.uint8).reshape(m, 16)[:, 4:]
+    for i in range(0, m, BLOCK):
+        part = slice(i, i + BLOCK)
+        w, shift = _windows(data, np.where(valid[part], first[part], 0), 3)
+        # bytes [shift, shift + 12) of the three words, as two words (no shift by 64 bits)
+        right = shift.astype(np.uint64) * np.uint64(8)
+        left = np.uint64(63) - right
+        lo = (w[:, 0] >> right) | ((w[:, 1] << np.uint64(1)) << left)
+        hi = (w[:, 1] >> right) | ((w[:, 2] << np.uint64(1)) << left)
+        n_lo = np.minimum(lengths[part], 8)
+        n_hi = np.clip(lengths[part] - 8, 0, 4)
+        lo &= np.where(n_lo == 8, np.uint64(0xFFFFFFFFFFFFFFFF), _LOW[np.minimum(n_lo, 7)])
+        hi &= _LOW[n_hi]
+        inline[part, :8] = lo.view(np.uint8).reshape(-1, 8)
+        inline[part, 8:] = hi.view(np.uint8).reshape(-1, 8)[:, :4]
+    long = lengths > 12
+    source = data_buffer if data_buffer is not None else pa.py_buffer(b"")
+    # buffers are slices of the data (each to its end) every 2**VIEW_SLICE_BITS bytes, so
+    # offsets fit an int32 whatever the size of the data
+    bits = VIEW_SLICE_BITS
+    pieces = [source.slice(k << bits) for k in range((int(first[long].max()) >> bits) + 1)] if long.any() else [source]
+    views[long, 2] = first[long] >> bits
+    views[long, 3] = first[long] & ((1 << bits) - 1)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.string_view(), m, [bitmap, pa.py_buffer(views), *pieces])
+
+
 def _cast(texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
     """`texts` cast to `target`; a failing cast is bisected so only the pieces holding values
     that do not cast (down to `_MIN_PIECE` values) are reported as bad (nulls there)."""
@@ -206,12 +260,13 @@ def _typed(
     bad = found & unsure
     bad |= found & ~is_null & (quoted != text)  # strings quoted, everything else not
     valid = found & ~is_null & ~bad
-    texts = _view(data_buffer, first, length, valid).take(pa.array(np.arange(0, 2 * n, 2), pa.int64()))
     if text:
         assert col is not None
+        texts = _view(data_buffer, first, length, valid).take(pa.array(np.arange(0, 2 * n, 2), pa.int64()))
         bad |= pc.fill_null(pc.match_substring(texts, "\\"), False).to_numpy(zero_copy_only=False)  # escapes: the core
         raw = pc.if_else(pa.array(bad), pa.scalar(None, pa.large_string()), texts).cast(pa.string())
     else:
+        texts = _string_views(data_buffer, data, first, length, valid)
         raw, failed = _cast(texts, pa.int64() if col is None else col.json_type)
         bad |= failed
     if col is None:
@@ -223,6 +278,10 @@ def _typed(
 
 def _match_at(data: np.ndarray, positions: np.ndarray, ok: np.ndarray, pattern: bytes) -> np.ndarray:
     """Where `ok`: whether the bytes of `data` at `positions` are `pattern` (compared as words)."""
+    if len(positions) > BLOCK:
+        return np.concatenate(
+            [_match_at(data, positions[i : i + BLOCK], ok[i : i + BLOCK], pattern) for i in range(0, len(positions), BLOCK)]
+        )
     words = (len(pattern) + 7 + 7) // 8
     w, shift = _windows(data, np.where(ok, positions, 0), words)
     expected = np.zeros((8, 8 * words), dtype=np.uint8)
@@ -298,26 +357,21 @@ def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, .
 
     n = len(run)
     data, buffer, starts, limits, has = run.data, run.buffer, run.starts, run.limits, run.has
-    # numRecords first (writers put it there), then `,"minValues":{` right after it
-    lead = _match_at(data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
-    spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
-    records, bad_records = _typed(buffer, data, spans, lead, None)
-    after = spans[0] + spans[1]
-    hmin_ok = _match_at(data, after, lead & ~bad_records, b"," + _HEADERS[0].encode())
     series = pl.from_arrow(run.strings())
     assert isinstance(series, pl.Series)
+    # one polars pass per search (run in parallel): the key, the three headers, the lead
     found = pl.DataFrame({"s": series}).select(
         pl.col("s").str.find_many([needle]).alias("key"),
-        *(pl.col("s").str.find(h, literal=True).cast(pl.Int64).fill_null(-1).alias(h) for h in _HEADERS[1:]),
+        *(pl.col("s").str.find(h, literal=True).cast(pl.Int64).fill_null(-1).alias(h) for h in _HEADERS),
+        pl.col("s").str.starts_with(_LEAD.decode()).fill_null(False).alias("lead"),
     )
+    # numRecords first (writers put it there)
+    lead = found.get_column("lead").to_numpy() & has
+    spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
+    records, bad_records = _typed(buffer, data, spans, lead, None)
     headers = np.empty((n, 3), dtype=np.int64)
-    headers[:, 0] = np.where(hmin_ok, after + 1 - starts, -1)
-    headers[:, 1] = found.get_column(_HEADERS[1]).to_numpy()
-    headers[:, 2] = found.get_column(_HEADERS[2]).to_numpy()
-    rest = np.flatnonzero(has & ~hmin_ok)
-    if len(rest):
-        sub = series.gather(rest).str.find(_HEADERS[0], literal=True).cast(pl.Int64).fill_null(-1)
-        headers[rest, 0] = sub.to_numpy()
+    for i, h in enumerate(_HEADERS):
+        headers[:, i] = found.get_column(h).to_numpy()
     redo = np.zeros(n, dtype=bool)
     # a header written another way (`"minValues": {`): the core parses those documents
     for i, bare in enumerate(_BARE_HEADERS):

@@ -69,6 +69,16 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return out
 
 
+def _argsort(values: np.ndarray, *, stable: bool = False) -> np.ndarray:
+    """Indices that sort `values` (int64 numpy): polars' multithreaded sort, 2-3x numpy's."""
+    import polars as pl
+
+    if not stable:
+        return pl.Series(values).arg_sort().to_numpy().astype(np.int64)
+    frame = pl.DataFrame({"v": values}).with_row_index("i").sort("v", maintain_order=True)
+    return frame.get_column("i").to_numpy().astype(np.int64)
+
+
 def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     """Per range [lo, hi] (any numeric keys, lo <= hi): overlapping ranges, depth, sort rank.
 
@@ -79,8 +89,7 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     if n == 0:
         z = np.zeros(0, np.int64)
         return {"overlapping_files": z, "overlap_depth": z, "rank": z}
-    order_lo = np.argsort(lo, kind="stable")
-    order_hi = np.argsort(hi, kind="stable")
+    order_lo, order_hi = _argsort(lo), _argsort(hi)
     sorted_lo, sorted_hi = lo[order_lo], hi[order_hi]
 
     def scatter(order: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -102,7 +111,7 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
         order = order_lo
     else:
         hi_rank = scatter(order_hi, np.searchsorted(sorted_hi, sorted_hi, side="left"))
-        order = np.argsort(first * n + hi_rank, kind="stable")
+        order = _argsort(first * n + hi_rank, stable=True)
     rank = scatter(order, np.arange(n, dtype=np.int64))
     return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank}
 

@@ -148,10 +148,17 @@ def _doc(lo: dict, hi: dict, nulls: dict, records: int = 10, **top) -> str:
     )
 
 
-def test_typed_and_odd_documents_equal_core(tmp_path):
+@pytest.mark.parametrize(("block", "view_slice_bits"), [(1 << 16, 30), (2, 30), (5, 4)])
+def test_typed_and_odd_documents_equal_core(tmp_path, monkeypatch, block, view_slice_bits):
     """Every type the fast path casts, nested leaves, and documents built to trip the search:
     whitespace, values that do not cast (int overflow, exponents, decimals with more digits
-    than the scale), keys in an unknown object, nulls, truncated and escaped strings."""
+    than the scale), keys in an unknown object, nulls, truncated and escaped strings. Also in
+    tiny blocks of values per numpy pass (block boundaries anywhere), and with the text buffer
+    cut in 16-byte slices for string views (as a buffer over 2 GiB is)."""
+    from deltaexplore.inspect import fast_stats
+
+    monkeypatch.setattr(fast_stats, "BLOCK", block)
+    monkeypatch.setattr(fast_stats, "VIEW_SLICE_BITS", view_slice_bits)
     full_lo = {
         "i": -5,
         "b": 1,
@@ -242,6 +249,7 @@ def test_many_rows_in_parallel_chunks_equal_core(tmp_path, monkeypatch):
     from deltaexplore.inspect import fast_stats
 
     monkeypatch.setattr(fast_stats, "PARALLEL_ROWS", 10)
+    monkeypatch.setattr(fast_stats, "BLOCK", 37)
     write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)])
     for v in range(1, 4):
         docs = [

@@ -107,7 +107,9 @@ def real_clients(corpus):
     """delta-rs and DuckDB read every readable corpus table, once, in a child process."""
     if importlib.util.find_spec("deltalake") is None:  # never imported in this process
         pytest.skip("deltalake is not installed")
-    roots = [str(CORPUS / t["table_root"]) for t in corpus_catalog() if t["status"] == "ok" and t["data_completeness"] == "complete"]
+    roots = [
+        str(CORPUS / t["table_root"]) for t in corpus_catalog() if t["status"] == "ok" and t["data_completeness"] == "complete"
+    ]
     script = Path(__file__).with_name("real_clients.py")
     out = subprocess.run([sys.executable, str(script), *roots], capture_output=True, text=True, timeout=900, check=False)
     if not out.stdout.strip():
