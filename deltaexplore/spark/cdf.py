@@ -19,8 +19,9 @@ from deltaexplore.core.cdf import change_commits
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.core.scan import partition_table, resolve_columns
 from deltaexplore.core.schema import PrimitiveType, StructField
+from deltaexplore.spark.file_values import part_col
 from deltaexplore.spark.paths import file_path_key, spark_location
-from deltaexplore.spark.reader import ensure_field_ids, parquet_reader, snapshot_of
+from deltaexplore.spark.reader import ensure_field_ids, logical_columns, parquet_reader, snapshot_of
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import spark_field, spark_type
 
@@ -178,7 +179,7 @@ def _execute(spark: SparkSession, snap: Any, fields: list[StructField], pieces: 
     }
     for j, f in enumerate(part_fields):
         assert typed_parts is not None
-        info[f"__dx_p{j}"] = typed_parts.column(f.name)
+        info[part_col(j)] = typed_parts.column(f.name)
     info_df = spark.createDataFrame(pa.table(info))
     is_cdc = pieces.column("cdc").to_pylist()
     raw_paths = pieces.column("path").to_pylist()
@@ -212,17 +213,7 @@ def _execute(spark: SparkSession, snap: Any, fields: list[StructField], pieces: 
         return df.where(keep)
 
     frames = [f for f in (load(False), load(True)) if f is not None]
-    out = []
-    data_index = {f.name: i for i, f in enumerate(data_fields)}
-    part_index = {f.name: j for j, f in enumerate(part_fields)}
-    for f in fields:
-        target = spark_type(f.type)
-        if f.name in data_index:
-            out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
-        elif f.name in part_index:
-            out.append(F.col(f"__dx_p{part_index[f.name]}").cast(target).alias(f.name))
-        else:
-            out.append(F.lit(None).cast(target).alias(f.name))
+    out = logical_columns(fields, data_fields, part_fields)
     out += [
         F.col("__dx_change").alias("_change_type"),
         F.col("_commit_version").cast("long"),

@@ -31,7 +31,7 @@ from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import spark_field, spark_schema, spark_type
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
@@ -174,6 +174,27 @@ def parquet_reader(spark: SparkSession, schema: Any) -> Any:
     )
 
 
+def logical_columns(fields: list[StructField], data_fields: list[StructField], part_fields: list[StructField]) -> list[Column]:
+    """`fields` as columns of a scan: data field i is ``__dx_c<i>``, partition field j
+    `file_values.part_col(j)`, any other field null; each cast to its Spark type."""
+    from pyspark.sql import functions as F
+
+    from deltaexplore.spark import file_values as fv
+
+    data_index = {f.name: i for i, f in enumerate(data_fields)}
+    part_index = {f.name: j for j, f in enumerate(part_fields)}
+    out = []
+    for f in fields:
+        target = spark_type(f.type)
+        if f.name in data_index:
+            out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
+        elif f.name in part_index:
+            out.append(F.col(fv.part_col(part_index[f.name])).cast(target).alias(f.name))
+        else:
+            out.append(F.lit(None).cast(target).alias(f.name))
+    return out
+
+
 def scan_files(
     spark: SparkSession,
     snapshot: Snapshot,
@@ -264,17 +285,7 @@ def scan_files(
         )
 
     def finish(df: DataFrame) -> DataFrame:
-        out = []
-        data_index = {f.name: i for i, f in enumerate(data_fields)}
-        part_index = {f.name: j for j, f in enumerate(part_fields)}
-        for f in fields:
-            target = spark_type(f.type)
-            if f.name in data_index:
-                out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
-            elif f.name in part_index:
-                out.append(F.col(fv.part_col(part_index[f.name])).cast(target).alias(f.name))
-            else:
-                out.append(F.lit(None).cast(target).alias(f.name))
+        out = logical_columns(fields, data_fields, part_fields)
         if with_ids:
             out += [F.col(FILE_COL), F.col(ROW_COL)]
         return df.select(*out)
