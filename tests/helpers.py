@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,21 @@ SCHEMA_ID_VALUE = {
         {"name": "value", "type": "string", "nullable": True, "metadata": {}},
     ],
 }
+
+
+def mapped_field(name: str, type_name: Any, column_id: int, physical: str, *, nullable: bool = True) -> dict:
+    """A schema field with column mapping metadata (id and physical name)."""
+    metadata = {"delta.columnMapping.id": column_id, "delta.columnMapping.physicalName": physical}
+    return {"name": name, "type": type_name, "nullable": nullable, "metadata": metadata}
+
+
+def run_script(script: str, *args: str, timeout: int = 300, what: str = "") -> str:
+    """Run a Python `script` in a child process; its stdout. Raises RuntimeError with the end of
+    its stderr when it fails."""
+    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{what or script} failed ({out.returncode}): {out.stderr[-3000:]}")
+    return out.stdout
 
 
 def protocol(reader: int = 1, writer: int = 2, readers: list[str] | None = None, writers: list[str] | None = None) -> dict:

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from helpers import add, commit_info, metadata, protocol, remove, write_commit, write_data
+from helpers import add, commit_info, mapped_field, metadata, protocol, remove, write_commit, write_data
 
 import deltaexplore as dx
 from deltaexplore.core.partitions import parse_partition_column
@@ -202,24 +202,9 @@ def test_column_mapping_id_mode_by_field_id(tmp_path):
     schema = {
         "type": "struct",
         "fields": [
-            {
-                "name": "renamed",
-                "type": "long",
-                "nullable": True,
-                "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"},
-            },
-            {
-                "name": "other",
-                "type": "string",
-                "nullable": True,
-                "metadata": {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-2"},
-            },
-            {
-                "name": "absent",
-                "type": "string",
-                "nullable": True,
-                "metadata": {"delta.columnMapping.id": 3, "delta.columnMapping.physicalName": "col-3"},
-            },
+            mapped_field("renamed", "long", 1, "col-1"),
+            mapped_field("other", "string", 2, "col-2"),
+            mapped_field("absent", "string", 3, "col-3"),
         ],
     }
     file_schema = pa.schema(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from helpers import add, commit_info, metadata, protocol, remove, write_commit, write_data
+from helpers import add, commit_info, mapped_field, metadata, protocol, remove, write_commit, write_data
 
 from deltaexplore.core.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
 
@@ -18,24 +18,9 @@ DAY = 86_400_000
 SCHEMA_CM = {
     "type": "struct",
     "fields": [
-        {
-            "name": "id",
-            "type": "integer",
-            "nullable": True,
-            "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"},
-        },
-        {
-            "name": "name",
-            "type": "string",
-            "nullable": True,
-            "metadata": {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-2"},
-        },
-        {
-            "name": "part",
-            "type": "string",
-            "nullable": True,
-            "metadata": {"delta.columnMapping.id": 3, "delta.columnMapping.physicalName": "col-3"},
-        },
+        mapped_field("id", "integer", 1, "col-1"),
+        mapped_field("name", "string", 2, "col-2"),
+        mapped_field("part", "string", 3, "col-3"),
     ],
 }
 

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
-from helpers import add, commit_info, metadata, protocol, write_commit
+from helpers import add, commit_info, mapped_field, metadata, protocol, write_commit
 
 import deltaexplore as dx
 from deltaexplore.core.files import num_records_of
@@ -212,18 +212,8 @@ def test_column_mapping_physical_names_equal_core(tmp_path):
     schema = {
         "type": "struct",
         "fields": [
-            {
-                "name": "id",
-                "type": "long",
-                "nullable": True,
-                "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-a1"},
-            },
-            {
-                "name": "name",
-                "type": "string",
-                "nullable": True,
-                "metadata": {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-b2"},
-            },
+            mapped_field("id", "long", 1, "col-a1"),
+            mapped_field("name", "string", 2, "col-b2"),
         ],
     }
     texts = [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Any
@@ -24,20 +23,13 @@ def available() -> bool:
 def write_deltalake(root: str, table: Any, timeout: int = 300, **kwargs: Any) -> str:
     """`deltalake.write_deltalake(root, table, **kwargs)` run in a child process; `root`."""
     import pyarrow as pa
+    from helpers import run_script
 
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "rows.arrow")
         with pa.OSFile(data, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
-        out = subprocess.run(
-            [sys.executable, HERE, str(root), data, json.dumps(kwargs)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    if out.returncode != 0:
-        raise RuntimeError(f"delta-rs write of {root} failed ({out.returncode}): {out.stderr[-3000:]}")
+        run_script(HERE, str(root), data, json.dumps(kwargs), timeout=timeout, what=f"delta-rs write of {root}")
     return str(root)
 
 

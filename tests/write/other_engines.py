@@ -15,7 +15,6 @@ import datetime as dt
 import decimal
 import json
 import os
-import subprocess
 import sys
 from typing import Any
 
@@ -50,16 +49,10 @@ def table_rows(table: Any) -> list[str]:
 
 def run(command: str, root: str, *args: Any, timeout: int = 300) -> Any:
     """Run a command of this script in a child process and return its JSON answer."""
-    out = subprocess.run(
-        [sys.executable, os.path.join(HERE, "other_engines.py"), command, root, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"{command} {root} failed ({out.returncode}): {out.stderr[-3000:]}")
-    return json.loads(out.stdout)
+    from helpers import run_script
+
+    script = os.path.join(HERE, "other_engines.py")
+    return json.loads(run_script(script, command, root, *map(str, args), timeout=timeout, what=f"{command} {root}"))
 
 
 def duckdb_available() -> bool:
