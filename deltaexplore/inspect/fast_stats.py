@@ -10,11 +10,13 @@ text), per chunk:
    `memchr::memmem`, SIMD, one pass), and the ``"minValues":{``, ``"maxValues":{`` and
    ``"nullCount":{`` headers (`str.find`, literal);
 2. each occurrence belongs to the object whose header is the nearest before it (any order);
-3. the value after the key is delimited in a fixed-width byte window gathered with numpy (a
-   quoted string to its closing quote, anything else to the next ``,`` ``}`` ``]`` or space;
-   `BLOCK` values per pass so the windows stay in the CPU cache) and converted with Arrow casts
-   (timestamps and dates with the core's own conversion); numbers are cast from a string_view
-   array over the text itself (short values inline), strings are copied out.
+3. per file four values in text order (numRecords, min, max, null count) are delimited in
+   one pass over byte windows read straight from the text (unaligned 8-byte words gathered
+   with numpy; a quoted string to its closing quote, anything else to the next ``,`` ``}``
+   ``]`` or space; `BLOCK` values per pass so the windows stay in the CPU cache) and converted
+   with Arrow casts (timestamps and dates with the core's own conversion); numbers are cast
+   from a string_view array whose inline bytes are the window's first words and whose long
+   values point into the text, strings are copied out.
 
 In valid JSON an unescaped ``"name":`` can only be a key, and the fast path is used only for
 columns whose physical leaf name is unique in the whole schema, is not a reserved stats key and
@@ -30,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -87,91 +89,101 @@ def _buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _windows(data: np.ndarray, starts: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray]:
-    """`words` aligned 8-byte words of `data` from the one holding each start ((m, words)
-    uint64), and the offset of the start in its first word (0-7)."""
-    shift = starts & 7
+def _windows(data: np.ndarray, starts: np.ndarray, words: int) -> np.ndarray:
+    """`words` 8-byte little-endian words of `data` from each start ((m, words) uint64; bytes
+    past the end of `data` are zero). The words are read unaligned, straight from the text."""
     m = len(starts)
     if not m:
-        return np.zeros((0, words), dtype=np.uint64), shift
-    first = starts >> 3
-    n_words = len(data) // 8
-    if data.ctypes.data % 8 or not n_words:  # an unaligned buffer: an aligned padded copy
-        lo = int(first.min())
-        raw = np.zeros((int(first.max()) + words - lo) * 8, dtype=np.uint8)
-        piece = data[lo * 8 :]
-        raw[: len(piece)] = piece[: len(raw)]
-        return np.take(raw.view(np.uint64), (first - lo)[:, None] + np.arange(words)), shift
-    table = data[: n_words * 8].view(np.uint64)
-    index = first[:, None] + np.arange(words)
-    past = np.flatnonzero(first + words > n_words)
-    if not len(past):
-        return np.take(table, index), shift
-    # windows running past the end: those rows from a padded copy of the tail only
-    out = np.take(table, np.minimum(index, n_words - 1))
-    lo = int(first[past].min())
-    tail = np.zeros((n_words + 1 + words - lo) * 8, dtype=np.uint8)
-    piece = data[lo * 8 :]
-    tail[: len(piece)] = piece
-    out[past] = np.take(tail.view(np.uint64), index[past] - lo)
-    return out, shift
+        return np.zeros((0, words), dtype=np.uint64)
+    span = 8 * words
+    if len(data) >= span:
+        # every byte position as the start of a word (unaligned loads: x86 and arm64 do them)
+        table = np.ndarray((len(data) - 7,), dtype=np.uint64, buffer=data, strides=(1,))
+        past = np.flatnonzero(starts > len(data) - span)
+        if not len(past):
+            return table[starts[:, None] + np.arange(0, span, 8)]
+        out = table[np.minimum(starts, len(data) - span)[:, None] + np.arange(0, span, 8)]
+    else:
+        past, out = np.arange(m), np.zeros((m, words), dtype=np.uint64)
+    # windows running past the end: those rows from a zero-padded copy of the tail only
+    lo = int(starts[past].min())
+    tail = np.zeros(len(data) - lo + span, dtype=np.uint8)
+    tail[: len(data) - lo] = data[lo:]
+    out[past] = np.ndarray((len(tail) - 7,), dtype=np.uint64, buffer=tail, strides=(1,))[
+        (starts[past] - lo)[:, None] + np.arange(0, span, 8)
+    ]
+    return out
 
 
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)], dtype=np.uint64)
-_NEUTRAL = np.uint64(0x4141414141414141)  # "AAAAAAAA": no delimiter, quote or backslash
 
 
-def _spans(
-    data: np.ndarray, starts: np.ndarray, limits: np.ndarray, words: int = 3
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+class _Values(NamedTuple):
+    """JSON values located in the text: per value its first byte (after an opening quote),
+    length, whether it is quoted, whether it could not be delimited, and `head` ((m, 2) uint64:
+    the 16 bytes from where the value starts (its quote, if any), what a string view of an
+    unquoted value inlines)."""
+
+    first: np.ndarray
+    length: np.ndarray
+    quoted: np.ndarray
+    unsure: np.ndarray
+    head: np.ndarray
+
+    def part(self, rows: slice) -> _Values:
+        return _Values(*(a[rows] for a in self))
+
+
+def _spans(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, words: int = 3) -> _Values:
     """The JSON value at each absolute byte position (`starts`, within strings ending at `limits`).
 
-    Returns (first byte, length, quoted, unsure): a quoted string spans to its closing quote
-    (first byte and length of its content; escapes are checked by the caller), anything else
-    to the next `,` `}` `]` or whitespace. `unsure` marks values without an end in the string.
+    A quoted string spans to its closing quote (first byte and length of its content; escapes
+    are checked by the caller), anything else to the next `,` `}` `]` or whitespace. `unsure`
+    marks values without an end in the string. The window gathered for each value also gives
+    its first 16 bytes (`head`), so building string views reads the text no second time.
     Blocks of `BLOCK` values at a time keep the windows in cache (3-5x faster than one pass)."""
+    assert words >= 3
     if len(starts) > BLOCK:
         parts = [_spans(data, starts[i : i + BLOCK], limits[i : i + BLOCK], words) for i in range(0, len(starts), BLOCK)]
-        first_, length_, quoted_, unsure_ = zip(*parts, strict=True)
-        return np.concatenate(first_), np.concatenate(length_), np.concatenate(quoted_), np.concatenate(unsure_)
+        return _Values(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
     m = len(starts)
     first = starts.copy()
     length = np.zeros(m, dtype=np.int64)
     quoted = np.zeros(m, dtype=bool)
+    head = np.zeros((m, 2), dtype=np.uint64)
     unsure = starts >= limits
     todo = np.flatnonzero(~unsure)
+    initial = True
     while len(todo):
         s = starts[todo]
         room = limits[todo] - s
-        w, shift = _windows(data, s, words)
-        low = _LOW[shift]
-        head = w[:, 0]
-        q = ((head >> (shift.astype(np.uint64) * np.uint64(8))) & np.uint64(0xFF)) == _QUOTE
-        # bytes before the start become neutral; a quote that opens a string is not its end
-        w[:, 0] = (head & ~low) | (_NEUTRAL & low)
+        w = _windows(data, s, words)
+        if initial:
+            head[todo] = w[:, :2]
+            initial = False
+        q = (w[:, 0] & np.uint64(0xFF)) == _QUOTE
         win = w.view(np.uint8)
         stop = (win == ord(",")) | (win == ord("}")) | (win == ord("]")) | (win <= ord(" "))
-        if q.any():
+        if q.any():  # a quoted string ends at the next quote (not the opening one)
             close = win == _QUOTE
-            close[q, shift[q]] = False
+            close[:, 0] = False
             stop = np.where(q[:, None], close, stop)
         end = stop.argmax(axis=1)
         hit = stop[np.arange(len(todo)), end]
-        end -= shift
         done = hit & (end < room)
         rows = todo[done]
         qd = q[done]
         quoted[rows] = qd
         first[rows] = s[done] + qd
         length[rows] = end[done] - qd
-        more = ~hit & (room > 8 * words - shift)
+        more = ~hit & (room > 8 * words)
         unsure[todo[~done & ~more]] = True
         todo = todo[more]
         words *= 8
         if 8 * words > _MAX_WIDTH:
             unsure[todo] = True
             break
-    return first, length, quoted, unsure
+    return _Values(first, length, quoted, unsure, head)
 
 
 def _view(data_buffer: pa.Buffer | None, first: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
@@ -194,38 +206,26 @@ def _view(data_buffer: pa.Buffer | None, first: np.ndarray, length: np.ndarray, 
 # -- values ------------------------------------------------------------------------------------
 
 
-def _string_views(
-    data_buffer: pa.Buffer | None, data: np.ndarray, first: np.ndarray, length: np.ndarray, valid: np.ndarray
-) -> pa.Array:
-    """The byte ranges [first, first + length) of `data_buffer` as a string_view array: values
-    of up to 12 bytes inline, longer ones pointing into the buffer (nothing else copied)."""
-    m = len(first)
-    views = np.zeros((m, 4), dtype=np.int32)  # length, then 12 inline bytes or prefix, buffer, offset
-    lengths = np.where(valid, length, 0)
+def _string_views(data_buffer: pa.Buffer | None, values: _Values, valid: np.ndarray) -> pa.Array:
+    """The values as a string_view array over the text: up to 12 bytes inline (from `head`),
+    longer ones a 4-byte prefix and a pointer into the buffer (nothing copied)."""
+    m = len(values.first)
+    lengths = np.where(valid, values.length, 0)
+    lo = values.head[:, 0] & np.where(lengths >= 8, ~np.uint64(0), _LOW[np.minimum(lengths, 7)])
+    hi = values.head[:, 1] & _LOW[np.clip(lengths - 8, 0, 4)]
+    views = np.empty((m, 4), dtype=np.int32)  # length, then 12 inline bytes or prefix, buffer, offset
     views[:, 0] = lengths
-    inline = views.view(np.uint8).reshape(m, 16)[:, 4:]
-    for i in range(0, m, BLOCK):
-        part = slice(i, i + BLOCK)
-        w, shift = _windows(data, np.where(valid[part], first[part], 0), 3)
-        # bytes [shift, shift + 12) of the three words, as two words (no shift by 64 bits)
-        right = shift.astype(np.uint64) * np.uint64(8)
-        left = np.uint64(63) - right
-        lo = (w[:, 0] >> right) | ((w[:, 1] << np.uint64(1)) << left)
-        hi = (w[:, 1] >> right) | ((w[:, 2] << np.uint64(1)) << left)
-        n_lo = np.minimum(lengths[part], 8)
-        n_hi = np.clip(lengths[part] - 8, 0, 4)
-        lo &= np.where(n_lo == 8, np.uint64(0xFFFFFFFFFFFFFFFF), _LOW[np.minimum(n_lo, 7)])
-        hi &= _LOW[n_hi]
-        inline[part, :8] = lo.view(np.uint8).reshape(-1, 8)
-        inline[part, 8:] = hi.view(np.uint8).reshape(-1, 8)[:, :4]
+    views[:, 1:3] = lo.view(np.int32).reshape(m, 2)
+    views[:, 3] = hi.view(np.int32).reshape(m, 2)[:, 0]
     long = lengths > 12
+    first = values.first[long]
     source = data_buffer if data_buffer is not None else pa.py_buffer(b"")
     # buffers are slices of the data (each to its end) every 2**VIEW_SLICE_BITS bytes, so
     # offsets fit an int32 whatever the size of the data
     bits = VIEW_SLICE_BITS
-    pieces = [source.slice(k << bits) for k in range((int(first[long].max()) >> bits) + 1)] if long.any() else [source]
-    views[long, 2] = first[long] >> bits
-    views[long, 3] = first[long] & ((1 << bits) - 1)
+    pieces = [source.slice(k << bits) for k in range((int(first.max()) >> bits) + 1)] if len(first) else [source]
+    views[long, 2] = first >> bits
+    views[long, 3] = first & ((1 << bits) - 1)
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(pa.string_view(), m, [bitmap, pa.py_buffer(views), *pieces])
 
@@ -246,15 +246,15 @@ def _cast(texts: pa.Array, target: pa.DataType) -> tuple[pa.Array, np.ndarray]:
 
 
 def _typed(
-    data_buffer: pa.Buffer | None, data: np.ndarray, spans: tuple[np.ndarray, ...], found: np.ndarray, col: StatsColumn | None
+    data_buffer: pa.Buffer | None, values: _Values, found: np.ndarray, col: StatsColumn | None
 ) -> tuple[pa.Array, np.ndarray]:
-    """Values of `col` (None: a count, int64) from the spans of the rows in `found`; and the
-    rows to re-read with the core."""
+    """`col`'s values (None: a count, int64) at the located `values` of the rows in `found`;
+    and the rows to re-read with the core."""
     from deltaexplore.core.stats import _to_type
 
-    first, length, quoted, unsure = spans
+    first, length, quoted, unsure = values.first, values.length, values.quoted, values.unsure
     n = len(first)
-    lead = data[np.minimum(first, max(len(data) - 1, 0))] if len(data) else np.zeros(n, np.uint8)
+    lead = (values.head[:, 0] & np.uint64(0xFF)).astype(np.uint8)
     is_null = found & ~quoted & (length == 4) & (lead == ord("n"))
     text = col is not None and (pa.types.is_string(col.json_type) or pa.types.is_large_string(col.json_type))
     bad = found & unsure
@@ -266,8 +266,7 @@ def _typed(
         bad |= pc.fill_null(pc.match_substring(texts, "\\"), False).to_numpy(zero_copy_only=False)  # escapes: the core
         raw = pc.if_else(pa.array(bad), pa.scalar(None, pa.large_string()), texts).cast(pa.string())
     else:
-        texts = _string_views(data_buffer, data, first, length, valid)
-        raw, failed = _cast(texts, pa.int64() if col is None else col.json_type)
+        raw, failed = _cast(_string_views(data_buffer, values, valid), pa.int64() if col is None else col.json_type)
         bad |= failed
     if col is None:
         return raw, bad
@@ -282,15 +281,13 @@ def _match_at(data: np.ndarray, positions: np.ndarray, ok: np.ndarray, pattern: 
         return np.concatenate(
             [_match_at(data, positions[i : i + BLOCK], ok[i : i + BLOCK], pattern) for i in range(0, len(positions), BLOCK)]
         )
-    words = (len(pattern) + 7 + 7) // 8
-    w, shift = _windows(data, np.where(ok, positions, 0), words)
-    expected = np.zeros((8, 8 * words), dtype=np.uint8)
-    mask = np.zeros((8, 8 * words), dtype=np.uint8)
-    for k in range(8):
-        expected[k, k : k + len(pattern)] = np.frombuffer(pattern, dtype=np.uint8)
-        mask[k, k : k + len(pattern)] = 0xFF
-    expected_w, mask_w = expected.view(np.uint64), mask.view(np.uint64)
-    return ok & ((w & mask_w[shift]) == expected_w[shift]).all(axis=1)
+    words = (len(pattern) + 7) // 8
+    w = _windows(data, np.where(ok, positions, 0), words)
+    expected = np.zeros(8 * words, dtype=np.uint8)
+    expected[: len(pattern)] = np.frombuffer(pattern, dtype=np.uint8)
+    mask = np.zeros(8 * words, dtype=np.uint8)
+    mask[: len(pattern)] = 0xFF
+    return ok & ((w & mask.view(np.uint64)) == expected.view(np.uint64)).all(axis=1)
 
 
 def _attribute(headers: np.ndarray, row: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -365,10 +362,7 @@ def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, .
         *(pl.col("s").str.find(h, literal=True).cast(pl.Int64).fill_null(-1).alias(h) for h in _HEADERS),
         pl.col("s").str.starts_with(_LEAD.decode()).fill_null(False).alias("lead"),
     )
-    # numRecords first (writers put it there)
     lead = found.get_column("lead").to_numpy() & has
-    spans = _spans(data, np.where(lead, starts + len(_LEAD), limits), limits)
-    records, bad_records = _typed(buffer, data, spans, lead, None)
     headers = np.empty((n, 3), dtype=np.int64)
     for i, h in enumerate(_HEADERS):
         headers[:, i] = found.get_column(h).to_numpy()
@@ -390,23 +384,27 @@ def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, .
     redo[row[~inside]] = True  # a key outside the three objects
     twice = (row[1:] == row[:-1]) & (kind[1:] == kind[:-1])
     redo[row[1:][twice]] = True  # twice in one object
-    # values, kind-major: all mins, all maxes, all null counts
-    slot = (kind * n + row)[inside]
-    at = np.zeros(3 * n, dtype=bool)
-    at[slot] = True
-    value_at = np.tile(limits, 3)
-    value_at[slot] = starts[row[inside]] + positions[inside] + len(needle.encode())
-    ends = np.tile(limits, 3)
+    # per file four values, in text order: numRecords (writers put it first), min, max, null count
+    at = np.zeros((n, 4), dtype=bool)
+    at[:, 0] = lead
+    value_at = np.repeat(limits[:, None], 4, axis=1)
+    value_at[:, 0] = np.where(lead, starts + len(_LEAD), limits)
+    r, k = row[inside], kind[inside] + 1
+    at[r, k] = True
+    value_at[r, k] = starts[r] + positions[inside] + len(needle.encode())
     # windows of 24 bytes hold numbers; strings (timestamps: 26 bytes with quotes) get 48
-    spans = _spans(data, value_at, ends, 6 if pa.types.is_string(col.json_type) else 3)
+    values = _spans(data, value_at.ravel(), np.repeat(limits, 4), 6 if pa.types.is_string(col.json_type) else 3)
     out = []
-    for k in range(3):  # one kind at a time: byte positions increase with the row
-        part = slice(k * n, (k + 1) * n)
-        values, bad = _typed(buffer, data, tuple(a[part] for a in spans), at[part], col if k < 2 else None)
-        out.append(values)
-        redo |= bad
+    for k in range(4):
+        got, bad = _typed(buffer, values.part(slice(k, None, 4)), at[:, k], col if k in (1, 2) else None)
+        out.append(got)
+        if k:
+            redo |= bad
+        else:
+            bad_records = bad
+    records = out[0]
     redo_records = (has & (~lead | bad_records | pc.is_null(records).to_numpy(zero_copy_only=False))) | ~has
-    return out[0], out[1], out[2], records, redo & has, redo_records
+    return out[1], out[2], out[3], records, redo & has, redo_records
 
 
 def _needle(key: str) -> str | None:
@@ -526,8 +524,7 @@ def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
             continue
         has, starts, limits = run.has[local], run.starts[local], run.limits[local]
         lead = _match_at(run.data, starts, has & (limits - starts > len(_LEAD)), _LEAD)
-        spans = _spans(run.data, np.where(lead, starts + len(_LEAD), limits), limits)
-        got, bad = _typed(run.buffer, run.data, spans, lead, None)
+        got, bad = _typed(run.buffer, _spans(run.data, np.where(lead, starts + len(_LEAD), limits), limits), lead, None)
         values.append(got)
         redo.append((has & (~lead | bad | pc.is_null(got).to_numpy(zero_copy_only=False))) | ~has)
     size = n if rows is None else len(rows)
