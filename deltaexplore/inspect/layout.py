@@ -69,27 +69,29 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return out
 
 
-def _argsort(values: np.ndarray, *, stable: bool = False) -> np.ndarray:
-    """Indices that sort `values` (int64 numpy): polars' multithreaded sort, 2-3x numpy's."""
+def _argsort(values: np.ndarray, then: np.ndarray | None = None) -> np.ndarray:
+    """Indices that sort `values` (int64 numpy; polars' multithreaded sort, 2-3x numpy's); with
+    `then`, by (values, then) and ties in index order."""
     import polars as pl
 
-    if not stable:
+    if then is None:
         return pl.Series(values).arg_sort().to_numpy().astype(np.int64)
-    frame = pl.DataFrame({"v": values}).with_row_index("i").sort("v", maintain_order=True)
-    return frame.get_column("i").to_numpy().astype(np.int64)
+    frame = pl.DataFrame({"v": values, "t": then})
+    return frame.select(pl.arg_sort_by("v", "t", maintain_order=True)).to_series().to_numpy().astype(np.int64)
 
 
 def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     """Per range [lo, hi] (any numeric keys, lo <= hi): overlapping ranges, depth, sort rank.
 
-    Two sorts (of lo and of hi); every count is then a `searchsorted` of one sorted array into
-    the other (sorted queries: linear merges, no random access). The depth D(x) only rises at a
-    range start, so a range's overlap depth is the largest D over the starts inside it."""
+    Two sorts (by (lo, hi): also the rank order, and by hi); every count is then a
+    `searchsorted` of one sorted array into the other (sorted queries: linear merges, no
+    random access). The depth D(x) only rises at a range start, so a range's overlap depth is
+    the largest D over the starts inside it."""
     n = len(lo)
     if n == 0:
         z = np.zeros(0, np.int64)
         return {"overlapping_files": z, "overlap_depth": z, "rank": z}
-    order_lo, order_hi = _argsort(lo), _argsort(hi)
+    order_lo, order_hi = _argsort(lo, hi), _argsort(hi)
     sorted_lo, sorted_hi = lo[order_lo], hi[order_hi]
 
     def scatter(order: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -101,18 +103,16 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     started = scatter(order_hi, np.searchsorted(sorted_lo, sorted_hi, side="right"))
     ended_sorted = np.searchsorted(sorted_hi, sorted_lo, side="left")
     overlapping = started - scatter(order_lo, ended_sorted) - 1
+    # runs of equal starts: where each begins, and the ranges started by its end
+    new = np.ones(n, dtype=bool)
+    new[1:] = sorted_lo[1:] != sorted_lo[:-1]
+    begins = np.flatnonzero(new)
+    run = np.cumsum(new) - 1
+    first_lo = begins[run]
+    depth_at = np.append(begins[1:], n)[run] - ended_sorted
     # depth at each start (in lo order), then the largest over the starts within each range
-    first_lo = np.searchsorted(sorted_lo, sorted_lo, side="left")
-    depth_at = np.searchsorted(sorted_lo, sorted_lo, side="right") - ended_sorted
-    first = scatter(order_lo, first_lo)
-    depth = _range_max(depth_at, first, started - 1)
-    # rank: order by (lo, hi), ties by file order
-    if n < 2 or bool(np.all(sorted_lo[1:] != sorted_lo[:-1])):
-        order = order_lo
-    else:
-        hi_rank = scatter(order_hi, np.searchsorted(sorted_hi, sorted_hi, side="left"))
-        order = _argsort(first * n + hi_rank, stable=True)
-    rank = scatter(order, np.arange(n, dtype=np.int64))
+    depth = _range_max(depth_at, scatter(order_lo, first_lo), started - 1)
+    rank = scatter(order_lo, np.arange(n, dtype=np.int64))  # order by (lo, hi), ties by file order
     return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank}
 
 

@@ -36,7 +36,8 @@ def test_overlap_metrics_match_brute_force():
         ov, depth = _brute(lo.tolist(), hi.tolist())
         assert m["overlapping_files"].tolist() == ov
         assert m["overlap_depth"].tolist() == depth
-        assert sorted(m["rank"].tolist()) == list(range(n))
+        by_rank = sorted(range(n), key=lambda i: m["rank"][i])
+        assert by_rank == sorted(range(n), key=lambda i: (lo[i], hi[i], i))
 
 
 def _ranges_table(root, ranges, *, schema=None, props=None, column="id"):
