@@ -69,29 +69,28 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return out
 
 
-def _argsort(values: np.ndarray, then: np.ndarray | None = None) -> np.ndarray:
-    """Indices that sort `values` (int64 numpy; polars' multithreaded sort, 2-3x numpy's); with
-    `then`, by (values, then) and ties in index order."""
+def _argsort(values: np.ndarray) -> np.ndarray:
+    """Indices that sort `values` (int64 numpy), ties in index order: polars' multithreaded
+    sort, 2-3x numpy's."""
     import polars as pl
 
-    if then is None:
-        return pl.Series(values).arg_sort().to_numpy().astype(np.int64)
-    frame = pl.DataFrame({"v": values, "t": then})
-    return frame.select(pl.arg_sort_by("v", "t", maintain_order=True)).to_series().to_numpy().astype(np.int64)
+    frame = pl.DataFrame({"v": values}).with_row_index("i").sort("v", maintain_order=True)
+    return frame.get_column("i").to_numpy().astype(np.int64)
 
 
 def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     """Per range [lo, hi] (any numeric keys, lo <= hi): overlapping ranges, depth, sort rank.
 
-    Two sorts (by (lo, hi): also the rank order, and by hi); every count is then a
-    `searchsorted` of one sorted array into the other (sorted queries: linear merges, no
-    random access). The depth D(x) only rises at a range start, so a range's overlap depth is
-    the largest D over the starts inside it."""
+    Two stable sorts (by hi, then that order by lo: the order by (lo, hi) and file order,
+    which is the rank order); every count is then a `searchsorted` of one sorted array into
+    the other (sorted queries: linear merges, no random access). The depth D(x) only rises
+    at a range start, so a range's overlap depth is the largest D over the starts inside it."""
     n = len(lo)
     if n == 0:
         z = np.zeros(0, np.int64)
         return {"overlapping_files": z, "overlap_depth": z, "rank": z}
-    order_lo, order_hi = _argsort(lo, hi), _argsort(hi)
+    order_hi = _argsort(hi)
+    order_lo = order_hi[_argsort(lo[order_hi])]
     sorted_lo, sorted_hi = lo[order_lo], hi[order_hi]
 
     def scatter(order: np.ndarray, values: np.ndarray) -> np.ndarray:
