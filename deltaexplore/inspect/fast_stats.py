@@ -139,51 +139,66 @@ def _spans(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, words: int 
 
     A quoted string spans to its closing quote (first byte and length of its content; escapes
     are checked by the caller), anything else to the next `,` `}` `]` or whitespace. `unsure`
-    marks values without an end in the string. The window gathered for each value also gives
-    its first 16 bytes (`head`), so building string views reads the text no second time.
-    Blocks of `BLOCK` values at a time keep the windows in cache (3-5x faster than one pass)."""
-    assert words >= 3
-    if len(starts) > BLOCK:
-        parts = [_spans(data, starts[i : i + BLOCK], limits[i : i + BLOCK], words) for i in range(0, len(starts), BLOCK)]
-        return _Values(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+    marks values without an end in the string (`starts >= limits`: no value). The window read
+    for each value also gives its first 16 bytes (`head`), so building string views reads the
+    text no second time. Blocks of `BLOCK` values at a time keep the windows in cache (3-5x
+    faster than one pass)."""
+    assert words >= 2
     m = len(starts)
-    first = starts.copy()
-    length = np.zeros(m, dtype=np.int64)
-    quoted = np.zeros(m, dtype=bool)
-    head = np.zeros((m, 2), dtype=np.uint64)
-    unsure = starts >= limits
-    todo = np.flatnonzero(~unsure)
-    initial = True
-    while len(todo):
-        s = starts[todo]
-        room = limits[todo] - s
-        w = _windows(data, s, words)
-        if initial:
-            head[todo] = w[:, :2]
-            initial = False
-        q = (w[:, 0] & np.uint64(0xFF)) == _QUOTE
-        win = w.view(np.uint8)
-        stop = (win == ord(",")) | (win == ord("}")) | (win == ord("]")) | (win <= ord(" "))
-        if q.any():  # a quoted string ends at the next quote (not the opening one)
-            close = win == _QUOTE
-            close[:, 0] = False
-            stop = np.where(q[:, None], close, stop)
-        end = stop.argmax(axis=1)
-        hit = stop[np.arange(len(todo)), end]
-        done = hit & (end < room)
-        rows = todo[done]
-        qd = q[done]
-        quoted[rows] = qd
-        first[rows] = s[done] + qd
-        length[rows] = end[done] - qd
-        more = ~hit & (room > 8 * words)
-        unsure[todo[~done & ~more]] = True
-        todo = todo[more]
+    out = _Values(
+        np.empty(m, dtype=np.int64),
+        np.empty(m, dtype=np.int64),
+        np.empty(m, dtype=bool),
+        np.empty(m, dtype=bool),
+        np.empty((m, 2), dtype=np.uint64),
+    )
+    for i in range(0, m, BLOCK):
+        part = slice(i, i + BLOCK)
+        _spans_block(data, starts[part], limits[part], words, out.part(part))
+    return out
+
+
+def _ends(win: np.ndarray, quoted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of `win` (bytes from a value's first byte): the offset where the value ends and
+    whether it ends in the window at all."""
+    stop = (win == ord(",")) | (win == ord("}")) | (win == ord("]")) | (win <= ord(" "))
+    if quoted.any():  # a quoted string ends at the next quote (not the opening one)
+        close = win == _QUOTE
+        close[:, 0] = False
+        stop = np.where(quoted[:, None], close, stop)
+    end = stop.argmax(axis=1)
+    return end, stop.ravel()[np.arange(0, stop.size, stop.shape[1]) + end]
+
+
+def _spans_block(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, words: int, out: _Values) -> None:
+    """`_spans` of one block, written into `out` (views of the result arrays)."""
+    room = limits - starts
+    w = _windows(data, starts, words)
+    out.head[:] = w[:, :2]
+    q = (w[:, 0] & np.uint64(0xFF)) == _QUOTE
+    end, hit = _ends(w.view(np.uint8), q)
+    done = hit & (end < room)
+    out.quoted[:] = q & done
+    out.first[:] = starts + (q & done)
+    out.length[:] = np.where(done, end - (q & done), 0)
+    more = ~hit & (room > 8 * words)
+    out.unsure[:] = ~done & ~more
+    todo = np.flatnonzero(more)
+    while len(todo):  # longer values: wider windows
         words *= 8
         if 8 * words > _MAX_WIDTH:
-            unsure[todo] = True
-            break
-    return _Values(first, length, quoted, unsure, head)
+            out.unsure[todo] = True
+            return
+        s, qt = starts[todo], q[todo]
+        end, hit = _ends(_windows(data, s, words).view(np.uint8), qt)
+        done = hit & (end < room[todo])
+        rows = todo[done]
+        out.quoted[rows] = qt[done]
+        out.first[rows] = s[done] + qt[done]
+        out.length[rows] = end[done] - qt[done]
+        more = ~hit & (room[todo] > 8 * words)
+        out.unsure[todo[~done & ~more]] = True
+        todo = todo[more]
 
 
 def _view(data_buffer: pa.Buffer | None, first: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
