@@ -346,3 +346,42 @@ def test_num_records_from_any_position_and_out_of_range(tmp_path):
     write_commit(tmp_path, 0, actions)
     files = dx.open_table(str(tmp_path)).snapshot().files().sort_by("path")
     assert files.column("num_records").to_pylist() == [12, 34, None, None, 999999999999999999]
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
+def test_json_file_action_rows_equal_a_filter(typ):
+    """File-action fields are cut out of the one JSON parse of all lines without copying text
+    when the dropped rows (other kinds' lines) are empty; anything else is a plain filter."""
+    from deltaexplore.core.json_log import _rows_of
+
+    values = pa.array(["a", None, "", "bcd", None, "ef", "", "ghij"], typ)
+    cases = {
+        "others empty": [True, False, True, True, False, True, False, True],
+        "a dropped row has text": [False, True, True, True, True, True, True, True],
+        "all": [True] * 8,
+        "none": [False] * 8,
+    }
+    chunked = pa.chunked_array([values.slice(0, 3), values.slice(3)])  # sliced chunks: offsets not at 0
+    for name, keep in cases.items():
+        mask = pa.chunked_array([pa.array(keep[:3]), pa.array(keep[3:])])
+        got = _rows_of(chunked, mask)
+        got.validate(full=True)
+        assert got.to_pylist() == chunked.filter(mask).to_pylist(), name
+    # the zero-copy case shares the text buffer
+    mask = pa.chunked_array([pa.array([True, False, True]), pa.array([True, False, True, False, True])])
+    got = _rows_of(chunked, mask)
+    assert got.chunk(1).buffers()[2].address == chunked.chunk(1).buffers()[2].address
+
+
+def test_json_adds_keep_their_stats_among_other_actions(tmp_path):
+    """Adds, removes and commit infos interleaved over commits: every add keeps its own stats."""
+    write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(), add("a.parquet", 10, stats='{"numRecords":1}')])
+    write_commit(
+        tmp_path,
+        1,
+        [commit_info("WRITE"), remove("a.parquet"), add("b.parquet", 20, stats='{"numRecords":2}'), add("c.parquet", 30)],
+    )
+    write_commit(tmp_path, 2, [add("d.parquet", 40, stats='{"numRecords":4,"minValues":{"id":7}}'), commit_info("WRITE")])
+    adds = dx.open_table(str(tmp_path)).snapshot().add_actions()
+    got = dict(zip(adds.column("path").to_pylist(), adds.column("stats").to_pylist()))
+    assert got == {"b.parquet": '{"numRecords":2}', "c.parquet": None, "d.parquet": '{"numRecords":4,"minValues":{"id":7}}'}

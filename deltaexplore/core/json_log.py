@@ -161,12 +161,12 @@ class LogLines:
     def _fast_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
         table, _ = self._parse_all()
         column = table.column(kind)
-        struct = column.filter(pc.is_valid(column))  # filter: much faster than take here; stays chunked
-        if len(struct) != len(idx):
+        present = pc.is_valid(column)
+        if pc.sum(present).as_py() != len(idx):
             raise ValueError("action is not an object")
         out: dict[str, pa.Array] = {}
         for f in fields:
-            col = pc.struct_field(struct, f.name)
+            col = _rows_of(pc.struct_field(column, f.name), present)
             if pa.types.is_map(f.type):
                 col = self._extract_map(idx, f.name, pc.is_valid(col).combine_chunks())
             elif f.name == "deletionVector":
@@ -220,6 +220,31 @@ class LogLines:
                 where = self.location(int(idx[bad])) if bad is not None else self.files[0].path
                 raise InvalidLogError(f"{where}: bad '{kind}.{f.name}' value: {exc}", path=where.rsplit(":", 1)[0]) from exc
         return out
+
+
+def _rows_of(values: pa.ChunkedArray, keep: pa.ChunkedArray) -> pa.ChunkedArray:
+    """`values.filter(keep)` (chunks aligned); string chunks whose dropped rows are all empty
+    (the fields of other kinds' lines) keep their data buffer: only offsets and validity are
+    gathered, the text (stats: most of a log's bytes) is not copied."""
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return values.filter(keep)
+    return pa.chunked_array([_string_rows(v, m) for v, m in zip(values.chunks, keep.chunks, strict=True)], values.type)
+
+
+def _string_rows(values: pa.Array, keep: pa.BooleanArray) -> pa.Array:
+    wide = pa.types.is_large_string(values.type)
+    raw: np.ndarray = np.frombuffer(values.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets = raw[values.offset : values.offset + len(values) + 1]
+    rows = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+    ends = offsets[1:]
+    if len(rows) == len(values) or not len(rows) or np.any(np.delete(np.diff(offsets), rows)):
+        return values.filter(keep)
+    gathered = np.empty(len(rows) + 1, dtype=offsets.dtype)
+    gathered[:-1] = offsets[rows]
+    gathered[-1] = ends[rows[-1]]
+    valid = values.is_valid().to_numpy(zero_copy_only=False)[rows]
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(values.type, len(rows), [bitmap, pa.py_buffer(gathered), values.buffers()[2]])
 
 
 def _first_bad(values: list[Any], typ: pa.DataType) -> int | None:
