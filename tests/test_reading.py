@@ -385,3 +385,30 @@ def test_json_adds_keep_their_stats_among_other_actions(tmp_path):
     adds = dx.open_table(str(tmp_path)).snapshot().add_actions()
     got = dict(zip(adds.column("path").to_pylist(), adds.column("stats").to_pylist()))
     assert got == {"b.parquet": '{"numRecords":2}', "c.parquet": None, "d.parquet": '{"numRecords":4,"minValues":{"id":7}}'}
+
+
+@pytest.mark.parametrize("change", ["none", "grew", "shrank", "no final newline"])
+def test_local_log_read_matches_the_files(tmp_path, change):
+    """Local commits are read straight into one buffer using the listed sizes; a file whose size
+    changed since the listing is read again the plain way, so the lines are always the files'."""
+    from deltaexplore.core.json_log import read_log_files
+    from deltaexplore.core.log_segment import list_log
+
+    write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(), add("a.parquet", 10)])
+    write_commit(tmp_path, 1, [commit_info("WRITE"), add("b.parquet", 20)])
+    table = dx.open_table(str(tmp_path))
+    listing = list_log(table.storage)
+    files = [listing.commits[0], listing.commits[1]]
+    second = tmp_path / "_delta_log" / f"{1:020d}.json"
+    text = second.read_text()
+    if change == "grew":
+        second.write_text(text + json.dumps(add("c.parquet", 30)) + "\n")
+    elif change == "shrank":
+        second.write_text(text.splitlines()[0] + "\n")
+    elif change == "no final newline":
+        second.write_text(text.rstrip("\n"))
+        files[1] = list_log(table.storage).commits[1]
+    lines = read_log_files(table.storage, files)
+    expected = [ln for f in (tmp_path / "_delta_log" / f"{0:020d}.json", second) for ln in f.read_text().splitlines()]
+    assert [t.rstrip("\n") for t in lines.text.to_pylist()] == expected
+    assert list(lines.version) == [0] * 4 + [1] * (len(expected) - 4)

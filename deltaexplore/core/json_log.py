@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -329,7 +330,10 @@ def lines_from_buffer(
     if versions is None:
         versions = [f.end_version for f in files]
     raw = np.frombuffer(buf, dtype=np.uint8)
-    newlines = np.flatnonzero(raw == 10)
+    step = 1 << 22  # in pieces: no temporary as large as the log
+    newlines = np.concatenate(
+        [np.flatnonzero(raw[i : i + step] == 10) + i for i in range(0, len(raw), step)] or [np.zeros(0, np.int64)]
+    )
     offsets = np.empty(len(newlines) + 1, dtype=np.int64)
     offsets[0] = 0
     offsets[1:] = newlines + 1
@@ -380,33 +384,49 @@ def _check_unrecognised(lines: LogLines) -> None:
 
 
 def _read_local(storage: LocalStorage, files: Sequence[LogFile]) -> tuple[bytearray, list[int]] | None:
-    """Read local files straight into one buffer (sizes from the listing): no per-file copies.
+    """Read local files straight into one buffer (sizes from the listing): no per-file copies,
+    three system calls per file (open relative to the open log directory, one read, close).
 
     None when a file changed size since it was listed (the caller reads it the plain way).
     """
+    if any(f.inline is not None for f in files):
+        return None
     total = sum(f.size for f in files) + len(files)
-    buf = bytearray(total)
+    buf = bytearray(total + 1)  # one byte more than each file: a file that grew is noticed
     view = memoryview(buf)
     pos = 0
     sizes = []
-    for f in files:
-        if f.inline is not None:
-            return None
-        try:
-            with open(storage.location(f.path), "rb", buffering=0) as fh:
-                got = fh.readinto(view[pos : pos + f.size])
-                if got != f.size or fh.read(1):
-                    return None
-        except FileNotFoundError as exc:
-            raise InvalidLogError(f"log file {f.path} disappeared while reading the table", path=f.path) from exc
-        except OSError:
-            return None
-        end = pos + f.size
-        if f.size and buf[end - 1] != 10:
-            buf[end] = 10
-            end += 1
-        sizes.append(end - pos)
-        pos = end
+    folders: dict[str, int] = {}
+    relative = os.open in os.supports_dir_fd
+    try:
+        for f in files:
+            folder, _, name = f.path.rpartition("/")
+            try:
+                if relative:
+                    if folder not in folders:
+                        folders[folder] = os.open(storage.location(folder) if folder else storage.root, os.O_RDONLY)
+                    fd = os.open(name, os.O_RDONLY, dir_fd=folders[folder])
+                else:
+                    fd = os.open(storage.location(f.path), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                try:
+                    got = os.readv(fd, [view[pos : pos + f.size + 1]]) if f.size else len(os.read(fd, 1))
+                finally:
+                    os.close(fd)
+            except FileNotFoundError as exc:
+                raise InvalidLogError(f"log file {f.path} disappeared while reading the table", path=f.path) from exc
+            except OSError:
+                return None
+            if got != f.size:
+                return None
+            end = pos + f.size
+            if f.size and buf[end - 1] != 10:
+                buf[end] = 10
+                end += 1
+            sizes.append(end - pos)
+            pos = end
+    finally:
+        for fd in folders.values():
+            os.close(fd)
     del view
     del buf[pos:]
     return buf, sizes
