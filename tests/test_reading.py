@@ -412,3 +412,41 @@ def test_local_log_read_matches_the_files(tmp_path, change):
     expected = [ln for f in (tmp_path / "_delta_log" / f"{0:020d}.json", second) for ln in f.read_text().splitlines()]
     assert [t.rstrip("\n") for t in lines.text.to_pylist()] == expected
     assert list(lines.version) == [0] * 4 + [1] * (len(expected) - 4)
+
+
+def test_partition_value_maps_however_written(tmp_path):
+    """partitionValues however written (paths with escapes or quotes, other key orders, spaces,
+    values holding braces or escapes, null values): every add gets its own map."""
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    first = [json.dumps(a) for a in (commit_info("WRITE"), protocol(), metadata())]
+    adds = [
+        '{"add":{"path":"a.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"b\\/c.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"\\u00e9t\\u00e9.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"q\\",\\"partitionValues\\":{}.parquet","partitionValues":{"p":"1"},"size":1,'
+        '"modificationTime":1,"dataChange":true}}',
+        '{"add":{"partitionValues":{"p":"2"},"path":"d.parquet","size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add": {"path": "e.parquet", "partitionValues": {}, "size": 1, "modificationTime": 1, "dataChange": true}}',
+        '{"add":{"path":"f.parquet","partitionValues":{"p":null},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"g.parquet","partitionValues":{"p":"}{"},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"h.parquet","partitionValues":{"p":"3","q":"x"},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"i.parquet","partitionValues":{"p":"a\\"b\\u00e9"},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"j.parquet","partitionValues":{"p":"3","q":"x"},"size":1,"modificationTime":1,"dataChange":true}}',
+    ]
+    (log / f"{0:020d}.json").write_text("\n".join(first + adds) + "\n")
+    got = dx.open_table(str(tmp_path)).snapshot().add_actions()
+    maps = dict(zip(got.column("path").to_pylist(), got.column("partitionValues").to_pylist()))
+    assert maps == {
+        "a.parquet": [],
+        "b/c.parquet": [],
+        "\u00e9t\u00e9.parquet": [],
+        'q","partitionValues":{}.parquet': [("p", "1")],
+        "d.parquet": [("p", "2")],
+        "e.parquet": [],
+        "f.parquet": [("p", None)],
+        "g.parquet": [("p", "}{")],
+        "h.parquet": [("p", "3"), ("q", "x")],
+        "i.parquet": [("p", 'a"b\u00e9')],
+        "j.parquet": [("p", "3"), ("q", "x")],
+    }
