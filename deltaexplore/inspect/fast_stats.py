@@ -57,6 +57,8 @@ _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _LEAD = b'{"numRecords":'
 #: above this many files the chunks of the stats column are read by a thread pool
 PARALLEL_ROWS = 100_000
+#: files per run of the search (so the per-value arrays of a run stay a few MB)
+RUN_ROWS = 1 << 17
 #: values delimited per numpy pass: the (BLOCK, 24-byte) windows stay in the CPU cache
 BLOCK = 1 << 16
 VIEW_SLICE_BITS = 30
@@ -341,11 +343,14 @@ class _Run:
         return pa.chunked_array(self.chunks, type=self.chunks[0].type)
 
 
-def _runs(column: pa.Array | pa.ChunkedArray, pieces: int = 1) -> list[_Run]:
-    """The chunks of `column` grouped into runs (split into about `pieces` runs of similar size
-    for a thread pool)."""
+def _runs(column: pa.Array | pa.ChunkedArray, pieces: int = 1, most: int | None = None) -> list[_Run]:
+    """The chunks of `column` grouped into runs: about `pieces` runs of similar size for a
+    thread pool, none longer than `most` rows (chunks are sliced: small working sets)."""
     chunks = [c for c in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]) if len(c)]
     target = max(sum(len(c) for c in chunks) // max(pieces, 1), 1)
+    if most is not None:
+        target = min(target, most)
+        chunks = [c.slice(i, most) for c in chunks for i in range(0, len(c), most)]
     groups: list[list[pa.Array]] = []
     end, address, size = -1, None, 0
     for c in chunks:
@@ -475,7 +480,7 @@ def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) 
     n = adds.num_rows
     column = adds.column("stats")
     workers = min(os.cpu_count() or 1, 4) if n > PARALLEL_ROWS else 1
-    runs = _runs(column, workers)
+    runs = _runs(column, workers, RUN_ROWS)
     if not runs:
         empty = {"min": pa.nulls(n, col.arrow_type), "max": pa.nulls(n, col.arrow_type), "null_count": pa.nulls(n, pa.int64())}
         return {**empty, "num_records": combined(_core_num_records(adds))}

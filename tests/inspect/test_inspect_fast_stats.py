@@ -235,11 +235,13 @@ def test_column_mapping_physical_names_equal_core(tmp_path):
 
 
 def test_many_rows_in_parallel_chunks_equal_core(tmp_path, monkeypatch):
-    """Several chunks (one per commit) searched by the thread pool; long strings need wider windows."""
+    """Several chunks (one per commit), sliced into runs searched by the thread pool; long
+    strings need wider windows."""
     from deltaexplore.inspect import fast_stats
 
     monkeypatch.setattr(fast_stats, "PARALLEL_ROWS", 10)
     monkeypatch.setattr(fast_stats, "BLOCK", 37)
+    monkeypatch.setattr(fast_stats, "RUN_ROWS", 61)  # chunks sliced into runs of 61 files
     write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)])
     for v in range(1, 4):
         docs = [
