@@ -166,7 +166,7 @@ def _attach_literal(spark: SparkSession, df: DataFrame, values: FileValues) -> D
         lits = [_value_literal(arr, int(i), typ).cast(target) for i in order]
         cols.append(F.get(F.array(*lits), at).alias(part_col(j)))
     if values.bitmaps is not None:
-        bitmaps = [_long_array_literal(spark, values.bitmaps[i]) for i in order]
+        bitmaps = _long_array_literals(spark, [values.bitmaps[i] for i in order])
         cols.append(F.get(F.array(*bitmaps), at).alias(BITMAP_COL))
     return df.select("*", *cols).drop("__dx_pos", KEY_COL)
 
@@ -199,23 +199,28 @@ def _jvm_of(spark: SparkSession) -> Any:
     return getattr(spark, "_jvm", None)
 
 
-def _long_array_literal(spark: SparkSession, words: np.ndarray) -> Column:
-    """An array<bigint> literal of `words`, shipped to the JVM as bytes (a few py4j calls)."""
+def _long_array_literals(spark: SparkSession, arrays: list[np.ndarray]) -> list[Column]:
+    """array<bigint> literals of `arrays`: all shipped to the JVM as one byte buffer, then cut
+    there (a few py4j calls per array instead of one per element, or twenty per array)."""
     jvm = _jvm_of(spark)
-    data = np.ascontiguousarray(words, dtype="<i8").tobytes()
+    lengths = [len(a) for a in arrays]
+    data = np.concatenate([np.asarray(a, dtype="<i8") for a in arrays] or [np.zeros(0, "<i8")]).tobytes()
     gateway: Any = spark.sparkContext._gateway
-    target = gateway.new_array(jvm.long, len(words))
-    buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(data)).order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
-    buffer.asLongBuffer().get(target)
-    jcol = jvm.org.apache.spark.sql.functions.lit(target)
+    every = gateway.new_array(jvm.long, sum(lengths))
+    nio = jvm.java.nio
+    nio.ByteBuffer.wrap(bytearray(data)).order(nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(every)
+    copy_range = jvm.java.util.Arrays.copyOfRange
+    lit = jvm.org.apache.spark.sql.functions.lit
     try:
         from pyspark.sql.classic.column import Column as ClassicColumn
-
-        return ClassicColumn(jcol)
     except ImportError:  # pragma: no cover - pyspark < 4
-        from pyspark.sql.column import Column as OldColumn
-
-        return OldColumn(jcol)
+        from pyspark.sql.column import Column as ClassicColumn  # type: ignore[assignment]
+    out: list[Column] = []
+    start = 0
+    for n in lengths:
+        out.append(ClassicColumn(lit(copy_range(every, start, start + n))))
+        start += n
+    return out
 
 
 def _value_literal(arr: pa.Array, i: int, typ: DataType) -> Column:
