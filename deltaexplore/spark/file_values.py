@@ -199,9 +199,13 @@ def _jvm_of(spark: SparkSession) -> Any:
     return getattr(spark, "_jvm", None)
 
 
-def _long_array_literals(spark: SparkSession, arrays: list[np.ndarray]) -> list[Column]:
+def _long_array_literals(spark: SparkSession, arrays: list[np.ndarray], *, primitive: bool = True) -> list[Column]:
     """array<bigint> literals of `arrays`: all shipped to the JVM as one byte buffer, then cut
-    there (a few py4j calls per array instead of one per element, or twenty per array)."""
+    there (a few py4j calls per array instead of one per element).
+
+    Each literal holds an `UnsafeArrayData` (a primitive long array) where the JVM API allows:
+    `functions.lit` would box every element, and the plan a task deserializes carries the
+    literals (boxed: +35% on a 20M-row DV read with 300k bitmap words; primitive: nothing)."""
     jvm = _jvm_of(spark)
     lengths = [len(a) for a in arrays]
     data = np.concatenate([np.asarray(a, dtype="<i8") for a in arrays] or [np.zeros(0, "<i8")]).tobytes()
@@ -210,15 +214,28 @@ def _long_array_literals(spark: SparkSession, arrays: list[np.ndarray]) -> list[
     nio = jvm.java.nio
     nio.ByteBuffer.wrap(bytearray(data)).order(nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(every)
     copy_range = jvm.java.util.Arrays.copyOfRange
-    lit = jvm.org.apache.spark.sql.functions.lit
     try:
         from pyspark.sql.classic.column import Column as ClassicColumn
     except ImportError:  # pragma: no cover - pyspark < 4
         from pyspark.sql.column import Column as ClassicColumn  # type: ignore[assignment]
+    try:
+        if not primitive:
+            raise LookupError("boxed literals asked for")
+        catalyst = jvm.org.apache.spark.sql.catalyst.expressions
+        to_column = jvm.org.apache.spark.sql.classic.ExpressionUtils.column
+        make_literal, unboxed = catalyst.Literal, catalyst.UnsafeArrayData.fromPrimitiveArray
+        array_type = jvm.org.apache.spark.sql.types.ArrayType(jvm.org.apache.spark.sql.types.DataTypes.LongType, False)
+
+        def literal(values: Any) -> Any:
+            return to_column(make_literal(unboxed(values), array_type))
+
+        literal(copy_range(every, 0, 0))
+    except Exception:  # noqa: BLE001 - another Spark version: boxed literals (slower, same result)
+        literal = jvm.org.apache.spark.sql.functions.lit
     out: list[Column] = []
     start = 0
     for n in lengths:
-        out.append(ClassicColumn(lit(copy_range(every, start, start + n))))
+        out.append(ClassicColumn(literal(copy_range(every, start, start + n))))
         start += n
     return out
 

@@ -169,3 +169,22 @@ def test_spark_failures_become_spark_errors(spark, tmp_path):
     with pytest.raises(dx.SparkError, match="collecting failed in Spark"):
         with spark_errors("collecting"):
             df.collect()
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_bitmap_literals_are_primitive_arrays(spark):
+    """DV bitmaps become array<bigint> literals backed by primitive long arrays (boxed ones make
+    every task deserialize an object per word); the boxed fallback gives the same values."""
+    import numpy as np
+
+    from deltaexplore.spark import file_values as fv
+
+    arrays = [np.array([5, -1, 1 << 62], dtype=np.int64), np.zeros(0, dtype=np.int64), np.arange(1000, dtype=np.int64)]
+    for primitive in (True, False):
+        cols = fv._long_array_literals(spark, arrays, primitive=primitive)
+        frame = spark.range(1).select(*[c.alias(f"a{i}") for i, c in enumerate(cols)])
+        row = frame.collect()[0]
+        assert [list(row[f"a{i}"]) for i in range(len(arrays))] == [a.tolist() for a in arrays]
+        plan = frame._jdf.queryExecution().optimizedPlan().toString()
+        assert ("UnsafeArrayData" in plan) == primitive, plan[:300]
