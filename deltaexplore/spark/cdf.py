@@ -21,7 +21,7 @@ from deltaexplore.core.scan import partition_table, resolve_columns
 from deltaexplore.core.schema import PrimitiveType, StructField
 from deltaexplore.spark.file_values import part_col
 from deltaexplore.spark.paths import file_path_key, spark_location
-from deltaexplore.spark.reader import ensure_field_ids, logical_columns, parquet_reader, snapshot_of
+from deltaexplore.spark.reader import ensure_field_ids, logical_columns, parquet_reader, project, snapshot_of
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import spark_field, spark_type
 
@@ -215,11 +215,11 @@ def _execute(spark: SparkSession, snap: Any, fields: list[StructField], pieces: 
     frames = [f for f in (load(False), load(True)) if f is not None]
     out = logical_columns(fields, data_fields, part_fields)
     out += [
-        F.col("__dx_change").alias("_change_type"),
-        F.col("_commit_version").cast("long"),
-        F.col("_commit_timestamp").cast("timestamp"),
+        "`__dx_change` AS `_change_type`",
+        "CAST(`_commit_version` AS BIGINT) AS `_commit_version`",
+        "CAST(`_commit_timestamp` AS TIMESTAMP_LTZ) AS `_commit_timestamp`",
     ]
-    selected = [f.select(*out) for f in frames]
+    selected = [project(f, out) for f in frames]
     result = selected[0]
     for other in selected[1:]:
         result = result.unionByName(other)

@@ -89,12 +89,13 @@ def bitmap_words(rows: np.ndarray) -> np.ndarray:
     return words.view(np.int64)
 
 
-def keep_row(bitmap: Column, row_index: Column) -> Column:
-    """True unless `row_index` is set in `bitmap` (an array<bigint>; null or short: kept)."""
+def keep_row(bitmap: str, row_index: str) -> Column:
+    """True unless column `row_index` is set in column `bitmap` (an array<bigint>; null or
+    short: kept). SQL text: one expression for the JVM to parse."""
     from pyspark.sql import functions as F
 
-    word = F.get(bitmap, F.shiftright(row_index, 6).cast("int"))
-    return F.coalesce(F.bit_get(word, row_index.bitwiseAND(63).cast("int")), F.lit(0)) == 0
+    b, r = (f"`{c.replace('`', '``')}`" for c in (bitmap, row_index))
+    return F.expr(f"coalesce(bit_get(get({b}, CAST({r} >> 6 AS INT)), CAST({r} & 63 AS INT)), 0) = 0")
 
 
 def deleted_key(file_id: Column, row_index: Column) -> Column:

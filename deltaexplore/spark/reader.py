@@ -28,7 +28,7 @@ from deltaexplore.core.schema import PrimitiveType, StructField
 from deltaexplore.spark.file_values import FILE_COL
 from deltaexplore.spark.paths import file_path_key, spark_location
 from deltaexplore.spark.session import spark_errors
-from deltaexplore.spark.types import spark_field, spark_schema, spark_type
+from deltaexplore.spark.types import quoted, spark_field, spark_schema, spark_type, sql_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -141,11 +141,7 @@ def read_plan(
         )
         if plan.predicate is not None:
             df = df.where(to_spark_filter(plan.predicate, snap.schema))
-        return df.select(*[_quoted(f.name) for f in plan.fields])
-
-
-def _quoted(name: str) -> str:
-    return f"`{name.replace('`', '``')}`"
+        return df.selectExpr(*[quoted(f.name) for f in plan.fields])
 
 
 def empty_frame(spark: SparkSession, fields: list[StructField], *, with_ids: bool = False) -> DataFrame:
@@ -174,25 +170,44 @@ def parquet_reader(spark: SparkSession, schema: Any) -> Any:
     )
 
 
-def logical_columns(fields: list[StructField], data_fields: list[StructField], part_fields: list[StructField]) -> list[Column]:
+def logical_columns(
+    fields: list[StructField], data_fields: list[StructField], part_fields: list[StructField]
+) -> list[str | Column]:
     """`fields` as columns of a scan: data field i is ``__dx_c<i>``, partition field j
-    `file_values.part_col(j)`, any other field null; each cast to its Spark type."""
+    `file_values.part_col(j)`, any other field null; each cast to its Spark type. SQL text
+    where it can say the type (see `project`), else a Column."""
     from pyspark.sql import functions as F
 
     from deltaexplore.spark import file_values as fv
 
     data_index = {f.name: i for i, f in enumerate(data_fields)}
     part_index = {f.name: j for j, f in enumerate(part_fields)}
-    out = []
+    out: list[str | Column] = []
     for f in fields:
-        target = spark_type(f.type)
+        source = None
         if f.name in data_index:
-            out.append(F.col(f"__dx_c{data_index[f.name]}").cast(target).alias(f.name))
+            source = f"__dx_c{data_index[f.name]}"
         elif f.name in part_index:
-            out.append(F.col(fv.part_col(part_index[f.name])).cast(target).alias(f.name))
+            source = fv.part_col(part_index[f.name])
+        text = sql_type(f.type)
+        if text is not None:
+            value = "NULL" if source is None else quoted(source)
+            out.append(f"CAST({value} AS {text}) AS {quoted(f.name)}")
         else:
-            out.append(F.lit(None).cast(target).alias(f.name))
+            target = spark_type(f.type)
+            value_col = F.lit(None) if source is None else F.col(source)
+            out.append(value_col.cast(target).alias(f.name))
     return out
+
+
+def project(df: DataFrame, columns: list[str | Column]) -> DataFrame:
+    """`df.select` of SQL expressions (text) and Columns. All text: one `selectExpr` (a few py4j
+    calls in all; a Column built in Python costs dozens: 46 for a cast and alias)."""
+    from pyspark.sql import functions as F
+
+    if all(isinstance(c, str) for c in columns):
+        return df.selectExpr(*columns)  # type: ignore[arg-type]
+    return df.select(*[F.expr(c) if isinstance(c, str) else c for c in columns])
 
 
 def scan_files(
@@ -258,14 +273,14 @@ def scan_files(
 
     def scan(indexes: list[int], key: str | None, *, row_index: bool) -> DataFrame:
         df = reader.parquet(*[spark_location(storage, raw_paths[i]) for i in indexes])
-        selected = [F.col(_quoted(f.name)).alias(f"__dx_c{i}") for i, f in enumerate(physical.fields)]
+        selected = [f"{quoted(f.name)} AS __dx_c{i}" for i, f in enumerate(physical.fields)]
         if row_index:
-            selected.append(F.col("_metadata.row_index").alias(ROW_COL))
+            selected.append(f"_metadata.row_index AS {ROW_COL}")
         if key == "size":
-            selected.append(F.col("_metadata.file_size").alias(fv.KEY_COL))
+            selected.append(f"_metadata.file_size AS {fv.KEY_COL}")
         elif key == "path":
-            selected.append(F.col("_metadata.file_path").alias(fv.KEY_COL))
-        return df.select(*selected)
+            selected.append(f"_metadata.file_path AS {fv.KEY_COL}")
+        return df.selectExpr(*selected)
 
     def values_of(indexes: list[int], key: str, *, dvs: bool) -> fv.FileValues:
         assert sizes is not None
@@ -287,8 +302,8 @@ def scan_files(
     def finish(df: DataFrame) -> DataFrame:
         out = logical_columns(fields, data_fields, part_fields)
         if with_ids:
-            out += [F.col(FILE_COL), F.col(ROW_COL)]
-        return df.select(*out)
+            out += [FILE_COL, ROW_COL]
+        return project(df, out)
 
     frames = []
     for indexes, dvs in ((without, False), (with_dv, True)):
@@ -306,7 +321,7 @@ def scan_files(
             df = fv.attach(spark, scan(subset, key, row_index=dvs or with_ids), values_of(subset, key, dvs=dvs)).drop(fv.KEY_COL)
             if dvs and deleted is not None:
                 if deleted.bitmaps is not None:
-                    df = df.where(keep_row(F.col(fv.BITMAP_COL), F.col(ROW_COL)))
+                    df = df.where(keep_row(fv.BITMAP_COL, ROW_COL))
                 else:
                     assert deleted.keys is not None
                     keys = F.broadcast(deleted.keys) if deleted.broadcast else deleted.keys

@@ -23,7 +23,7 @@ from deltaexplore.errors import DeltaProtocolError
 if TYPE_CHECKING:
     from pyspark.sql import types as T
 
-__all__ = ["delta_type_from_spark", "spark_field", "spark_schema", "spark_type"]
+__all__ = ["delta_type_from_spark", "spark_field", "spark_schema", "spark_type", "sql_type"]
 
 SPARK_FIELD_ID = "parquet.field.id"
 
@@ -67,6 +67,57 @@ def spark_type(t: DataType, *, mode: str | None = None) -> T.DataType:
     if isinstance(t, MapType):
         return T.MapType(spark_type(t.key_type, mode=mode), spark_type(t.value_type, mode=mode), t.value_contains_null)
     return T.StructType([spark_field(f, mode=mode) for f in t.fields])
+
+
+_SQL_NAMES = {
+    "string": "STRING",
+    "long": "BIGINT",
+    "integer": "INT",
+    "short": "SMALLINT",
+    "byte": "TINYINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "binary": "BINARY",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP_LTZ",  # not TIMESTAMP: spark.sql.timestampType may make that NTZ
+    "timestamp_ntz": "TIMESTAMP_NTZ",
+    "void": "VOID",
+    "variant": "STRUCT<`metadata`: BINARY, `value`: BINARY>",
+}
+
+
+def sql_type(t: DataType) -> str | None:
+    """Spark SQL text of `spark_type(t)` (logical names), or None where text cannot say it
+    exactly (a nested field, element or value that is not nullable)."""
+    if isinstance(t, PrimitiveType):
+        if t.name in _SQL_NAMES:
+            return _SQL_NAMES[t.name]
+        if t.name.startswith(("geometry", "geography")):
+            return "BINARY"
+        if t.name.startswith(("char", "varchar")):
+            return "STRING"
+        return None
+    if isinstance(t, DecimalType):
+        return f"DECIMAL({t.precision},{t.scale})" if t.precision <= 38 else None
+    if isinstance(t, ArrayType):
+        element = sql_type(t.element_type)
+        return f"ARRAY<{element}>" if element is not None and t.contains_null else None
+    if isinstance(t, MapType):
+        key, value = sql_type(t.key_type), sql_type(t.value_type)
+        return f"MAP<{key}, {value}>" if key is not None and value is not None and t.value_contains_null else None
+    fields = []
+    for f in t.fields:
+        inner = sql_type(f.type)
+        if inner is None:
+            return None
+        fields.append(f"{quoted(f.name)}: {inner}")
+    return f"STRUCT<{', '.join(fields)}>"
+
+
+def quoted(name: str) -> str:
+    """`name` as a Spark SQL identifier."""
+    return f"`{name.replace('`', '``')}`"
 
 
 def spark_field(f: StructField, *, mode: str | None = None) -> T.StructField:

@@ -188,3 +188,25 @@ def test_bitmap_literals_are_primitive_arrays(spark):
         assert [list(row[f"a{i}"]) for i in range(len(arrays))] == [a.tolist() for a in arrays]
         plan = frame._jdf.queryExecution().optimizedPlan().toString()
         assert ("UnsafeArrayData" in plan) == primitive, plan[:300]
+
+
+def test_sql_type_text_says_exactly_the_spark_type():
+    """Projections are SQL text where the type's text is exact; anything it cannot say (a
+    non-nullable element or value) is left to the Column API (None)."""
+    from deltaexplore.core.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
+    from deltaexplore.spark.types import quoted, sql_type
+
+    nested = StructType(
+        (
+            StructField("a b", PrimitiveType("long"), False, {}),
+            StructField("c`d", ArrayType(PrimitiveType("timestamp"), True), True, {}),
+            StructField("m", MapType(PrimitiveType("string"), DecimalType(38, 9), True), True, {}),
+        )
+    )
+    assert sql_type(nested) == "STRUCT<`a b`: BIGINT, `c``d`: ARRAY<TIMESTAMP_LTZ>, `m`: MAP<STRING, DECIMAL(38,9)>>"
+    assert sql_type(PrimitiveType("timestamp_ntz")) == "TIMESTAMP_NTZ"
+    assert sql_type(PrimitiveType("variant")) == "STRUCT<`metadata`: BINARY, `value`: BINARY>"
+    assert sql_type(ArrayType(PrimitiveType("integer"), False)) is None
+    assert sql_type(MapType(PrimitiveType("string"), PrimitiveType("string"), False)) is None
+    assert sql_type(DecimalType(39, 2)) is None
+    assert quoted("x`y") == "`x``y`"
