@@ -84,9 +84,10 @@ def bitmap_words(rows: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
-    words = np.zeros(int(rows.max()) // 64 + 1, dtype=np.uint64)
-    np.bitwise_or.at(words, rows >> 6, np.left_shift(np.uint64(1), (rows & 63).astype(np.uint64)))
-    return words.view(np.int64)
+    bits = np.zeros((int(rows.max()) // 64 + 1) * 64, dtype=bool)
+    bits[rows] = True
+    # little-endian bit order and words: bit j of byte k is row 8k + j, so bit r & 63 of word r >> 6
+    return np.packbits(bits, bitorder="little").view("<i8").astype(np.int64)
 
 
 def keep_row(bitmap: str, row_index: str) -> Column:

@@ -210,3 +210,18 @@ def test_sql_type_text_says_exactly_the_spark_type():
     assert sql_type(MapType(PrimitiveType("string"), PrimitiveType("string"), False)) is None
     assert sql_type(DecimalType(39, 2)) is None
     assert quoted("x`y") == "`x``y`"
+
+
+def test_bitmap_words_set_bit_r_and_63_of_word_r_shift_6():
+    import numpy as np
+
+    from deltaexplore.spark.deletion_vectors import bitmap_words
+
+    rows = np.array([0, 1, 63, 64, 127, 130, 1000, (1 << 20) + 5], dtype=np.int64)
+    words = bitmap_words(rows)
+    assert len(words) == ((1 << 20) + 5) // 64 + 1
+    expected = [0] * len(words)
+    for r in rows.tolist():
+        expected[r >> 6] |= 1 << (r & 63)
+    assert [w & ((1 << 64) - 1) for w in words.tolist()] == expected
+    assert len(bitmap_words(np.zeros(0, dtype=np.int64))) == 0
