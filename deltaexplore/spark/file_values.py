@@ -114,7 +114,8 @@ def key_column(values: FileValues) -> Column:
 
 
 def attach(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
-    """`df` (a scan selecting `KEY_COL`) with `FILE_COL`, the partition columns and `BITMAP_COL`.
+    """`df` (a scan selecting `KEY_COL`) with `FILE_COL`, the partition columns and `BITMAP_COL`
+    instead of `KEY_COL`.
 
     Raises (in the job): a row whose key matches no file of `values`.
     """
@@ -192,7 +193,7 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
     small = spark.createDataFrame(pa.table(table))
     df = df.join(F.broadcast(small), on=KEY_COL, how="left")
     what = "size (bytes)" if values.sizes is not None else "path"
-    return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int")))
+    return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int"))).drop(KEY_COL)
 
 
 def _jvm_of(spark: SparkSession) -> Any:

@@ -141,6 +141,8 @@ def read_plan(
         )
         if plan.predicate is not None:
             df = df.where(to_spark_filter(plan.predicate, snap.schema))
+        if [f.name for f in wanted] == [f.name for f in plan.fields]:
+            return df  # already exactly these columns (each planned DataFrame step costs ~10 ms)
         return df.selectExpr(*[quoted(f.name) for f in plan.fields])
 
 
@@ -318,7 +320,7 @@ def scan_files(
             if not len(positions):
                 continue
             subset = [indexes[int(k)] for k in positions]
-            df = fv.attach(spark, scan(subset, key, row_index=dvs or with_ids), values_of(subset, key, dvs=dvs)).drop(fv.KEY_COL)
+            df = fv.attach(spark, scan(subset, key, row_index=dvs or with_ids), values_of(subset, key, dvs=dvs))
             if dvs and deleted is not None:
                 if deleted.bitmaps is not None:
                     df = df.where(keep_row(fv.BITMAP_COL, ROW_COL))
