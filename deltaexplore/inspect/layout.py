@@ -48,20 +48,27 @@ FAST_STATS_MAX_COLUMNS = 2
 
 
 def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """max(values[lo[i]:hi[i]+1]) for every i (lo <= hi), O((n + q) log n) time, O(n) memory."""
+    """max(values[lo[i]:hi[i]+1]) for every i (lo <= hi), O((n + q) log n) time, O(n) memory.
+
+    A sparse table built level by level in two buffers used in turn (no fresh array per level:
+    new large arrays are what costs most here); the queries of each level are answered when it
+    is built."""
     out = np.empty(len(lo), dtype=values.dtype)
     if len(lo) == 0:
         return out
     length = hi - lo + 1
-    k = np.floor(np.log2(length)).astype(np.int8)
+    _, exponent = np.frexp(length.astype(np.float64))
+    k = (exponent - 1).astype(np.int8)  # floor(log2(length)), exact for integers
     order = np.argsort(k, kind="stable")  # radix sort on int8
     ks = k[order]
     bounds = np.searchsorted(ks, np.arange(int(ks[-1]) + 2))
-    level = values.copy()
+    level, spare = values.copy(), np.empty_like(values)
+    size = len(values)
     for j in range(int(ks[-1]) + 1):
         if j:
             step = 1 << (j - 1)
-            level = np.maximum(level[:-step], level[step:])
+            np.maximum(level[: size - step], level[step:size], out=spare[: size - step])
+            level, spare, size = spare, level, size - step
         sel = order[bounds[j] : bounds[j + 1]]
         if len(sel):
             width = 1 << j

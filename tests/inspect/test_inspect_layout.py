@@ -40,6 +40,17 @@ def test_overlap_metrics_match_brute_force():
         assert by_rank == sorted(range(n), key=lambda i: (lo[i], hi[i], i))
 
 
+def test_range_max_matches_slices():
+    from deltaexplore.inspect.layout import _range_max
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 7, 100, 1000, 5000):
+        values = rng.integers(0, 100, n)
+        lo = rng.integers(0, n, 500)
+        hi = np.minimum(lo + rng.integers(0, n, 500), n - 1)
+        assert _range_max(values, lo, hi).tolist() == [int(values[a : b + 1].max()) for a, b in zip(lo, hi)]
+
+
 def _ranges_table(root, ranges, *, schema=None, props=None, column="id"):
     actions = [commit_info("WRITE", T0), protocol(), metadata(schema=schema, configuration=props or {})]
     for i, r in enumerate(ranges):
