@@ -225,3 +225,24 @@ def test_bitmap_words_set_bit_r_and_63_of_word_r_shift_6():
         expected[r >> 6] |= 1 << (r & 63)
     assert [w & ((1 << 64) - 1) for w in words.tolist()] == expected
     assert len(bitmap_words(np.zeros(0, dtype=np.int64))) == 0
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+@pytest.mark.parametrize("strategy", ["literal", "broadcast"])
+def test_rows_of_an_unknown_file_fail_the_job(spark, monkeypatch, strategy):
+    """Per-file values attach by key; a row whose key matches no planned file fails the job
+    with a message naming the key (never silently loses or mislabels rows)."""
+    import numpy as np
+
+    from deltaexplore.spark import file_values as fv
+
+    monkeypatch.setattr(fv, "STRATEGY", strategy)
+    values = fv.FileValues(ids=[3, 4], sizes=[100, 200], bitmaps=[np.array([5], dtype=np.int64), np.zeros(0, dtype=np.int64)])
+    known = spark.range(2).selectExpr("id AS v", f"CAST(100 + id * 100 AS BIGINT) AS {fv.KEY_COL}")
+    rows = fv.attach(spark, known, values).orderBy("v").collect()
+    assert [(r["v"], r[fv.FILE_COL], list(r[fv.BITMAP_COL])) for r in rows] == [(0, 3, [5]), (1, 4, [])]
+    assert fv.KEY_COL not in fv.attach(spark, known, values).columns
+    unknown = spark.range(1).selectExpr("id AS v", f"CAST(150 AS BIGINT) AS {fv.KEY_COL}")
+    with pytest.raises(Exception, match="matches no file of the scan plan: 150"):
+        fv.attach(spark, unknown, values).collect()
