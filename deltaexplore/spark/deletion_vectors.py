@@ -95,7 +95,9 @@ def keep_row(bitmap: str, row_index: str) -> Column:
     short: kept). SQL text: one expression for the JVM to parse."""
     from pyspark.sql import functions as F
 
-    b, r = (f"`{c.replace('`', '``')}`" for c in (bitmap, row_index))
+    from deltaexplore.spark.types import quoted
+
+    b, r = quoted(bitmap), quoted(row_index)
     return F.expr(f"coalesce(bit_get(get({b}, CAST({r} >> 6 AS INT)), CAST({r} & 63 AS INT)), 0) = 0")
 
 

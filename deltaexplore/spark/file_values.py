@@ -154,7 +154,7 @@ def _tree(key: str, sorted_keys: list[int], lo: int, hi: int) -> str:
 def _attach_literal(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from deltaexplore.spark.types import spark_type
+    from deltaexplore.spark.types import quoted, spark_type
 
     assert values.sizes is not None
     order = np.argsort(np.asarray(values.sizes, dtype=np.int64), kind="stable")
@@ -172,7 +172,7 @@ def _attach_literal(spark: SparkSession, df: DataFrame, values: FileValues) -> D
     if values.bitmaps is not None:
         bitmaps = _long_array_literals(spark, [values.bitmaps[i] for i in order])
         cols.append(F.get(F.array(*bitmaps), F.expr(pos)).alias(BITMAP_COL))
-    kept = [F.expr(f"`{c.replace('`', '``')}`") for c in df.columns if c != KEY_COL]
+    kept = [F.expr(quoted(c)) for c in df.columns if c != KEY_COL]
     return df.select(*kept, *cols)
 
 
