@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.actions import STRING_MAP
+from deltaexplore.core.arrow_text import text_buffers
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
@@ -66,9 +67,7 @@ def _leading_num_records(stats: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     found = np.zeros(n, dtype=bool)
     if n == 0 or stats.buffers()[2] is None or stats.null_count == n or stats.buffers()[2].size == 0:
         return values, found
-    raw_offsets = np.frombuffer(stats.buffers()[1], dtype=np.int64 if pa.types.is_large_string(stats.type) else np.int32)
-    offsets: np.ndarray = raw_offsets[stats.offset : stats.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(stats.buffers()[2], dtype=np.uint8)
+    offsets, data = text_buffers(stats)
     starts, ends = offsets[:-1], offsets[1:]
     active = (ends - starts) > len(_PREFIX)
     if stats.null_count:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from deltaexplore.core.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
+from deltaexplore.core.arrow_text import text_buffers
 from deltaexplore.core.log_path import LogFile, LogKind
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import LocalStorage, Storage
@@ -233,16 +234,13 @@ def _rows_of(values: pa.ChunkedArray, keep: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _string_rows(values: pa.Array, keep: pa.BooleanArray) -> pa.Array:
-    wide = pa.types.is_large_string(values.type)
-    raw: np.ndarray = np.frombuffer(values.buffers()[1], dtype=np.int64 if wide else np.int32)
-    offsets = raw[values.offset : values.offset + len(values) + 1]
+    offsets, _ = text_buffers(values)
     rows = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
-    ends = offsets[1:]
     if len(rows) == len(values) or not len(rows) or np.any(np.delete(np.diff(offsets), rows)):
         return values.filter(keep)
-    gathered = np.empty(len(rows) + 1, dtype=offsets.dtype)
+    gathered = np.empty(len(rows) + 1, dtype=np.int64 if pa.types.is_large_string(values.type) else np.int32)
     gathered[:-1] = offsets[rows]
-    gathered[-1] = ends[rows[-1]]
+    gathered[-1] = offsets[rows[-1] + 1]
     valid = values.is_valid().to_numpy(zero_copy_only=False)[rows]
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(values.type, len(rows), [bitmap, pa.py_buffer(gathered), values.buffers()[2]])

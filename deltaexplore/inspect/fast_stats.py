@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_text import text_buffers
 from deltaexplore.core.schema import ArrayType, MapType, StructType
 from deltaexplore.inspect._common import combined
 
@@ -75,20 +76,6 @@ def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
         _all_physical_names(t.key_type, mode, out)
         _all_physical_names(t.value_type, mode, out)
     return out
-
-
-# -- bytes of an Arrow string array ------------------------------------------------------------
-
-
-def _buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 offsets of the n strings, uint8 data buffer) of a string / large_string array."""
-    n = len(strings)
-    wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
-    raw = np.frombuffer(strings.buffers()[1], dtype=np.int64 if wide else np.int32)
-    offsets = raw[strings.offset : strings.offset + n + 1].astype(np.int64)
-    buf = strings.buffers()[2]
-    data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
-    return offsets, data
 
 
 def _windows(data: np.ndarray, starts: np.ndarray, words: int) -> np.ndarray:
@@ -180,9 +167,10 @@ def _spans_block(data: np.ndarray, starts: np.ndarray, limits: np.ndarray, words
     q = (w[:, 0] & np.uint64(0xFF)) == _QUOTE
     end, hit = _ends(w.view(np.uint8), q)
     done = hit & (end < room)
-    out.quoted[:] = q & done
-    out.first[:] = starts + (q & done)
-    out.length[:] = np.where(done, end - (q & done), 0)
+    qd = q & done
+    out.quoted[:] = qd
+    out.first[:] = starts + qd
+    out.length[:] = np.where(done, end - qd, 0)
     more = ~hit & (room > 8 * words)
     out.unsure[:] = ~done & ~more
     todo = np.flatnonzero(more)
@@ -329,7 +317,7 @@ class _Run:
 
     def __init__(self, chunks: list[pa.Array]) -> None:
         self.chunks = chunks
-        parts = [_buffers(c) for c in chunks]
+        parts = [text_buffers(c) for c in chunks]
         self.data = parts[0][1]
         self.buffer = chunks[0].buffers()[2]
         self.starts = np.concatenate([o[:-1] for o, _ in parts])
@@ -355,7 +343,7 @@ def _runs(column: pa.Array | pa.ChunkedArray, pieces: int = 1, most: int | None 
     end, address, size = -1, None, 0
     for c in chunks:
         buf = c.buffers()[2]
-        offsets, _ = _buffers(c)
+        offsets, _ = text_buffers(c)
         key = buf.address if buf is not None else None
         if groups and key == address and key is not None and offsets[0] >= end and size < target:
             groups[-1].append(c)
