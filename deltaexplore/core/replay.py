@@ -45,6 +45,18 @@ def _keys(table: pa.Table) -> tuple[pa.Array, pa.Array]:
     return path.cast(pa.large_string()), dv_unique_id(dv).cast(pa.large_string())
 
 
+def _take(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """`table.take(rows)` (increasing rows) batch by batch: Arrow's take on a chunked column
+    concatenates its chunks first (a copy of the whole column for a few rows)."""
+    pieces, start = [], 0
+    for batch in table.to_batches():
+        lo, hi = np.searchsorted(rows, [start, start + batch.num_rows])
+        if hi > lo:
+            pieces.append(batch.take(pa.array(rows[lo:hi] - start, pa.int64())))
+        start += batch.num_rows
+    return pa.Table.from_batches(pieces, schema=table.schema)
+
+
 def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.Array | None] | None:
     """A function marking checkpoint rows whose key a JSON action touches (None: no JSON actions).
 
@@ -63,7 +75,7 @@ def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.
         if not pc.any(candidate).as_py():
             return None
         rows = np.flatnonzero(_bools(candidate))
-        cand = ck.take(pa.array(rows, pa.int64()))
+        cand = _take(ck.select(["path", "deletionVector"]), rows)
         c_path, c_dv = _keys(cand)
         drop = np.zeros(ck.num_rows, dtype=bool)
         for row, key in zip(rows, zip(c_path.to_pylist(), c_dv.to_pylist())):
