@@ -183,3 +183,34 @@ def test_checkpoint_read_in_small_batches_equals_json_replay(tmp_path, monkeypat
     assert (snap.protocol, snap.metadata) == (oracle.protocol, oracle.metadata)
     assert snap.txns() == oracle.txns() and sorted(snap.txns()) == ["app-1", "app-2", "app-3"]
     assert snap.domain_metadata() == oracle.domain_metadata() and list(snap.domain_metadata()) == ["d"]
+
+
+@pytest.mark.parametrize("rows", [[], [0], [3, 4, 10, 29], [29, 0, 7, 7, 15, 2], list(range(30))[::-1]])
+@pytest.mark.parametrize("layout", ["one chunk", "even chunks", "ragged columns"])
+def test_take_rows_equals_table_take(rows, layout):
+    """Picking rows batch by batch (no concatenation of chunked columns) gives exactly
+    `Table.take`: any order, repeats, columns chunked differently."""
+    from itertools import pairwise
+
+    import pyarrow as pa
+
+    from deltaexplore.core.arrow_rows import take_rows
+
+    ids = list(range(30))
+    texts = [f"s{i}" * (i % 4) for i in ids]
+    if layout == "one chunk":
+        table = pa.table({"id": ids, "text": texts})
+    else:
+        cuts = [0, 8, 16, 24, 30] if layout == "even chunks" else [0, 5, 21, 30]
+        table = pa.table(
+            {
+                "id": pa.chunked_array([ids[a:b] for a, b in pairwise([0, 8, 16, 24, 30])]),
+                "text": pa.chunked_array([texts[a:b] for a, b in pairwise(cuts)]),
+            }
+        )
+    got = take_rows(table, rows)
+    assert got.schema == table.schema
+    assert got.to_pylist() == [{"id": i, "text": texts[i]} for i in rows]
+    assert take_rows(table, pa.array(rows, pa.int64())).to_pylist() == got.to_pylist()
+    with pytest.raises(IndexError):
+        take_rows(table, [30])

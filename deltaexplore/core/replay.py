@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_rows import take_rows
+
 __all__ = ["align", "dv_unique_id", "reconcile", "superseded_by"]
 
 
@@ -45,18 +47,6 @@ def _keys(table: pa.Table) -> tuple[pa.Array, pa.Array]:
     return path.cast(pa.large_string()), dv_unique_id(dv).cast(pa.large_string())
 
 
-def _take(table: pa.Table, rows: np.ndarray) -> pa.Table:
-    """`table.take(rows)` (increasing rows) batch by batch: Arrow's take on a chunked column
-    concatenates its chunks first (a copy of the whole column for a few rows)."""
-    pieces, start = [], 0
-    for batch in table.to_batches():
-        lo, hi = np.searchsorted(rows, [start, start + batch.num_rows])
-        if hi > lo:
-            pieces.append(batch.take(pa.array(rows[lo:hi] - start, pa.int64())))
-        start += batch.num_rows
-    return pa.Table.from_batches(pieces, schema=table.schema)
-
-
 def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.Array | None] | None:
     """A function marking checkpoint rows whose key a JSON action touches (None: no JSON actions).
 
@@ -75,7 +65,7 @@ def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.
         if not pc.any(candidate).as_py():
             return None
         rows = np.flatnonzero(_bools(candidate))
-        cand = _take(ck.select(["path", "deletionVector"]), rows)
+        cand = take_rows(ck.select(["path", "deletionVector"]), rows)
         c_path, c_dv = _keys(cand)
         drop = np.zeros(ck.num_rows, dtype=bool)
         for row, key in zip(rows, zip(c_path.to_pylist(), c_dv.to_pylist())):

@@ -21,6 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.features import features_of
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.json_log import read_log_files
@@ -164,7 +165,7 @@ def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> pl
     final_keys = final.select("path", "dv")
     survivors = before.join(final_keys, on=["path", "dv"], how="anti", nulls_equal=True)
     added_rows = final.filter(pl.col("is_add")).get_column("row").sort().to_numpy()
-    after_adds = _side(b, adds.take(pa.array(added_rows, pa.int64())))
+    after_adds = _side(b, take_rows(adds, added_rows))
     after = pl.concat([survivors, after_adds], how="vertical")
     return _compare(before, after)
 

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
 from deltaexplore.core.scan import partition_table, prune_by_partitions
@@ -98,7 +99,7 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
         )
         survivors = np.flatnonzero(keep_part)
         if len(survivors):
-            sub = adds.take(pa.array(survivors, pa.int64()))
+            sub = take_rows(adds, survivors)
             env, no_stats = _stats_env(snap, expr, sub)
             keep_stats = expr.may_match(env)
             missing[survivors] = no_stats

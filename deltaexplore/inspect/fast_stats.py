@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.arrow_text import text_buffers
 from deltaexplore.core.schema import ArrayType, MapType, StructType
 from deltaexplore.inspect._common import combined
@@ -455,7 +456,7 @@ def _with_parsed(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) 
     }
     rest = np.flatnonzero(~use)
     if len(rest):
-        sub = _json_bounds(snap, adds.take(pa.array(rest, pa.int64())).drop_columns(["stats_parsed"]), col, needle)
+        sub = _json_bounds(snap, take_rows(adds, rest).drop_columns(["stats_parsed"]), col, needle)
         index = np.full(len(use), -1, dtype=np.int64)
         index[rest] = np.arange(len(rest))
         take = pa.array(index, mask=index < 0)
@@ -484,7 +485,7 @@ def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) 
     if len(rows):
         from deltaexplore.core.stats import stats_for_adds
 
-        sub = stats_for_adds(snap, adds.take(pa.array(rows, pa.int64())), [col.name])
+        sub = stats_for_adds(snap, take_rows(adds, rows), [col.name])
         fixed = {
             "min": sub.column(f"min.{col.name}"),
             "max": sub.column(f"max.{col.name}"),
@@ -494,7 +495,7 @@ def _json_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn, needle: str) 
             out[key] = _patch(out[key], rows, combined(values))
     rows = np.flatnonzero(np.concatenate([p[5] for p in pieces]))
     if len(rows):
-        out["num_records"] = _patch(out["num_records"], rows, combined(_core_num_records(adds.take(pa.array(rows, pa.int64())))))
+        out["num_records"] = _patch(out["num_records"], rows, combined(_core_num_records(take_rows(adds, rows))))
     return out
 
 
@@ -542,5 +543,5 @@ def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
     again = np.flatnonzero(np.concatenate(redo))
     if len(again):
         picked = again if rows is None else rows[again]
-        out = _patch(out, again, combined(_core_num_records(adds.take(pa.array(picked, pa.int64())))))
+        out = _patch(out, again, combined(_core_num_records(take_rows(adds, picked))))
     return out

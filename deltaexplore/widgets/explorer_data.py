@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.errors import DeltaExploreError
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ class ExplorerData:
             fc.orders[key] = order
         offset = max(0, min(offset, max(len(order) - 1, 0)))
         idx = order.slice(offset, limit)
-        page = fc.files.take(idx)
+        page = take_rows(fc.files, idx)
         out = pa.table(
             {
                 "path": page.column("path"),

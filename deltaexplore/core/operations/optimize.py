@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
 from deltaexplore.core.predicates import parse_predicate
@@ -157,7 +158,7 @@ def plan_optimize(
     if zorder:  # Z-order rewrites whole partitions
         order = np.argsort(group, kind="stable")
         for idx in np.split(order, np.flatnonzero(np.diff(group[order])) + 1):
-            plan.bins.append(files.take(pa.array(idx, pa.int64())))
+            plan.bins.append(take_rows(files, idx))
         return plan
     cand = np.flatnonzero(must | small)
     cand = cand[np.lexsort((sizes[cand], group[cand]))]  # by partition, smallest first
@@ -174,7 +175,7 @@ def plan_optimize(
         bounds = np.flatnonzero(np.diff(bin_of)) + 1
         for idx in np.split(cand, bounds):
             if len(idx) > 1 or must[idx[0]]:
-                plan.bins.append(files.take(pa.array(idx, pa.int64())))
+                plan.bins.append(take_rows(files, idx))
     return plan
 
 
