@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -33,12 +32,6 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 TOKEN = "deltaexplore-browser-tests"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +63,15 @@ class Lab:
             return json.loads(r.read())
 
 
+def _server_port(runtime: Path, proc: subprocess.Popen) -> int | None:
+    """The port the server bound, from the info file it writes once listening (None: not yet)."""
+    info = runtime / f"jpserver-{proc.pid}.json"
+    try:
+        return int(json.loads(info.read_text())["port"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("lab")
@@ -86,7 +88,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterato
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
         json.dumps({"autoStartDefaultKernel": True})
     )
-    port = _free_port()
     env = {
         **os.environ,
         "HOME": str(home),
@@ -106,7 +107,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterato
             "jupyter",
             "lab",
             "--no-browser",
-            f"--port={port}",
+            "--port=0",  # the server binds a free port itself and says which in its info file
             "--ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={root}",
@@ -121,17 +122,20 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterato
         stderr=subprocess.STDOUT,
         cwd=root,
     )
-    server = Lab(root, port, proc)
     deadline = time.time() + 90
     while True:
-        try:
-            server.api("/api/status")
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                log.close()
-                raise RuntimeError(f"JupyterLab did not start: {(home / 'lab.log').read_text()[-3000:]}") from None
-            time.sleep(0.5)
+        port = _server_port(home / "runtime", proc)
+        if port is not None:
+            server = Lab(root, port, proc)
+            try:
+                server.api("/api/status")
+                break
+            except OSError:
+                pass
+        if proc.poll() is not None or time.time() > deadline:
+            log.close()
+            raise RuntimeError(f"JupyterLab did not start: {(home / 'lab.log').read_text()[-3000:]}")
+        time.sleep(0.5)
     yield server
     proc.terminate()
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import uuid
 from pathlib import Path
@@ -12,22 +11,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def s3_server():
     """A moto S3 server on 127.0.0.1 (started and stopped here) with a bucket `lake`."""
     moto_server = pytest.importorskip("moto.server")
     boto3 = pytest.importorskip("boto3")
     pytest.importorskip("s3fs")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # port 0: the server binds a free port itself (no window for another process to take it)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    endpoint = "http://{}:{}".format(*server.get_host_and_port())
     client = boto3.client(
         "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
     )
