@@ -92,6 +92,7 @@ class Explorer(anywidget.AnyWidget):
         self.data = ExplorerData(table, version)
         self.history_limit = history_limit
         self._loaded: set[str] = set()
+        self._choosing_layout_column = False
         lo, hi = self.data.version_range()
         super().__init__(
             uri=table.uri,
@@ -165,11 +166,20 @@ class Explorer(anywidget.AnyWidget):
 
     def _load_layout(self) -> None:
         self.layout_columns = self.data.stats_columns()
-        if self.layout_column:
-            summary, ranges = self.data.layout(self.layout_column)
-            with self.hold_sync():
-                self.layout_summary = summary
-                self.layout_ipc = to_ipc(ranges)
+        # the tab opens on a column (clustering column, else the first with stats), not empty
+        column = self.layout_column or self.data.default_layout_column()
+        if not column:
+            return
+        summary, ranges = self.data.layout(column)
+        with self.hold_sync():
+            self.layout_summary = summary
+            self.layout_ipc = to_ipc(ranges)
+            if column != self.layout_column:
+                self._choosing_layout_column = True  # shown in the picker, already loaded
+                try:
+                    self.layout_column = column
+                finally:
+                    self._choosing_layout_column = False
 
     def _load_dv(self) -> None:
         summary, rows = self.data.deletion_vectors()
@@ -227,6 +237,8 @@ class Explorer(anywidget.AnyWidget):
 
     @t.observe("layout_column")
     def _layout_column_changed(self, change: dict[str, Any]) -> None:
+        if self._choosing_layout_column:
+            return
         self._guard("layout", self._load_layout)
         self._loaded.add("layout")
 

@@ -333,26 +333,51 @@ class ExplorerData:
             out.append(f.name)
         return out
 
+    def default_layout_column(self) -> str:
+        """The column the layout tab opens on: the first clustering column with stats, else the
+        first column with stats ('' when there is none)."""
+        from deltaexplore.inspect.layout import clustering_columns
+
+        candidates = self.stats_columns()
+        mode = self.snap.column_mapping_mode
+        by_physical = {}
+        for f in self.snap.schema.fields:
+            if f.name in candidates:
+                by_physical[(f.physical_name if mode != "none" else f.name).lower()] = f.name
+        for path in clustering_columns(self.snap):
+            if len(path) == 1 and path[0].lower() in by_physical:
+                return by_physical[path[0].lower()]
+        return candidates[0] if candidates else ""
+
     def layout(self, column: str, *, sample: int = 2000) -> tuple[dict[str, Any], pa.Table]:
-        """Min/max ranges of `column` per file: stats coverage, overlap depth, and up to `sample` ranges."""
+        """`inspect.layout(column)` summarised (stats coverage, overlap depth, clustering quality,
+        truncated bounds) with up to `sample` file ranges ordered by min for the chart: `lo`/`hi`
+        are the bounds' dense ranks among the shown files scaled to [0, 1], `depth` the file's
+        overlap depth (the most files a point query in its range reads)."""
+        from deltaexplore.inspect import layout
+
         candidates = self.stats_columns()
         if column not in candidates:
             expected = ", ".join(candidates) or "(none)"
             raise DeltaExploreError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
-        st = self.snap.file_stats([column])
-        lo, hi = st.column(f"min.{column}"), st.column(f"max.{column}")
-        has = pc.and_(pc.is_valid(lo), pc.is_valid(hi))
-        n_with = _sum(pc.cast(has, pa.int64()))
+        per_file = layout(self.snap, column)
+        ranges = per_file.filter(per_file.column("has_stats"))
+        n = ranges.num_rows
+        depth = ranges.column("overlap_depth").to_numpy(zero_copy_only=False).astype(np.int64)
         summary: dict[str, Any] = {
             "column": column,
-            "files": st.num_rows,
-            "files_with_stats": n_with,
-            "files_without_stats": st.num_rows - n_with,
-            "max_overlap": 0,
-            "mean_overlap": 0.0,
+            "type": str(per_file.schema.field("min").type),
+            "files": per_file.num_rows,
+            "files_with_stats": n,
+            "files_without_stats": per_file.num_rows - n,
+            "truncated": _sum(pc.cast(per_file.column("truncated"), pa.int64())),
+            "max_overlap": int(depth.max()) if n else 0,
+            "mean_overlap": round(float(depth.mean()), 2) if n else 0.0,
+            # 1: disjoint ranges (a point query reads one file); 0: every file overlaps every other
+            "clustering_quality": round(1.0 - (float(depth.mean()) - 1.0) / (n - 1), 3) if n > 1 else (1.0 if n else None),
+            "shown": 0,
         }
-        ranges = pa.table({"path": st.column("path"), "min": lo, "max": hi}).filter(has)
-        if ranges.num_rows == 0:
+        if n == 0:
             return summary, pa.table(
                 {
                     "path": pa.array([], pa.string()),
@@ -363,29 +388,21 @@ class ExplorerData:
                     "depth": pa.array([], pa.int64()),
                 }
             )
-        both = pa.chunked_array(ranges.column("min").chunks + ranges.column("max").chunks)
-        ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
-        n = ranges.num_rows
-        rlo, rhi = ranks[:n], ranks[n:]
-        # overlap depth: how many files a point query at each file's min must read
-        starts = np.sort(rlo)
-        ends = np.sort(rhi)
-        depth = np.searchsorted(starts, rlo, side="right") - np.searchsorted(ends, rlo, side="left")
-        summary["max_overlap"] = int(depth.max())
-        summary["mean_overlap"] = round(float(depth.mean()), 2)
-        top = max(int(ranks.max()), 2)
-        order = np.argsort(rlo, kind="stable")
+        order = np.argsort(ranges.column("rank").to_numpy(zero_copy_only=False), kind="stable")
         if n > sample:
             order = order[np.linspace(0, n - 1, sample).astype(np.int64)]
+        shown = take_rows(ranges.select(["path", "min", "max"]), order)
         summary["shown"] = len(order)
-        take = pa.array(order)
+        lo_hi = pa.chunked_array(shown.column("min").chunks + shown.column("max").chunks)
+        ranks = pc.rank(lo_hi, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.float64) - 1
+        top = max(float(ranks.max()), 1.0)
         out = pa.table(
             {
-                "path": ranges.column("path").take(take),
-                "min": pc.cast(ranges.column("min").take(take), pa.string()),
-                "max": pc.cast(ranges.column("max").take(take), pa.string()),
-                "lo": pa.array((rlo[order] - 1) / (top - 1)),
-                "hi": pa.array((rhi[order] - 1) / (top - 1)),
+                "path": shown.column("path"),
+                "min": pc.cast(shown.column("min"), pa.string()),
+                "max": pc.cast(shown.column("max"), pa.string()),
+                "lo": pa.array(ranks[: len(order)] / top),
+                "hi": pa.array(ranks[len(order) :] / top),
                 "depth": pa.array(depth[order]),
             }
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 import traitlets
@@ -301,3 +303,57 @@ def test_table_errors_become_messages(tmp_path):
 def test_open_table_accepts_a_table_object_and_storage_options(sales):
     t = dx.open_table(sales)
     assert explore(t).uri == t.uri
+
+
+def test_layout_tab_opens_on_a_column_and_agrees_with_inspect_layout(events):
+    """The layout tab is never empty when a column has stats; its numbers are `inspect.layout`'s."""
+    w = explore(events, version=0, tab="layout")
+    assert w.layout_column == "event_id" and w.error == ""  # the first column with stats
+    per_file = dx.open_table(events).snapshot(0).inspect.layout("event_id")
+    depth = per_file.column("overlap_depth").to_pylist()
+    s = w.layout_summary
+    assert (s["files"], s["files_with_stats"], s["max_overlap"]) == (12, 12, max(depth))
+    assert s["mean_overlap"] == round(sum(depth) / 12, 2)
+    assert s["clustering_quality"] == round(1 - (sum(depth) / 12 - 1) / 11, 3) and s["clustering_quality"] < 0.2
+    shown = rows(w, "layout_ipc")
+    assert sorted(r["depth"] for r in shown) == sorted(depth)
+    w.version = 1  # after OPTIMIZE ZORDER: disjoint ranges
+    assert w.layout_summary["clustering_quality"] == 1.0 and w.layout_summary["max_overlap"] == 1
+    w.layout_column = "value"
+    assert w.layout_summary["column"] == "value" and w.error == ""
+    w.layout_column = "nope"
+    assert "no min/max statistics can exist for column 'nope'" in w.error
+
+
+def test_layout_tab_opens_on_the_clustering_column(tmp_path):
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    schema = {
+        "type": "struct",
+        "fields": [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("id", "ts")],
+    }
+
+    def stats(lo: int, hi: int) -> str:
+        return json.dumps(
+            {"numRecords": 2, "minValues": {"id": lo, "ts": hi}, "maxValues": {"id": hi, "ts": hi}, "nullCount": {}}
+        )
+
+    clustering = {
+        "domainMetadata": {
+            "domain": "delta.clustering",
+            "configuration": json.dumps({"clusteringColumns": [["ts"]]}),
+            "removed": False,
+        }
+    }
+    actions = [
+        commit_info("CREATE TABLE"),
+        protocol(3, 7, [], ["domainMetadata", "clustering"]),
+        metadata(schema),
+        clustering,
+        add("a.parquet", stats=stats(0, 5)),
+        add("b.parquet", stats=stats(3, 9)),
+    ]
+    write_commit(tmp_path, 0, actions)
+    w = explore(str(tmp_path), tab="layout")
+    assert w.layout_column == "ts" and w.error == ""
+    assert w.layout_summary["files_with_stats"] == 2

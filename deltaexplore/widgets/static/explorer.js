@@ -81,7 +81,8 @@ function table(decoded, columns, opts = {}) {
     const tr = h("tr", {}, cols.map((c) => {
       const v = decoded.columns[c][i];
       const f = FORMATS[c];
-      return h("td", { class: typeof v === "number" ? "dx-num" : null }, f ? f(v) : v === null ? "–" : typeof v === "number" ? num(v) : v);
+      const cls = typeof v === "number" ? "dx-num" : c === "path" || c.endsWith("_path") ? "dx-path" : null;
+      return h("td", { class: cls }, f ? f(v) : v === null ? "–" : typeof v === "number" ? num(v) : v);
     }));
     if (opts.onRow) {
       tr.classList.add("dx-clickable");
@@ -212,7 +213,10 @@ function layout(model) {
       ["files with stats", `${num(s.files_with_stats)} of ${num(s.files)}`],
       ["max overlap depth", `${num(s.max_overlap)} files (a point query reads up to this many)`],
       ["mean overlap depth", num(s.mean_overlap)],
-    ]) : h("p", { class: "dx-hint" }, "Pick a column to see how its values are spread over files."),
+      ["clustering quality", s.clustering_quality == null ? "–" : `${s.clustering_quality} (1: disjoint ranges, 0: every file overlaps every other)`],
+      ...(s.truncated ? [["truncated bounds", `${num(s.truncated)} files (string bounds cut short: their ranges are wider than the data)`]] : []),
+      ...(s.shown < s.files_with_stats ? [["shown", `${num(s.shown)} of ${num(s.files_with_stats)} files, evenly spread by min`]] : []),
+    ]) : h("p", { class: "dx-hint" }, cols.length ? "Pick a column to see how its values are spread over files." : "No column of this version can have min/max statistics."),
     chart,
     t ? table(t, ["path", "min", "max", "depth"], { label: "file ranges", max: 200 }) : null,
   );
