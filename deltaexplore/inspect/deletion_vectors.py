@@ -25,13 +25,22 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["DEFAULT_PURGE_THRESHOLD", "deleted_rows", "deletion_vectors", "dv_files"]
+__all__ = ["DEFAULT_PURGE_THRESHOLD", "deleted_rows", "deletion_vectors", "dv_files", "storage_names"]
 
 #: Delta's `spark.databricks.delta.optimize.maxDeletedRowsRatio` default: OPTIMIZE rewrites files
 #: whose deleted-row ratio exceeds it
 DEFAULT_PURGE_THRESHOLD = 0.05
 
 _STORAGE = {"i": "inline", "u": "file", "p": "absolute"}
+
+
+def storage_names(storage_types: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """A DV's `storageType` code as a word: inline (i), file (u: next to the table's data),
+    absolute (p: an absolute path); other codes as written, null where there is no DV."""
+    out = storage_types
+    for code, name in _STORAGE.items():
+        out = pc.if_else(pc.equal(storage_types, code), name, out)
+    return out
 
 
 def _dv_adds(snap: Snapshot) -> tuple[pa.Table, np.ndarray]:
@@ -94,12 +103,7 @@ def deletion_vectors(
     )
     shared_by = shared.select(pl.when(pl.col("inline")).then(1).otherwise(pl.col("n")).cast(pl.Int64)).to_series().to_arrow()
     ratio = pc.divide(card.cast(pa.float64()), pc.if_else(pc.greater(records, 0), records, None).cast(pa.float64()))
-    storage = pc.coalesce(
-        pc.if_else(
-            pc.equal(st, "i"), "inline", pc.if_else(pc.equal(st, "u"), "file", pc.if_else(pc.equal(st, "p"), "absolute", st))
-        ),
-        st,
-    )
+    storage = storage_names(st)
     cols = {
         "path": combined(adds.column("path")).cast(pa.string()),
         "partition": partition_keys(snap, adds),

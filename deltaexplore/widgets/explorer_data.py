@@ -272,6 +272,8 @@ class ExplorerData:
         self, offset: int = 0, limit: int = 200, *, sort: str = "size", descending: bool = True, search: str = ""
     ) -> tuple[int, pa.Table]:
         """(matching file count, one page of the file list) sorted and filtered by path substring."""
+        from deltaexplore.inspect.deletion_vectors import storage_names
+
         if sort not in FILE_SORTS:
             raise DeltaExploreError(f"cannot sort files by {sort!r}: expected one of {', '.join(FILE_SORTS)}")
         fc = self.files_cache()
@@ -310,7 +312,7 @@ class ExplorerData:
                 "num_records": page.column("num_records"),
                 "deleted_rows": page.column("cardinality"),
                 "modification_time": page.column("modification_time"),
-                "dv_storage": page.column("storage_type"),
+                "dv_storage": storage_names(page.column("storage_type")),
             }
         )
         return len(order), out

@@ -174,3 +174,14 @@ def test_corpus_stale_last_checkpoint_is_reported(row):
     table = dx.open_table(str(CORPUS / row["table_root"]))
     m = _metrics(table)
     assert m["_last_checkpoint"]["status"] == "warn"
+
+
+def test_storage_names_words_for_every_code():
+    import pyarrow as pa
+
+    from deltaexplore.inspect.deletion_vectors import storage_names
+
+    codes = pa.array(["i", "u", "p", None, "x"])
+    assert storage_names(codes).to_pylist() == ["inline", "file", "absolute", None, "x"]
+    chunked = pa.chunked_array([["u"], [None, "i"]])
+    assert storage_names(chunked).to_pylist() == ["file", None, "inline"]

@@ -98,6 +98,10 @@ def test_files_tab_aggregates_first_then_pages(sales):
     assert len(page1) == 4
     sizes = [r["size"] for r in page1]
     assert sizes == sorted(sizes, reverse=True)
+    w.files_query = {**w.files_query, "limit": 9}
+    storage = sorted((r["dv_storage"] or "-") for r in rows(w, "files_ipc"))
+    assert storage == ["-"] * 7 + ["file", "file"]  # the two DVs are files next to the data (code u)
+    w.files_query = {**w.files_query, "limit": 4}
     w.files_query = {**w.files_query, "offset": 4}
     page2 = rows(w, "files_ipc")
     assert len(page2) == 4 and not {r["path"] for r in page1} & {r["path"] for r in page2}
