@@ -450,3 +450,40 @@ def test_partition_value_maps_however_written(tmp_path):
         "i.parquet": [("p", 'a"b\u00e9')],
         "j.parquet": [("p", "3"), ("q", "x")],
     }
+
+
+def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
+    """`LogLines.file_actions(kind, columns)` (history parses only sizes, stats and DVs) gives
+    exactly the full parse's columns, on every corpus log; a line the subset cannot parse falls
+    back like the full parse does (a bad add fails with the file and line)."""
+    from corpus_paths import corpus_catalog
+
+    from deltaexplore.core.history import COUNT_FIELDS
+    from deltaexplore.core.json_log import read_log_files
+
+    checked = 0
+    for row in corpus_catalog():
+        try:
+            table = dx.open_table(str(corpus / row["table_root"]))
+            versions = table.versions()
+            files = [f for f in (table.listing().commit(v) for v in versions) if f is not None]
+        except dx.DeltaExploreError:
+            continue
+        if not files:
+            continue
+        kept = [v for v in versions if table.listing().commit(v) is not None]
+        full = read_log_files(table.storage, files, kept)
+        subset = read_log_files(table.storage, files, kept)
+        for kind in ("add", "remove", "cdc"):
+            got = subset.file_actions(kind, COUNT_FIELDS)
+            if kind != "cdc":
+                assert got.column_names == ["path", *COUNT_FIELDS, "version", "line"]
+            assert got.equals(full.file_actions(kind).select(got.column_names)), (row["table_root"], kind)
+        # asked after the full parse: the cached table's columns
+        assert full.file_actions("add", ["size"]).column_names == ["path", "size", "version", "line"]
+        checked += 1
+    assert checked > 100
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a.parquet", 10, 5)])
+    write_commit(tmp_path, 1, [{"add": {"size": 3, "stats": "{}"}}])  # no path
+    with pytest.raises(dx.InvalidLogError, match=r"00000000000000000001.json:1: 'add' action without a string 'path'"):
+        dx.open_table(str(tmp_path)).history()

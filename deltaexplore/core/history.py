@@ -127,6 +127,9 @@ def _latest_ict_config(table: Table, listing: Any) -> Any:
         return None
 
 
+COUNT_FIELDS = ("size", "stats", "deletionVector")
+
+
 def history(
     table: Table, *, limit: int | None = None, start_version: int | None = None, end_version: int | None = None
 ) -> pa.Table:
@@ -174,8 +177,9 @@ def history(
     clock = CommitClock(table.storage, listing, ict, known_ict=known)
     timestamps = [clock.timestamp(v) for v in versions]
 
-    adds = lines.file_actions("add")
-    removes = lines.file_actions("remove")
+    # the counts need sizes, numRecords and DV cardinalities only (not partition values or tags)
+    adds = lines.file_actions("add", COUNT_FIELDS)
+    removes = lines.file_actions("remove", COUNT_FIELDS)
     cdc_idx = lines.where("cdc")
     cols = _action_counts(adds, removes, lines.version[cdc_idx], np.asarray(versions, dtype=np.int64), n)
 

@@ -108,24 +108,42 @@ class LogLines:
             )
         return obj
 
-    def file_actions(self, kind: str) -> pa.Table:
+    def file_actions(self, kind: str, columns: Sequence[str] | None = None) -> pa.Table:
         """All `kind` (add/remove/cdc) actions as a table with the fields of `FILE_ACTION_FIELDS`
-        plus `version` and `line` (replay order of the line). Cached."""
-        if kind not in self._file_action_cache:
-            for k in FILE_ACTION_FIELDS:  # one parse serves every kind; then free it
-                self._file_action_cache[k] = self._file_actions(k)
+        plus `version` and `line` (replay order of the line). Cached.
+
+        With `columns`, only those fields (and `path`, which every file action must have) are
+        parsed, in one pass for every kind: what a caller needing a few fields should ask for
+        (history's counts need sizes, stats and DVs, not partition values or tags). A kind
+        without some of them (cdc has no stats) gets the ones it has."""
+        if columns is None:
+            if kind not in self._file_action_cache:
+                for k in FILE_ACTION_FIELDS:  # one parse serves every kind; then free it
+                    self._file_action_cache[k] = self._file_actions(k, FILE_ACTION_FIELDS)
+                self._parsed = None
+                self._map_text_cache.clear()
+            return self._file_action_cache[kind]
+        wanted = ["path", *(c for c in columns if c != "path")]
+        if kind in self._file_action_cache:  # already fully parsed: its columns (those the kind has)
+            full = self._file_action_cache[kind]
+            return full.select([*(c for c in wanted if c in full.column_names), "version", "line"])
+        key = f"{kind}:{','.join(wanted)}"
+        if key not in self._file_action_cache:
+            subset = {k: [f for f in fields if f.name in wanted] for k, fields in FILE_ACTION_FIELDS.items()}
+            for k in FILE_ACTION_FIELDS:
+                self._file_action_cache[f"{k}:{','.join(wanted)}"] = self._file_actions(k, subset)
             self._parsed = None
             self._map_text_cache.clear()
-        return self._file_action_cache[kind]
+        return self._file_action_cache[key]
 
-    def _file_actions(self, kind: str) -> pa.Table:
-        fields = FILE_ACTION_FIELDS[kind]
+    def _file_actions(self, kind: str, fields_by_kind: dict[str, list[pa.Field]]) -> pa.Table:
+        fields = fields_by_kind[kind]
         idx = self.where(kind)
         if len(idx) == 0:
             cols = {f.name: pa.array([], f.type) for f in fields}
         else:
             try:
-                cols = self._fast_parse(idx, kind, fields)
+                cols = self._fast_parse(idx, kind, fields, fields_by_kind)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 cols = self._slow_parse(idx, kind, fields)
         cols["version"] = pa.array(self.version[idx], pa.int64())
@@ -133,8 +151,9 @@ class LogLines:
         cols["line"] = pa.array(order[idx], pa.int64())
         return pa.table(cols)
 
-    def _parse_all(self) -> tuple[pa.Table, np.ndarray]:
-        """Every non-blank line parsed once for the file actions, with an explicit schema.
+    def _parse_all(self, fields_by_kind: dict[str, list[pa.Field]]) -> tuple[pa.Table, np.ndarray]:
+        """Every non-blank line parsed once for the file actions' `fields_by_kind`, with an
+        explicit schema (kept until the file actions are built).
 
         pyarrow.json cannot parse maps: they are parsed as empty structs, which marks the rows
         that have one; their text is cut out afterwards (`_extract_map`).
@@ -144,7 +163,7 @@ class LogLines:
             schema = pa.schema(
                 [
                     pa.field(kind, pa.struct([pa.field(f.name, pa.struct([])) if pa.types.is_map(f.type) else f for f in fields]))
-                    for kind, fields in FILE_ACTION_FIELDS.items()
+                    for kind, fields in fields_by_kind.items()
                 ]
             )
             offsets = np.frombuffer(self.text.buffers()[1], dtype=np.int64)[: len(self.text) + 1]
@@ -160,8 +179,10 @@ class LogLines:
             self._parsed = (table, nonblank)
         return self._parsed
 
-    def _fast_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
-        table, _ = self._parse_all()
+    def _fast_parse(
+        self, idx: np.ndarray, kind: str, fields: list[pa.Field], fields_by_kind: dict[str, list[pa.Field]]
+    ) -> dict[str, pa.Array]:
+        table, _ = self._parse_all(fields_by_kind)
         column = table.column(kind)
         present = pc.is_valid(column)
         if pc.sum(present).as_py() != len(idx):
