@@ -107,7 +107,7 @@ def main() -> None:
     tab("history")
     timed("history: load older commits (all 201)", rows, lambda: w._on_custom_msg(w, {"type": "more_history"}, []))
     tab("layout")
-    timed("layout: column 'id'", rows, lambda: setattr(w, "layout_column", "id"))
+    timed("layout: switch to column 'price' (opened on 'id')", rows, lambda: setattr(w, "layout_column", "price"))
     tab("dv")
     tab("diff")
     tab("health")
@@ -145,7 +145,8 @@ def main() -> None:
         "",
         "Where the time goes: the snapshot (checkpoint + 100 commits, 1M files replayed) dominates the first "
         "render; the files tab groups 1M rows by partition once and sorts once per (sort, search), after which "
-        "paging is a slice; the layout tab parses one column's stats for every file.",
+        "paging is a slice; the layout tab opens on a column (clustering column, else the first with stats) "
+        "and cuts that column's bounds out of every file's stats text (`inspect.layout`).",
     ]
     out = HERE / "results" / "explorer.md"
     out.parent.mkdir(exist_ok=True)
