@@ -87,7 +87,8 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
 
 
 def conform(columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
-    """A table with exactly `schema` from arrays/lists (missing columns are null)."""
+    """A table with exactly `schema` from arrays/lists (missing columns are null). Chunked
+    columns stay chunked (a snapshot's paths or stats are hundreds of MB at 1M files: no copy)."""
     n = None
     for v in columns.values():
         if v is not None:
@@ -100,9 +101,7 @@ def conform(columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
         if value is None:
             arrays.append(pa.nulls(n, f.type))
             continue
-        if isinstance(value, pa.ChunkedArray):
-            value = value.combine_chunks()
-        if not isinstance(value, pa.Array):
+        if not isinstance(value, (pa.Array, pa.ChunkedArray)):
             value = pa.array(value, f.type)
         if value.type != f.type:
             value = value.cast(f.type)
@@ -155,12 +154,20 @@ def partition_keys(snapshot: Snapshot, adds: pa.Table) -> pa.Array:
             values = map_column_values(maps, key) if n else pa.array([], pa.string())
             if key != name and n and values.null_count == n:
                 values = map_column_values(maps, name)
-        values = pc.fill_null(values, HIVE_NULL)
-        values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
-        pieces.append(pc.binary_join_element_wise(pa.scalar(name), values, "="))
-    if len(pieces) == 1:
-        return pieces[0]
+        if len(cols) == 1:
+            # one column: the text of each distinct value once, then gathered (a million
+            # files share a few hundred partitions)
+            encoded = pc.dictionary_encode(combined(values), null_encoding="encode")
+            return _hive_pair(name, encoded.dictionary).take(encoded.indices)
+        pieces.append(_hive_pair(name, values))
     return pc.binary_join_element_wise(*pieces, "/")
+
+
+def _hive_pair(name: str, values: pa.Array) -> pa.Array:
+    """`name=value` per value (null and empty values as Hive's default partition)."""
+    values = pc.fill_null(values, HIVE_NULL)
+    values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
+    return pc.binary_join_element_wise(pa.scalar(name), values, "=")
 
 
 def _uniform_map_values(maps: pa.MapArray, keys: list[str]) -> list[pa.Array] | None:

@@ -26,7 +26,7 @@ from deltaexplore.core.scan import partition_table
 from deltaexplore.core.schema import ArrayType, MapType, leaf_paths, to_arrow_type
 from deltaexplore.core.stats import physical_path, stats_columns, stats_for_adds
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect._common import combined, conform, partition_keys, snapshot_of
+from deltaexplore.inspect._common import conform, partition_keys, snapshot_of
 from deltaexplore.inspect.fast_stats import column_bounds, num_records
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
@@ -288,7 +288,7 @@ def layout(obj: Table | Snapshot, column: str, *, version: int | None = None) ->
     records = b.get("num_records")
     value_type = to_arrow_type(b["type"])
     cols = {
-        "path": combined(adds.column("path")).cast(pa.string()),
+        "path": adds.column("path"),
         "partition": partition_keys(snap, adds),
         "size": adds.column("size"),
         "num_records": records if records is not None else num_records(adds),

@@ -85,3 +85,22 @@ def test_corpus_file_counts_match_the_catalog(row):
         assert all(k.startswith(row["partition_columns"][0] + "=") for k in p.column("partition").to_pylist())
     dv_files = sum(1 for c in f.column("cardinality").to_pylist() if c is not None)
     assert dv_files == row["active_files_with_dv"]
+
+
+@pytest.mark.parametrize("columns", [["p"], ["p", "q"]])
+def test_partition_keys_null_empty_and_repeated_values(tmp_path, columns):
+    """`col=value` per file, one column or several; null and empty values as Hive's default."""
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    from deltaexplore.inspect._common import partition_keys
+
+    fields = [{"name": n, "type": "string", "nullable": True, "metadata": {}} for n in ("id", "p", "q")]
+    values = ["a", None, "", "a", "b=c/d"]
+    adds = [add(f"f{i}.parquet", 10, 1, pv={c: v for c in columns}) for i, v in enumerate(values)]
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata({"type": "struct", "fields": fields}, columns), *adds])
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    got = dict(zip(snap.add_actions().column("path").to_pylist(), partition_keys(snap, snap.add_actions()).to_pylist()))
+    hive = "__HIVE_DEFAULT_PARTITION__"
+    texts = ["a", hive, hive, "a", "b=c/d"]
+    want = {f"f{i}.parquet": "/".join(f"{c}={t}" for c in columns) for i, t in enumerate(texts)}
+    assert got == want
