@@ -9,7 +9,6 @@ JSON stats. Output columns: `path`, `num_records`, `tight_bounds`, then `min.<co
 
 from __future__ import annotations
 
-import io
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +162,7 @@ def _json_batch(texts: pa.Array, schema: pa.Schema) -> pa.StructArray:
     buf = joined.as_buffer()
     longest = int(pc.max(pc.binary_length(texts)).as_py() or 0)
     table = pajson.read_json(
-        io.BytesIO(memoryview(buf) if buf is not None else b""),
+        pa.BufferReader(buf if buf is not None else b""),  # zero-copy (io.BytesIO copies)
         read_options=pajson.ReadOptions(block_size=max(1 << 22, 2 * longest + 16)),
         parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
