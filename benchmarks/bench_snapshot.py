@@ -66,7 +66,7 @@ actions = DeltaTable(PATH).get_add_actions(flatten=True)
 ROWS = actions.num_rows
 """,
     "pyarrow": """
-import glob, io, os
+import glob, os
 import pyarrow as pa, pyarrow.json as pj, pyarrow.parquet as pq
 log = os.path.join(PATH, "_delta_log")
 ckpts = sorted(glob.glob(os.path.join(log, "*.checkpoint.parquet")))
@@ -89,7 +89,7 @@ add = pa.struct([("path", pa.string()), ("size", pa.int64()), ("modificationTime
                  ("defaultRowCommitVersion", pa.int64()), ("partitionValues", pa.struct([])), ("tags", pa.struct([]))])
 rm = pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()), ("deletionVector", dv)])
 schema = pa.schema([("add", add), ("remove", rm)])
-t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24),
+t = pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=pj.ReadOptions(block_size=1 << 24),
                  parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
 ROWS += t.num_rows
 """,
