@@ -195,3 +195,65 @@ def test_diff_schema_rename_by_field_id(corpus, tmp_path):
     d = dx.open_table(str(dst)).inspect.diff()
     schema_rows = [r for r in d.to_pylist() if r["section"] == "schema"]
     assert [(r["change"], r["before"], r["after"]) for r in schema_rows] == [("renamed", old_name, old_name + "_renamed")]
+
+
+def test_diff_widening_nullability_partitioning_domains_txns(tmp_path):
+    """Every metadata section that can change, changed or removed (not only added)."""
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    def field(name, typ, nullable=True, meta=None):
+        return {"name": name, "type": typ, "nullable": nullable, "metadata": meta or {}}
+
+    before = {
+        "type": "struct",
+        "fields": [field("id", "integer", False), field("amount", "decimal(10,2)"), field("name", "string"), field("day", "string")],
+    }
+    after = {
+        "type": "struct",
+        "fields": [
+            field("id", "long", True),
+            field("amount", "decimal(12,2)"),
+            field("name", "integer"),
+            field("day", "string", meta={"comment": "partition day"}),
+        ],
+    }
+    write_commit(
+        tmp_path,
+        0,
+        [
+            commit_info("CREATE TABLE"),
+            protocol(1, 2),
+            metadata(before),
+            {"domainMetadata": {"domain": "keep.me", "configuration": '{"a":1}', "removed": False}},
+            {"domainMetadata": {"domain": "drop.me", "configuration": "{}", "removed": False}},
+            {"txn": {"appId": "app-1", "version": 1}},
+            add("f0.parquet", records=1),
+        ],
+    )
+    write_commit(
+        tmp_path,
+        1,
+        [
+            commit_info("REPLACE TABLE"),
+            metadata(after, partition_columns=["day"]),
+            {"domainMetadata": {"domain": "keep.me", "configuration": '{"a":2}', "removed": False}},
+            {"domainMetadata": {"domain": "drop.me", "configuration": "{}", "removed": True}},
+            {"txn": {"appId": "app-1", "version": 5}},
+        ],
+    )
+    got = {(r["section"], r["change"], r["name"], r["before"], r["after"]) for r in diff_fn(dx.open_table(str(tmp_path)), 0, 1).to_pylist()}
+    expected = {
+        ("schema", "widened", "id", "integer", "long"),
+        ("schema", "nullability", "id", "not null", "nullable"),
+        ("schema", "widened", "amount", "decimal(10,2)", "decimal(12,2)"),
+        ("schema", "type_changed", "name", "string", "integer"),
+        ("schema", "metadata", "day", "{}", '{"comment": "partition day"}'),
+        ("partitioning", "changed", "partitionColumns", "[]", '["day"]'),
+        ("domain_metadata", "changed", "keep.me", '{"a":1}', '{"a":2}'),
+        ("domain_metadata", "removed", "drop.me", "{}", None),
+        ("txn", "changed", "app-1", "1", "5"),
+    }
+    assert expected <= got, sorted(expected - got)
+    # and back again: every change reverses
+    back = {(r["section"], r["change"], r["name"]) for r in diff_fn(dx.open_table(str(tmp_path)), 1, 0).to_pylist()}
+    assert {("schema", "type_changed", "id"), ("schema", "nullability", "id"), ("domain_metadata", "added", "drop.me")} <= back
