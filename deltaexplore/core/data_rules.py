@@ -35,6 +35,7 @@ __all__ = [
     "constraint_rules",
     "enforce",
     "evaluate_sql",
+    "fill_generated",
     "generated_columns",
     "identity_columns",
 ]
@@ -357,6 +358,26 @@ def _violations(data: pa.Table, rule: ConstraintRule) -> None:
         )
 
 
+def _generated_values(data: pa.Table, f: StructField, expr: str) -> pa.Array:
+    computed = evaluate_sql(data, expr, what=f"generation expression of column {f.name!r}")
+    try:
+        return computed.cast(to_arrow_type(f.type))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise WriteRefusedError(f"generated column {f.name!r}: {expr!r} gives {computed.type}, expected {f.type}") from exc
+
+
+def fill_generated(data: pa.Table, metadata: Metadata) -> pa.Table:
+    """`data` with the null entries of its generated columns computed from their expressions
+    (nothing checked): change data rows, whose post-images carry no generated values yet."""
+    schema = metadata.schema
+    for name, expr in generated_columns(metadata).items():
+        col = data.column(name)
+        if col.null_count:
+            computed = _generated_values(data, schema.field(name), expr)
+            data = data.set_column(data.column_names.index(name), name, pc.coalesce(col.combine_chunks(), computed))
+    return data
+
+
 def enforce(data: pa.Table, schema: StructType, metadata: Metadata, *, identity: bool = True) -> tuple[pa.Table, Metadata | None]:
     """Fill generated and identity columns, then check NOT NULL, invariants and CHECK
     constraints on conformed data (`conform`'s output).
@@ -376,12 +397,7 @@ def enforce(data: pa.Table, schema: StructType, metadata: Metadata, *, identity:
     # Generated columns: fill the missing ones, check the given ones.
     for name, expr in generated_columns(meta_for_rules).items():
         col = data.column(name)
-        f = schema.field(name)
-        computed = evaluate_sql(data, expr, what=f"generation expression of column {name!r}")
-        try:
-            computed = computed.cast(to_arrow_type(f.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise WriteRefusedError(f"generated column {name!r}: {expr!r} gives {computed.type}, expected {f.type}") from exc
+        computed = _generated_values(data, schema.field(name), expr)
         if col.null_count == len(col):
             data = data.set_column(data.column_names.index(name), name, computed)
             continue

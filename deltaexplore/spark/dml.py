@@ -104,9 +104,11 @@ def _run(
 ) -> pa.Table:
     from pyspark.sql import functions as F
 
+    from deltaexplore.core.data_rules import generated_columns
     from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
     from deltaexplore.core.operations import deletion_vector_update, plan_delete, write_deletion_vector_file
     from deltaexplore.core.operations._common import open_for_write, row_counts
+    from deltaexplore.core.operations.update import resolve_assignments
     from deltaexplore.core.transaction import Transaction
     from deltaexplore.spark.filters import to_spark_filter
     from deltaexplore.spark.jobs import progress
@@ -119,10 +121,10 @@ def _run(
         raise WriteRefusedError(f"table {table.uri} is append-only (delta.appendOnly=true): UPDATE is not allowed")
     plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors)
     schema = snapshot.schema
-    if assignments:
-        for name in assignments:
-            if schema.get(name) is None:
-                raise WriteRefusedError(f"UPDATE sets column {name!r}, which is not in the table ({', '.join(schema.names)})")
+    if operation == "UPDATE":
+        assert assignments is not None
+        assignments = resolve_assignments(snapshot, assignments)
+    generated = generated_columns(snapshot.metadata)
     whole = plan.whole_files and operation == "DELETE"
     native = operation == "DELETE" and supports_native(snapshot)  # rows copied as they are
     if not whole and not plan.use_deletion_vectors and not native:
@@ -168,12 +170,16 @@ def _run(
             )
 
             def updated(frame: DataFrame) -> DataFrame:
+                """The rows with the assignments applied where `cond` holds; generated columns
+                left null (every row: the write tasks compute them from their expressions)."""
                 assert assignments is not None
                 cols = []
                 for f in schema.fields:
                     if f.name in assignments:
                         new = F.expr(assignments[f.name]).cast(spark_type(f.type))
                         cols.append(F.when(cond, new).otherwise(F.col(f"`{f.name}`")).alias(f.name))
+                    elif f.name in generated:
+                        cols.append(F.lit(None).cast(spark_type(f.type)).alias(f.name))
                     else:
                         cols.append(F.col(f"`{f.name}`"))
                 return frame.select(*cols, F.col(FILE_COL), F.col(ROW_COL))
@@ -210,7 +216,9 @@ def _run(
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)
                     if new_rows is not None:
-                        adds = write_files(spark, new_rows.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
+                        adds = write_files(
+                            spark, new_rows.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, identity=False, **kw
+                        )
                         written.append(adds)
                         txn.add_files(adds)
                 else:
@@ -240,7 +248,9 @@ def _run(
                             storage_options=storage_options,
                         )
                     else:
-                        adds = write_files(spark, out.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, **kw)
+                        adds = write_files(
+                            spark, out.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, identity=False, **kw
+                        )
                     written.append(adds)
                     txn.remove_files(hit_files)
                     txn.add_files(adds)

@@ -58,10 +58,11 @@ def _file_writer(
     target_size: int,
     extra_columns: list[str],
     check_rules: bool,
+    identity: bool,
 ) -> Any:
     def write(batches: Any) -> Any:
         from deltaexplore.core.actions import Metadata, Protocol
-        from deltaexplore.core.data_rules import conform, enforce
+        from deltaexplore.core.data_rules import conform, enforce, fill_generated
         from deltaexplore.core.data_writer import write_data_files
         from deltaexplore.storage import storage_for
 
@@ -78,7 +79,9 @@ def _file_writer(
             extras = {c: data.column(c) for c in extra_columns if c in data.column_names}
             rows, _ = conform(data.drop_columns(list(extras)), md)
             if check_rules:
-                rows, _ = enforce(rows, schema, md)
+                rows, _ = enforce(rows, schema, md, identity=identity)
+            elif kind == "cdc":
+                rows = fill_generated(rows, md)  # UPDATE post-images: generated values computed
             for name, col in extras.items():
                 rows = rows.append_column(name, col)
             adds = write_data_files(
@@ -131,10 +134,14 @@ def write_files(
     target_size: int = DEFAULT_TARGET_FILE_SIZE,
     extra_columns: list[str] | None = None,
     check_rules: bool = True,
+    identity: bool = True,
     storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
     """Write the rows of `df` (logical columns) as data files of `table`; the add (or cdc) actions.
 
+    Each task fills generated columns left null and checks the table's rules (`check_rules`);
+    with `identity=False` (UPDATE of existing rows) identity columns keep their values. Change
+    data files (`kind="cdc"`) are not checked, their null generated values are computed.
     Nothing is committed: the caller stages the actions in a `Transaction` (and deletes the
     files if the commit fails).
     """
@@ -148,6 +155,7 @@ def write_files(
         target_size=target_size,
         extra_columns=list(extra_columns or []),
         check_rules=check_rules,
+        identity=identity,
     )
     with spark_errors("writing data files", path=table.uri):
         out = df.mapInArrow(writer, WRITTEN_SCHEMA).toArrow()

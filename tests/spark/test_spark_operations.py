@@ -189,6 +189,94 @@ def test_write_errors_are_delta_explore_errors(spark, tmp_path):
         dxs.delete(spark, uri, "id > 1", use_deletion_vectors=True)
 
 
+@pytest.mark.parametrize("dvs", [True, False], ids=["deletion-vectors", "rewrite"])
+def test_update_keeps_identity_and_recomputes_generated_columns(spark, tmp_path, dvs):
+    """Spark UPDATE follows the core's rules: identity values stay, generated columns are
+    recomputed (data and change data post-images), neither can be set; names match
+    case-insensitively."""
+    import deltaexplore.spark as dxs
+    from deltaexplore.core.operations import write_table
+
+    uri = str(tmp_path / "rules")
+    ident = {"delta.identity.start": 100, "delta.identity.step": 10, "delta.identity.allowExplicitInsert": False}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "key", "type": "long", "nullable": True, "metadata": ident},
+            {"name": "price", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "total", "type": "long", "nullable": True, "metadata": {"delta.generationExpression": "price * 3"}},
+        ],
+    }
+    conf = {"delta.enableChangeDataFeed": "true"}
+    if dvs:
+        conf["delta.enableDeletionVectors"] = "true"
+    features = ["identityColumns", "generatedColumns", "changeDataFeed", *(["deletionVectors"] if dvs else [])]
+    log = Path(uri) / "_delta_log"
+    log.mkdir(parents=True)
+    protocol = {"minReaderVersion": 3 if dvs else 1, "minWriterVersion": 7, "writerFeatures": features}
+    if dvs:
+        protocol["readerFeatures"] = ["deletionVectors"]
+    md = {
+        "id": "rules",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": [],
+        "configuration": conf,
+    }
+    (log / f"{0:020d}.json").write_text(
+        "\n".join(json.dumps(a) for a in [{"commitInfo": {"operation": "CREATE TABLE"}}, {"protocol": protocol}, {"metaData": md}])
+        + "\n"
+    )
+    write_table(uri, pa.table({"price": pa.array([1, 2, 3, 4], pa.int64())}))
+    before = {r["key"]: r for r in dx.open_table(uri).snapshot().to_arrow().to_pylist()}
+    assert sorted((k, r["price"], r["total"]) for k, r in before.items()) == [(100, 1, 3), (110, 2, 6), (120, 3, 9), (130, 4, 12)]
+
+    for refused, match in (({"key": "key + 1"}, "GENERATED ALWAYS"), ({"total": "0"}, "is generated")):
+        with pytest.raises(dx.WriteRefusedError, match=match):
+            dxs.update(spark, uri, refused, "price > 2")
+    assert dx.open_table(uri).latest_version() == 1
+
+    m = dxs.update(spark, uri, {"PRICE": "price * 10"}, "price >= 3")  # the column is `price`
+    assert m.column("num_updated_rows")[0].as_py() == 2
+    after = sorted((r["key"], r["price"], r["total"]) for r in dx.open_table(uri).snapshot().to_arrow().to_pylist())
+    assert after == [(100, 1, 3), (110, 2, 6), (120, 30, 90), (130, 40, 120)]
+    assert sorted((r[0], r[1], r[2]) for r in dxs.read(spark, uri).collect()) == after
+    changes = dx.open_table(uri).changes(2).to_pylist()
+    post = sorted((r["key"], r["price"], r["total"]) for r in changes if r["_change_type"] == "update_postimage")
+    pre = sorted((r["key"], r["price"], r["total"]) for r in changes if r["_change_type"] == "update_preimage")
+    assert post == [(120, 30, 90), (130, 40, 120)] and pre == [(120, 3, 9), (130, 4, 12)]
+
+
+def test_overwrite_and_dry_runs(spark, tmp_path):
+    """mode='overwrite' replaces every row (same schema, then a new one with
+    schema_mode='overwrite'); dry runs of write, update and optimize change nothing."""
+    import deltaexplore.spark as dxs
+
+    uri = str(tmp_path / "over")
+    dxs.write(spark, spark.createDataFrame(_rows(0, 40), SCHEMA).repartition(3), uri)
+    dry = dxs.write(spark, spark.createDataFrame(_rows(100, 7), SCHEMA), uri, mode="overwrite", dry_run=True)
+    assert dry.column("num_output_rows")[0].as_py() == 7 and dry.column("version")[0].as_py() is None
+    dry = dxs.update(spark, uri, {"x": "0"}, "id < 5", dry_run=True)
+    assert dry.column("num_updated_rows")[0].as_py() == 5 and dry.column("version")[0].as_py() is None
+    dry = dxs.optimize(spark, uri, dry_run=True)
+    assert dry.column("version")[0].as_py() is None
+    assert dx.open_table(uri).latest_version() == 0
+    _check_everywhere(spark, uri, _rows(0, 40), others=False)
+
+    m = dxs.write(spark, spark.createDataFrame(_rows(100, 7), SCHEMA), uri, mode="overwrite")
+    assert m.column("num_removed_files")[0].as_py() == 3 and m.column("num_output_rows")[0].as_py() == 7
+    _check_everywhere(spark, uri, _rows(100, 7))
+    assert dx.open_table(uri).snapshot(version=0).to_arrow().num_rows == 40  # time travel still sees the old rows
+
+    with pytest.raises(dx.WriteRefusedError):
+        dxs.write(spark, spark.createDataFrame([(1, "a")], "k long, v string"), uri, mode="overwrite")
+    m = dxs.write(spark, spark.createDataFrame([(1, "a"), (2, "b")], "k long, v string"), uri, mode="overwrite", schema_mode="overwrite")
+    assert m.column("schema_changed")[0].as_py() is True
+    snap = dx.open_table(uri).snapshot()
+    assert snap.schema.names == ["k", "v"]
+    assert sorted(tuple(r.values()) for r in snap.to_arrow().to_pylist()) == [(1, "a"), (2, "b")]
+
+
 def test_duckdb_delta_extension_is_there():
     """The round trips above also read with DuckDB when its delta extension is installed."""
     if not engines.duckdb_available():

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["update"]
+__all__ = ["resolve_assignments", "update"]
 
 UPDATE_METRICS = {
     "version": pa.int64(),
@@ -73,6 +73,32 @@ def _assign(snapshot: Snapshot, rows: pa.Table, assignments: dict[str, str]) -> 
     return data
 
 
+def resolve_assignments(snapshot: Snapshot, assignments: dict[str, Any]) -> dict[str, str]:
+    """UPDATE's `column -> expression` keyed by the schema's own field names (names match
+    case-insensitively, as everywhere in Delta).
+
+    Raises:
+        WriteRefusedError: no assignment, an unknown column, a GENERATED ALWAYS identity
+            column or a generated column (its value always comes from its expression).
+    """
+    schema = snapshot.schema
+    if not assignments:
+        raise WriteRefusedError("UPDATE needs at least one column to set")
+    out: dict[str, str] = {}
+    for name, expr in assignments.items():
+        f = schema.get(name)
+        if f is None:
+            raise WriteRefusedError(f"UPDATE sets column {name!r}, which is not in the table ({', '.join(schema.names)})")
+        out[f.name] = str(expr)
+    for name, ident in identity_columns(snapshot.metadata).items():
+        if name in out and not ident.allow_explicit_insert:
+            raise WriteRefusedError(f"identity column {name!r} is GENERATED ALWAYS: UPDATE cannot set it")
+    for name in generated_columns(snapshot.metadata):
+        if name in out:
+            raise WriteRefusedError(f"column {name!r} is generated: UPDATE cannot set it")
+    return out
+
+
 def update(
     table: Table | str | os.PathLike[str],
     assignments: dict[str, str],
@@ -96,21 +122,7 @@ def update(
     t = open_for_write(table, storage_options, catalog)
     snapshot = t.snapshot()
     schema = snapshot.schema
-    if not assignments:
-        raise WriteRefusedError("UPDATE needs at least one column to set")
-    exprs: dict[str, str] = {}
-    for name, expr in assignments.items():
-        f = schema.get(name)
-        if f is None:
-            raise WriteRefusedError(f"UPDATE sets column {name!r}, which is not in the table ({', '.join(schema.names)})")
-        exprs[f.name] = str(expr)
-    assignments = exprs
-    for name, ident in identity_columns(snapshot.metadata).items():
-        if name in assignments and not ident.allow_explicit_insert:
-            raise WriteRefusedError(f"identity column {name!r} is GENERATED ALWAYS: UPDATE cannot set it")
-    for name in generated_columns(snapshot.metadata):
-        if name in assignments:
-            raise WriteRefusedError(f"column {name!r} is generated: UPDATE cannot set it")
+    assignments = resolve_assignments(snapshot, assignments)
     plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors, allow_sql=True)
     config = snapshot.config
     md = snapshot.metadata
