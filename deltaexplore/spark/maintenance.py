@@ -87,8 +87,12 @@ def zorder_key(df: DataFrame, columns: list[str], *, sample_rows: int = 100_000,
             ranks.append(F.lit(0).cast("long"))
             continue
         step = max(1, len(values) // buckets)
-        bounds = sorted(set(values[step::step]))[: buckets - 1]
-        ranks.append(_bucket_expr(F.col(f"`{c}`"), bounds))
+        bounds = sorted({v for v in values[step::step] if v > values[0]})[: buckets - 1]  # bucket 1 holds the minimum
+        # buckets 0 (null) .. len(bounds) + 1 spread over the whole bit width, so the top bit
+        # splits the rows in half (bucket numbers 0..33 would leave bits 6 and 7 unused and
+        # put the top bit's split at bucket 32)
+        spread = F.floor(_bucket_expr(F.col(f"`{c}`"), bounds) * F.lit(float(1 << bits) / (len(bounds) + 2)))
+        ranks.append(spread.cast("long"))
     key = F.lit(0).cast("long")
     for b in range(bits - 1, -1, -1):
         for r in ranks:

@@ -277,6 +277,25 @@ def test_overwrite_and_dry_runs(spark, tmp_path):
     assert sorted(tuple(r.values()) for r in snap.to_arrow().to_pylist()) == [(1, "a"), (2, "b")]
 
 
+def test_zorder_key_follows_a_z_curve(spark):
+    """Spark's Z-order key (sampled range buckets, bits interleaved): rows in key order fill
+    quadrants, so 4 runs of a 32 x 32 grid each span about half of both columns."""
+    import random
+
+    from deltaexplore.spark.maintenance import zorder_key
+
+    cells = [(a, b) for a in range(32) for b in range(32)]
+    random.Random(5).shuffle(cells)
+    df = spark.createDataFrame(cells, "a long, b long")
+    ordered = [(r[0], r[1]) for r in df.orderBy(zorder_key(df, ["a", "b"]), "a", "b").collect()]
+    assert sorted(ordered) == sorted(cells)
+    for k in range(0, 1024, 256):
+        run = ordered[k : k + 256]
+        span_a = max(p[0] for p in run) - min(p[0] for p in run)
+        span_b = max(p[1] for p in run) - min(p[1] for p in run)
+        assert span_a <= 16 and span_b <= 16, (k, span_a, span_b)  # quadrants: 15 (a sort by a alone: b spans 31)
+
+
 def test_duckdb_delta_extension_is_there():
     """The round trips above also read with DuckDB when its delta extension is installed."""
     if not engines.duckdb_available():

@@ -227,6 +227,67 @@ def test_zorder(tmp_path):
     assert json.loads(snap.table.history(1).to_pylist()[0]["parameters"][1][1]) == ["id", "x"]
 
 
+def _grid(n: int = 16, seed: int = 3) -> pa.Table:
+    """Every (a, b) of an n x n grid once, in a shuffled order."""
+    import random
+
+    cells = [(a, b) for a in range(n) for b in range(n)]
+    random.Random(seed).shuffle(cells)
+    return pa.table({"a": pa.array([c[0] for c in cells], pa.int64()), "b": pa.array([c[1] for c in cells], pa.int64())})
+
+
+def _spans(chunks: list[list[tuple[int, int]]], n: int) -> list[tuple[float, float]]:
+    """Per chunk of (a, b) points: the share of the full range its a values and b values span."""
+    return [
+        ((max(p[0] for p in c) - min(p[0] for p in c)) / (n - 1), (max(p[1] for p in c) - min(p[1] for p in c)) / (n - 1))
+        for c in chunks
+    ]
+
+
+def test_zorder_indices_interleave_ranks():
+    """The order is the Z-order (Morton) curve of the columns' dense ranks (from 0, spread over
+    the bit width), the first column's bit first at every level (checked against a plain
+    bit-by-bit interleaving)."""
+    from deltaexplore.core.operations import zorder_indices
+
+    data = _grid()
+    a, b = data.column("a").to_pylist(), data.column("b").to_pylist()
+
+    def morton(x: int, y: int) -> int:
+        key = 0
+        for bit in range(31, -1, -1):
+            key = (key << 2) | (((x >> bit) & 1) << 1) | ((y >> bit) & 1)
+        return key
+
+    expected = sorted(range(len(a)), key=lambda i: (morton(a[i], b[i]), i))
+    assert zorder_indices(data, ["a", "b"]).tolist() == expected
+    # locality: 4 runs of 64 points each stay within part of both ranges (a sort by a alone
+    # spans all of b in every run)
+    order = zorder_indices(data, ["a", "b"])
+    points = [(a[i], b[i]) for i in order]
+    assert all(sa <= 0.75 and sb <= 0.75 for sa, sb in _spans([points[k : k + 64] for k in range(0, 256, 64)], 16))
+    by_a = sorted(zip(a, b))
+    assert all(sb == 1.0 for _, sb in _spans([by_a[k : k + 64] for k in range(0, 256, 64)], 16))
+
+
+def test_zorder_files_cluster_both_columns(tmp_path):
+    """After OPTIMIZE ZORDER BY (a, b), every new file covers part of both columns' ranges
+    (the input files, written in random order, each spanned nearly all of both)."""
+    from deltaexplore.inspect import layout
+
+    root = str(tmp_path / "t")
+    write_table(root, _grid(64), max_rows_per_file=1024)
+    before = layout(dx.open_table(root), "b").to_pylist()
+    assert len(before) == 4 and all(r["max"] - r["min"] >= 60 for r in before)
+    one(optimize(root, zorder_by=["a", "b"], target_size=1))  # a new file every 1024 rows
+    snap = dx.open_table(root).snapshot()
+    assert snap.add_actions().num_rows == 4
+    files = {c: {r["path"]: (r["min"], r["max"]) for r in layout(snap, c).to_pylist()} for c in ("a", "b")}
+    for path in files["a"]:
+        (alo, ahi), (blo, bhi) = files["a"][path], files["b"][path]
+        assert (ahi - alo) / 63 <= 0.5 and (bhi - blo) / 63 <= 0.5, (path, files["a"][path], files["b"][path])
+
+
 def test_optimize_preserves_row_ids(tmp_path):
     root = str(tmp_path / "t")
     write_table(root, sample(10), configuration={"delta.enableRowTracking": "true"}, max_rows_per_file=3)

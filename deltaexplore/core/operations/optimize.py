@@ -198,12 +198,13 @@ def zorder_indices(data: pa.Table, columns: list[str]) -> np.ndarray:
     import polars as pl
 
     for c in columns:
-        ranked = pl.Series(data.column(c).combine_chunks()).rank("dense").fill_null(0)  # nulls first
-        r = ranked.to_numpy().astype(np.uint64)
-        top = int(r.max()) if len(r) else 0
-        if top >= (1 << bits):
-            r = (r.astype(np.float64) * ((1 << bits) - 1) / max(top, 1)).astype(np.uint64)
-        ranks.append(r)
+        values = pl.Series(data.column(c).combine_chunks())
+        ranked = values.rank("dense")  # 1..distinct values
+        ranked = ranked.fill_null(0) if values.null_count() else ranked - 1  # nulls first, else from 0
+        r = ranked.to_numpy().astype(np.float64)
+        # spread the ranks over the whole bit width, so the top bit splits the values in half
+        # (ranks 0..16 would put 16 alone on a fifth bit, and half the curve on one value)
+        ranks.append((r * float(1 << bits) / (r.max() + 1)).astype(np.uint64))
     z = np.zeros(n, dtype=np.uint64)
     for b in range(bits - 1, -1, -1):
         for r in ranks:
