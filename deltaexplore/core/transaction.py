@@ -150,6 +150,8 @@ class Transaction:
         from deltaexplore.core.table import Table, open_table
 
         self.table: Table = table if isinstance(table, Table) else open_table(table)
+        if self.table.catalog is None:
+            self.table.storage.check_commit_safety()  # before any data file is written
         if isolation not in ISOLATION_LEVELS:
             raise WriteRefusedError(f"isolation must be one of {ISOLATION_LEVELS}, got {isolation!r}")
         if not operation:

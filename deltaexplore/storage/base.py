@@ -54,6 +54,12 @@ class Storage(ABC):
     #: URI (or local path) of the table root, without a trailing slash.
     root: str
 
+    def check_commit_safety(self) -> None:
+        """Raise `StorageError` when `put_if_absent` cannot be trusted to be atomic here, so
+        that two writers could both "create" the same commit and one overwrite the other.
+        Local files (atomic link) are safe: nothing to check."""
+        return None
+
     # -- reading -------------------------------------------------------------------------
     @abstractmethod
     def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileInfo]:

@@ -15,6 +15,13 @@ if TYPE_CHECKING:
 __all__ = ["FsspecStorage"]
 
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure"}
+#: protocols whose `pipe_file(mode="create")` is verified to be atomic: a conditional PUT
+#: (`If-None-Match: *`, s3fs) or a check and set with no I/O in between (memory). fsspec's
+#: generic `pipe_file` checks `exists()` and then writes: two writers could both "create" a
+#: commit, so commits elsewhere are refused unless the storage option
+#: `allow_unsafe_commits=True` says only one writer ever commits to the table.
+ATOMIC_CREATE = frozenset({"s3", "s3a", "memory"})
+UNSAFE_OPTION = "allow_unsafe_commits"
 
 
 def _mtime_ms(info: dict[str, Any]) -> int:
@@ -48,8 +55,10 @@ class FsspecStorage(Storage):
         except ImportError as exc:  # pragma: no cover - fsspec is a core dependency
             raise MissingDependencyError("fsspec is required for URIs", extra="core") from exc
         scheme = uri.split("://", 1)[0].lower()
+        options = dict(storage_options or {})
+        self.unsafe_commits_allowed = bool(options.pop(UNSAFE_OPTION, False))
         try:
-            fs, path = fsspec.core.url_to_fs(uri, **(storage_options or {}))
+            fs, path = fsspec.core.url_to_fs(uri, **options)
         except ImportError as exc:
             extra = _EXTRAS.get(scheme, scheme)
             raise MissingDependencyError(
@@ -150,6 +159,17 @@ class FsspecStorage(Storage):
         if "://" in path:
             return path
         return f"{self.root}/{path}" if path else self.root
+
+    def check_commit_safety(self) -> None:
+        if self.scheme in ATOMIC_CREATE or self.unsafe_commits_allowed:
+            return
+        raise StorageError(
+            f"cannot commit to {self.root}: creating a file on {self.scheme}:// is not known to be atomic here "
+            f"(fsspec checks that it is absent, then writes), so a concurrent writer's commit could be overwritten. "
+            f"Commits are supported on {', '.join(sorted(ATOMIC_CREATE))}; if only one writer ever commits to this "
+            f"table, pass storage_options={{'{UNSAFE_OPTION}': True}}",
+            path=self.root,
+        )
 
     def put_if_absent(self, rel_path: str, data: bytes) -> bool:
         full = posixpath.join(self._root_path, check_relative(rel_path, self.root))

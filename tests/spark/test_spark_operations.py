@@ -224,7 +224,9 @@ def test_update_keeps_identity_and_recomputes_generated_columns(spark, tmp_path,
         "configuration": conf,
     }
     (log / f"{0:020d}.json").write_text(
-        "\n".join(json.dumps(a) for a in [{"commitInfo": {"operation": "CREATE TABLE"}}, {"protocol": protocol}, {"metaData": md}])
+        "\n".join(
+            json.dumps(a) for a in [{"commitInfo": {"operation": "CREATE TABLE"}}, {"protocol": protocol}, {"metaData": md}]
+        )
         + "\n"
     )
     write_table(uri, pa.table({"price": pa.array([1, 2, 3, 4], pa.int64())}))
@@ -270,7 +272,9 @@ def test_overwrite_and_dry_runs(spark, tmp_path):
 
     with pytest.raises(dx.WriteRefusedError):
         dxs.write(spark, spark.createDataFrame([(1, "a")], "k long, v string"), uri, mode="overwrite")
-    m = dxs.write(spark, spark.createDataFrame([(1, "a"), (2, "b")], "k long, v string"), uri, mode="overwrite", schema_mode="overwrite")
+    m = dxs.write(
+        spark, spark.createDataFrame([(1, "a"), (2, "b")], "k long, v string"), uri, mode="overwrite", schema_mode="overwrite"
+    )
     assert m.column("schema_changed")[0].as_py() is True
     snap = dx.open_table(uri).snapshot()
     assert snap.schema.names == ["k", "v"]

@@ -67,3 +67,24 @@ def test_refused_write_leaves_no_data_files(tmp_path):
     with pytest.raises(dx.WriteRefusedError):
         write_table(str(root), sample(1, 500))
     assert sorted(p.name for p in root.glob("*.parquet")) == before
+
+
+def test_commits_refused_where_create_is_not_atomic(tmp_path):
+    """fsspec's generic create checks then writes: commits there could overwrite a concurrent
+    writer's, so they are refused (before any data file is written) unless the user says
+    only one writer commits; reading is unaffected; memory:// (and s3://, tests/test_s3.py)
+    commit as usual."""
+    import os
+
+    local = tmp_path / "t"
+    uri = f"file://{local}"
+    with pytest.raises(dx.StorageError, match="allow_unsafe_commits"):
+        write_table(uri, sample(3), storage_options={"auto_mkdir": True})
+    assert not local.exists() or not any(os.scandir(local))  # nothing written at all
+    write_table(uri, sample(3), storage_options={"auto_mkdir": True, "allow_unsafe_commits": True})
+    assert dx.open_table(uri, storage_options={"auto_mkdir": True}).snapshot().to_arrow().num_rows == 3
+    with pytest.raises(dx.StorageError, match="not known to be atomic"):
+        delete(uri, "id > 0", storage_options={"auto_mkdir": True})
+    assert dx.open_table(str(local)).latest_version() == 0
+    write_table("memory://atomic-ok/t", sample(2))
+    assert dx.open_table("memory://atomic-ok/t").snapshot().to_arrow().num_rows == 2
