@@ -487,3 +487,53 @@ def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
     write_commit(tmp_path, 1, [{"add": {"size": 3, "stats": "{}"}}])  # no path
     with pytest.raises(dx.InvalidLogError, match=r"00000000000000000001.json:1: 'add' action without a string 'path'"):
         dx.open_table(str(tmp_path)).history()
+
+
+def _variant_table(root, parts: pa.StructArray, features: list[str]) -> None:
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "variant", "nullable": True, "metadata": {}},
+        ],
+    }
+    _, size = write_data(root, "part-0.parquet", pa.table({"id": pa.array(range(len(parts)), pa.int64()), "v": parts}))
+    write_commit(
+        root,
+        0,
+        [
+            commit_info(),
+            protocol(3, 7, features, features),
+            metadata(schema),
+            add("part-0.parquet", size=size, records=len(parts)),
+        ],
+    )
+
+
+def test_variant_nulls_and_shredded_files(tmp_path):
+    """Null variants read as null whatever their parts hold; a data file with shredded values
+    (`typed_value`) is refused with a typed error naming it (the log, history and the other
+    columns still read); a non-null variant without value bytes is a malformed file."""
+    meta, val = b"\x01\x00\x00", b"\x0c\x07"  # empty dictionary; int8 7
+    plain = pa.StructArray.from_arrays(
+        [pa.array([meta, None]), pa.array([val, None])], names=["metadata", "value"], mask=pa.array([False, True])
+    )
+    _variant_table(tmp_path / "plain", plain, ["variantType"])
+    got = dx.open_table(str(tmp_path / "plain")).snapshot().to_arrow().sort_by("id").column("v").to_pylist()
+    assert got == [{"metadata": meta, "value": val}, None]
+
+    shredded = pa.StructArray.from_arrays(
+        [pa.array([meta, meta]), pa.array([None, val]), pa.array([0, None], pa.int64())],
+        names=["metadata", "value", "typed_value"],
+    )
+    _variant_table(tmp_path / "shredded", shredded, ["variantType", "variantShredding"])
+    table = dx.open_table(str(tmp_path / "shredded"))
+    with pytest.raises(dx.UnsupportedFeatureError, match=r"part-0\.parquet, column v: shredded variant") as info:
+        table.snapshot().to_arrow()
+    assert info.value.feature == "variantShredding"
+    assert table.snapshot().to_arrow(columns=["id"]).num_rows == 2 and table.history().num_rows == 1
+
+    broken = pa.StructArray.from_arrays([pa.array([meta]), pa.array([None], pa.binary())], names=["metadata", "value"])
+    _variant_table(tmp_path / "broken", broken, ["variantType"])
+    with pytest.raises(dx.StorageError, match=r"part-0\.parquet, column v: malformed variant"):
+        dx.open_table(str(tmp_path / "broken")).snapshot().to_arrow()

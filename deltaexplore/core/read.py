@@ -24,7 +24,7 @@ from deltaexplore.core.schema import (
     StructType,
     to_arrow_type,
 )
-from deltaexplore.errors import DeltaExploreError, StorageError
+from deltaexplore.errors import DeltaExploreError, StorageError, UnsupportedFeatureError
 
 __all__ = ["constant_column", "open_parquet", "project_column", "read_data_file"]
 
@@ -111,11 +111,22 @@ def project_column(arr: pa.Array, dtype: DataType, mode: str) -> pa.Array:
     if dtype.name == "variant":
         if pa.types.is_struct(arr.type):
             names = [f.name for f in arr.type]
+            if "typed_value" in names and arr.field(names.index("typed_value")).null_count < len(arr):
+                raise UnsupportedFeatureError(
+                    "shredded variant values (a `typed_value` column in the data file) cannot be read yet: "
+                    "rebuilding variants from their shredded parts is not implemented",
+                    feature="variantShredding",
+                    needed_by="readers",
+                )
             children = [
                 arr.field(names.index(n)) if n in names else pa.nulls(len(arr), pa.binary()) for n in ("metadata", "value")
             ]
             children = [c.cast(pa.binary()) for c in children]
             mask = arr.is_null() if arr.null_count else None
+            if mask is not None:  # a null variant's parts may be null too: empty under the null
+                children = [pc.if_else(mask, pa.scalar(b"", pa.binary()), c) if c.null_count else c for c in children]
+            if any(c.null_count for c in children):
+                raise StorageError("malformed variant column: a non-null variant lacks its metadata or value bytes")
             return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     return cast_primitive(arr, target)
 
@@ -205,7 +216,14 @@ def read_data_file(
             col = table.column(file_fields[wanted[lf.name]].name)  # type: ignore[union-attr]
             if keep is not None:
                 col = col.filter(keep)
-            out[lf.name] = project_column(col.combine_chunks(), lf.type, mode)
+            try:
+                out[lf.name] = project_column(col.combine_chunks(), lf.type, mode)
+            except UnsupportedFeatureError as exc:
+                raise UnsupportedFeatureError(
+                    f"data file {path}, column {lf.name}: {exc}", feature=exc.feature, needed_by=exc.needed_by, path=path
+                ) from exc
+            except StorageError as exc:
+                raise StorageError(f"data file {path}, column {lf.name}: {exc}", path=path) from exc
         else:
             out[lf.name] = pa.nulls(kept, to_arrow_type(lf.type))
     extra_cols: dict[str, pa.Array] = {}

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltaexplore.core.scan import ScanPlan, partition_table
-from deltaexplore.core.schema import PrimitiveType, StructField
+from deltaexplore.core.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
+from deltaexplore.errors import UnsupportedFeatureError
 from deltaexplore.spark.file_values import FILE_COL
 from deltaexplore.spark.paths import file_path_key, spark_location
 from deltaexplore.spark.session import spark_errors
@@ -163,6 +164,27 @@ def ensure_field_ids(spark: SparkSession) -> None:
         spark.conf.set("spark.sql.parquet.fieldId.read.ignoreMissing", "true")
 
 
+def _has_variant(t: Any) -> bool:
+    if isinstance(t, PrimitiveType):
+        return t.name == "variant"
+    if isinstance(t, ArrayType):
+        return _has_variant(t.element_type)
+    if isinstance(t, MapType):
+        return _has_variant(t.key_type) or _has_variant(t.value_type)
+    if isinstance(t, StructType):
+        return any(_has_variant(f.type) for f in t.fields)
+    return False
+
+
+def ensure_variant_structs(spark: SparkSession) -> None:
+    """Variant columns are read as ``struct<metadata, value>`` (the core's representation);
+    Spark 4.1+ refuses that for files carrying Parquet's VARIANT annotation unless told to
+    treat the annotated group as its plain struct (reading as VARIANT is unaffected)."""
+    key = "spark.sql.parquet.ignoreVariantAnnotation"
+    if str(spark.conf.get(key, "false")).lower() != "true":
+        spark.conf.set(key, "true")
+
+
 def parquet_reader(spark: SparkSession, schema: Any) -> Any:
     return (
         spark.read.schema(schema)
@@ -243,6 +265,17 @@ def scan_files(
     mode = snapshot.column_mapping_mode
     if mode == "id":
         ensure_field_ids(spark)
+    if any(_has_variant(f.type) for f in fields):
+        if snapshot.protocol.has("variantShredding", "variantShredding-preview"):
+            # Spark would read a shredded file's struct without its `typed_value`: wrong values
+            raise UnsupportedFeatureError(
+                f"{snapshot.table.uri} may store shredded variants (variantShredding): reading its variant columns "
+                "on Spark as struct<metadata, value> is not supported yet; select other columns",
+                feature="variantShredding",
+                needed_by="readers",
+                path=snapshot.table.uri,
+            )
+        ensure_variant_structs(spark)
     parts = set(snapshot.partition_columns)
     part_fields = [f for f in fields if f.name in parts]
     data_fields = [f for f in fields if f.name not in parts and f.type != PrimitiveType("void")]
