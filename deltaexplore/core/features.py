@@ -76,7 +76,7 @@ _FEATURE_LIST = [
     _f("typeWidening-preview", True, None, None, True, True, "delta.enableTypeWidening", "", "typeWidening"),
     _f("variantType", True, None, None, True, True, None, "variant columns"),
     _f("variantType-preview", True, None, None, True, True, None, "", "variantType"),
-    _f("variantShredding", True, None, None, True, False, None, "shredded variant columns"),
+    _f("variantShredding", True, None, None, True, False, None, "shredded variant columns (shredded values not read yet)"),
     _f("variantShredding-preview", True, None, None, True, False, None, "", "variantShredding"),
     _f("clustering", False, None, None, True, False, None, "liquid clustering (delta.clustering domain)"),
     _f("collations", True, None, None, True, False, None, "collated strings"),
