@@ -17,8 +17,13 @@ thousand rows, whatever the table size.
 - `deleted_rows_heatmap(deleted_rows, path=None, num_records=None)`: deleted rows within a file
 - `log_health_chart(log_files)`: commit / checkpoint bytes and JSON replayed per version
 
-Rendering: `show(chart)` returns an `alt.JupyterChart` that works offline in JupyterLab
-(bundled Vega); `to_svg(chart)` / `to_png(chart)` export through vl-convert.
+Rendering: in a Jupyter kernel, importing this package switches Altair from its default
+renderer (Vega from a CDN: blank without internet, and JupyterLab 4 has no Vega-Lite 6
+renderer of its own) to its offline `jupyter` renderer, unless another renderer was chosen:
+a chart left as a cell's last expression renders with the bundled Vega
+(`enable_offline_renderer()` does it by hand). `show(chart)` returns the `alt.JupyterChart`
+itself; `to_svg(chart)` / `to_png(chart)` export through vl-convert (widget outputs are not
+saved with a notebook: keep an SVG where a chart must persist).
 
 Importing `deltaexplore` does not import this package (nor altair).
 """
@@ -31,12 +36,15 @@ from deltaexplore.viz.files import file_size_histogram, partition_skew_chart
 from deltaexplore.viz.history import history_chart, operations_chart, versions_chart
 from deltaexplore.viz.layout import explain_funnel, layout_chart
 from deltaexplore.viz.log import log_health_chart
-from deltaexplore.viz.render import show, to_png, to_svg
+from deltaexplore.viz.render import enable_in_kernel, enable_offline_renderer, show, to_png, to_svg
+
+enable_in_kernel()
 
 __all__ = [
     "VizError",
     "deleted_rows_heatmap",
     "dv_density_chart",
+    "enable_offline_renderer",
     "explain_funnel",
     "file_size_histogram",
     "history_chart",

@@ -14,7 +14,7 @@ import altair as alt
 
 from deltaexplore.errors import MissingDependencyError
 
-__all__ = ["show", "to_png", "to_svg", "vega_lite_version"]
+__all__ = ["enable_offline_renderer", "show", "to_png", "to_svg", "vega_lite_version"]
 
 _state = {"offline": False}
 
@@ -54,6 +54,43 @@ def show(chart: alt.TopLevelMixin) -> alt.JupyterChart:
         alt.JupyterChart.enable_offline()
         _state["offline"] = True
     return alt.JupyterChart(chart)  # type: ignore[arg-type]
+
+
+def enable_offline_renderer() -> None:
+    """Display every Altair chart of this kernel offline: Altair's `jupyter` renderer (an
+    `alt.JupyterChart` widget) with its bundled Vega instead of the default renderer's CDN
+    scripts. Undo with `alt.renderers.enable("default")`.
+
+    Raises:
+        MissingDependencyError: anywidget or vl-convert-python is not installed.
+    """
+    try:
+        import anywidget  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "showing charts offline needs anywidget: pip install 'deltaexplore[viz]'", extra="viz"
+        ) from exc
+    _vl_convert()
+    alt.renderers.enable("jupyter", offline=True)
+    _state["offline"] = True
+
+
+def enable_in_kernel() -> bool:
+    """`enable_offline_renderer()` when running in a Jupyter kernel whose Altair renderer is
+    still the default one (a renderer the user chose is kept) and the viz extra is installed.
+    Called when `deltaexplore.viz` is imported. True when it switched."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel") or alt.renderers.active != "default":
+        return False
+    try:
+        enable_offline_renderer()
+    except MissingDependencyError:
+        return False
+    return True
 
 
 def to_svg(chart: alt.TopLevelMixin) -> str:

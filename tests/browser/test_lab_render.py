@@ -102,11 +102,16 @@ def test_altair_chart_renders_offline_in_jupyterlab(page, lab):
         "data = pa.table({'version': [0, 1, 2], 'files': [3, 6, 9]})\n"
         "chart = alt.Chart(data).mark_bar().encode(x='version:O', y='files:Q')\n"
         "alt.JupyterChart(chart)",
+        # a deltaexplore chart left bare as the cell's result: offline too (no show() needed)
+        "import deltaexplore as dx, deltaexplore.viz as viz, demo_tables\n"
+        "viz.history_chart(dx.open_table(demo_tables.build_sales('sales-chart')))",
     ]
     blocked: list[str] = []
     page.route(re.compile(r"^https?://(?!127\.0\.0\.1).*"), lambda route: (blocked.append(route.request.url), route.abort()))
     _open_and_run(page, lab, "chart.ipynb", cells)
     marks = page.locator(".jp-OutputArea-output svg .mark-rect path, .jp-OutputArea-output canvas")
     marks.first.wait_for(timeout=90_000)
-    assert marks.count() >= 1
+    outputs = page.locator(".jp-OutputArea-output:has(svg .mark-rect path), .jp-OutputArea-output:has(canvas)")
+    outputs.nth(1).wait_for(timeout=90_000)
+    assert outputs.count() >= 2
     assert not [u for u in blocked if "vega" in u or "jsdelivr" in u or "esm.sh" in u]

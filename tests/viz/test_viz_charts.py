@@ -197,3 +197,37 @@ def test_importing_deltaexplore_does_not_import_altair():
     code = "import sys, deltaexplore; print('altair' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_bare_charts_render_offline_in_a_kernel():
+    """In a real Jupyter kernel, importing deltaexplore.viz switches Altair to its offline
+    `jupyter` renderer: a chart left as a cell's result is a widget with bundled Vega, no CDN
+    script; a renderer the user chose first is kept."""
+    pytest.importorskip("anywidget")
+    jupyter_client = pytest.importorskip("jupyter_client")
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+
+        def run(code: str) -> dict:
+            kc.execute(code)
+            data: dict = {}
+            while True:
+                msg = kc.get_iopub_msg(timeout=60)
+                kind, content = msg["msg_type"], msg["content"]
+                if kind in ("execute_result", "display_data"):
+                    data.update(content["data"])
+                elif kind == "error":
+                    raise AssertionError("\n".join(content["traceback"]))
+                elif kind == "status" and content["execution_state"] == "idle" and msg["parent_header"].get("msg_type") == "execute_request":
+                    return data
+
+        run("import altair as alt, pyarrow as pa\nimport deltaexplore.viz as viz")
+        shown = run("print(alt.renderers.active)\nalt.Chart(pa.table({'v': [0, 1], 'n': [3, 5]})).mark_bar().encode(x='v:O', y='n:Q')")
+        assert "application/vnd.jupyter.widget-view+json" in shown
+        assert not any("cdn.jsdelivr" in str(v) or "vega@" in str(v) for v in shown.values())
+        run("alt.renderers.enable('mimetype')\nimport importlib; importlib.reload(viz)")
+        kept = run("alt.Chart(pa.table({'v': [0]})).mark_bar().encode(x='v:O')")
+        assert "application/vnd.vegalite.v6+json" in kept or any(k.startswith("application/vnd.vegalite") for k in kept)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
