@@ -84,3 +84,22 @@ def test_ratify_out_of_order_is_a_conflict(tmp_path):
     catalog.register("/some/table", latest_version=3)
     with pytest.raises(dx.CommitConflictError):
         catalog.ratify("/some/table", 5, path="x")
+
+
+def test_catalog_status_with_a_catalog(owned, tmp_path):
+    """inspect.catalog_status asks the table's catalog: version 1 ratified but not published,
+    version 2 staged but not ratified (a writer that lost, or has not finished)."""
+    from deltaexplore.inspect import catalog_status
+
+    staged = sorted((owned / "_delta_log" / "_staged_commits").glob("*.json"))
+    assert [int(p.name.split(".")[0]) for p in staged] == [1, 2]
+    catalog = dx.FileCatalog(tmp_path / "catalog.json")
+    catalog.register(str(owned), latest_version=0)
+    catalog.ratify(str(owned), 1, path=f"_delta_log/_staged_commits/{staged[0].name}")
+    rows = catalog_status(dx.open_table(str(owned), catalog=catalog)).to_pylist()
+    assert [(r["version"], r["published"], r["ratified"], r["staged_files"], r["status"]) for r in rows] == [
+        (0, True, True, 0, "published"),
+        (1, False, True, 1, "ratified-unpublished"),
+        (2, False, False, 1, "staged-unratified"),
+    ]
+    assert rows[1]["path"].endswith(staged[0].name) and rows[2]["path"].endswith(staged[1].name)

@@ -56,6 +56,17 @@ Command = Callable[[Context, list[str]], Any]
 COMMANDS: dict[str, tuple[Command, str]] = {}
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number of rows or commits, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def command(name: str, help_text: str) -> Callable[[Command], Command]:
     def register(fn: Command) -> Command:
         COMMANDS[name] = (fn, help_text)
@@ -126,7 +137,7 @@ def cmd_explore(ctx: Context, argv: list[str]) -> Any:
 @command("history", "commits, newest first")
 def cmd_history(ctx: Context, argv: list[str]) -> Any:
     p = parser("history", "One row per commit, newest first.", version=False)
-    p.add_argument("-n", "--limit", type=int, default=None, help="newest N commits (default: DeltaMagics.limit)")
+    p.add_argument("-n", "--limit", type=count, default=None, help="newest N commits (default: DeltaMagics.limit)")
     p.add_argument("--all", action="store_true", help="every retained commit")
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
@@ -172,7 +183,7 @@ def cmd_files(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--partitions", action="store_true", help="per partition: files, bytes, rows, small files, skew")
     p.add_argument("--sort", default=None, help="sort by this column (descending unless --asc)")
     p.add_argument("--asc", action="store_true")
-    p.add_argument("-n", "--limit", type=int, default=None, help="first N rows")
+    p.add_argument("-n", "--limit", type=count, default=None, help="first N rows")
     p.add_argument("--chart", action="store_true", help="file size histogram (partition skew with --partitions)")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
@@ -295,7 +306,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
     p = parser("read", "Read rows into an Arrow table.")
     p.add_argument("-c", "--columns", default=None, help="comma-separated columns")
     p.add_argument("-w", "--where", default=None)
-    p.add_argument("-n", "--limit", type=int, default=None, help="first N rows (default: DeltaMagics.limit; 0 = all)")
+    p.add_argument("-n", "--limit", type=count, default=None, help="first N rows (default: DeltaMagics.limit; 0 = all)")
     p.add_argument("--spark", action="store_true", help="read with Spark (deltaexplore.spark)")
     args = p.parse_args(argv)
     table = open_table(ctx, args.table)

@@ -11,6 +11,7 @@ Browser -> Python: trait changes (`version`, `tab`, `files_query`, `layout_colum
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from deltaexplore.errors import DeltaExploreError
 from deltaexplore.widgets import maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.explorer_data import ExplorerData
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["TABS", "Explorer"]
 
@@ -123,6 +126,9 @@ class Explorer(anywidget.AnyWidget):
             self.error = ""
         except DeltaExploreError as exc:
             self.error = f"{what}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a bug must show in the widget, not vanish into a log
+            _log.exception("deltaexplore explorer: loading %s failed", what)
+            self.error = f"{what}: unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
         finally:
             self.busy = ""
 

@@ -169,6 +169,9 @@ def test_config_traitlets_set_defaults(ip, sales):
         ("history {sales} --bogus", "unrecognized arguments: --bogus"),
         ("read {sales} -w 'id ==== 1'", ""),
         ("history 'unclosed", "cannot parse the line"),
+        ("history {sales} -n -5", "must be 0 or more, got -5"),
+        ("read {sales} --limit -1", "must be 0 or more, got -1"),
+        ("files {sales} -n x", "expected a whole number, got 'x'"),
     ],
 )
 def test_errors_are_short_usage_errors(ip, sales, line, message):

@@ -361,3 +361,18 @@ def test_layout_tab_opens_on_the_clustering_column(tmp_path):
     w = explore(str(tmp_path), tab="layout")
     assert w.layout_column == "ts" and w.error == ""
     assert w.layout_summary["files_with_stats"] == 2
+
+
+def test_an_internal_bug_shows_in_the_widget(sales, monkeypatch, caplog):
+    """A failure that is not a DeltaExploreError (a bug) is shown in the widget and logged
+    with its traceback, instead of vanishing into the kernel's log."""
+    w = explore(sales)
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(w, "_load_files", broken)
+    with caplog.at_level("ERROR", logger="deltaexplore.widgets.explorer"):
+        w.tab = "files"
+    assert w.error == "files: unexpected RuntimeError: boom (a deltaexplore bug: please report it)"
+    assert w.busy == "" and "loading files failed" in caplog.text
