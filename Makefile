@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup setup-ui extension demo lab summary test test-fast lint typecheck bench corpus clean
+.PHONY: setup setup-ui setup-extension extension demo lab summary test test-fast lint typecheck bench corpus clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,14 +19,18 @@ setup: $(STAMP)
 ## downloaded: Playwright drives the Debian chromium.
 EXT_STAMP := extension/build/.built-$(shell cat extension/package.json extension/package-lock.json extension/ui-tests/package-lock.json extension/tsconfig.json extension/src/*.ts extension/schema/*.json extension/style/*.css 2>/dev/null | cksum | cut -d' ' -f1)
 
-setup-ui: setup
+setup-ui: setup-extension
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian chromium for the browser tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "setup-ui: chromium is missing and cannot be installed here (needs root and apt-get): browser tests will skip"; fi; }
+
+## The JupyterLab extension (needs Node.js and npm; without them JupyterLab still shows the
+## explorer, only the extension's file-browser command and its tests are missing).
+setup-extension: setup
 	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory extension; \
-	  else echo "setup-ui: npm is missing: the JupyterLab extension is not built and its tests will skip"; fi
+	  else echo "setup-extension: npm is missing: the JupyterLab extension is not built and its tests will skip"; fi
 
 extension: $(EXT_STAMP)
 
@@ -36,7 +40,7 @@ $(EXT_STAMP): $(STAMP)
 	@rm -f extension/build/.built-*; touch $@
 
 ## The main job: set up, then open the tour notebook in JupyterLab (explorer, %delta, charts).
-demo: setup-ui
+demo: setup-extension
 	$(BIN)/jupyter lab notebooks/00_tour.ipynb --LabApp.extra_labextensions_path=extension/build
 
 ## JupyterLab on the notebooks/ directory, with the deltaexplore extension.
