@@ -47,6 +47,9 @@ OPERATIONS: dict[str, Operation] = {
     "optimize": Operation("optimize", "OPTIMIZE (compact)", False, "rewrite small files of each partition into larger ones"),
     "vacuum": Operation("vacuum", "VACUUM", True, "delete data files no retained version needs"),
     "checkpoint": Operation("checkpoint", "checkpoint", False, "write a checkpoint at the latest version"),
+    "purge": Operation(
+        "purge", "DV purge", False, "rewrite files with deletion vectors without their deleted rows (REORG … APPLY (PURGE))"
+    ),
 }
 
 _REGISTERED: dict[str, tuple[str, Runner]] = {}
@@ -80,8 +83,20 @@ def _local_checkpoint(table: Table, *, progress: Progress, **_: Any) -> dict[str
     return _rows(checkpoint(table))
 
 
+def _local_purge(table: Table, *, progress: Progress, **_: Any) -> dict[str, Any]:
+    from deltaexplore.core.operations import purge_deletion_vectors
+
+    progress(0.05, "rewriting files with deletion vectors (local pyarrow writer)")
+    return _rows(purge_deletion_vectors(table))
+
+
 #: explorer parameter -> `deltaexplore.spark` keyword, per operation
-_SPARK_PARAMS = {"optimize": {"target_bytes": "target_size"}, "vacuum": {"retention_hours": "retention_hours"}, "checkpoint": {}}
+_SPARK_PARAMS = {
+    "optimize": {"target_bytes": "target_size"},
+    "vacuum": {"retention_hours": "retention_hours"},
+    "checkpoint": {},
+    "purge": {},
+}
 
 
 def _spark_runner(fn: Runner, op: str) -> Runner:
@@ -129,8 +144,9 @@ _BACKENDS: dict[str, dict[str, tuple[str, str] | Runner]] = {
         "optimize": ("deltaexplore.spark", "optimize"),
         "vacuum": ("deltaexplore.spark", "vacuum"),
         "checkpoint": ("deltaexplore.spark", "checkpoint"),
+        "purge": ("deltaexplore.spark", "purge_deletion_vectors"),
     },
-    "local": {"optimize": _local_optimize, "vacuum": _local_vacuum, "checkpoint": _local_checkpoint},
+    "local": {"optimize": _local_optimize, "vacuum": _local_vacuum, "checkpoint": _local_checkpoint, "purge": _local_purge},
 }
 
 
@@ -188,6 +204,8 @@ def preview(op: str, data: ExplorerData, **params: Any) -> dict[str, Any]:
         return _preview_optimize(data, int(target) if target is not None else None)
     if op == "vacuum":
         return _preview_vacuum(data, params.get("retention_hours"))
+    if op == "purge":
+        return _preview_purge(data)
     return _preview_checkpoint(data)
 
 
@@ -250,6 +268,23 @@ def _preview_vacuum(data: ExplorerData, retention_hours: float | None) -> dict[s
         "bytes_to_free": int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0,
         "by_reason": {r["reason"]: r["size_count"] for r in reasons},
         "versions_no_longer_readable": lost.column("version").to_pylist()[:50],
+    }
+
+
+def _preview_purge(data: ExplorerData) -> dict[str, Any]:
+    from deltaexplore.inspect import deletion_vectors
+
+    dvs = deletion_vectors(data.snap)
+
+    def total(column: str) -> int:
+        return int(pc.sum(dvs.column(column)).as_py() or 0) if dvs.num_rows else 0
+
+    return {
+        "files_to_rewrite": dvs.num_rows,
+        "bytes_to_rewrite": total("size"),
+        "deleted_rows_dropped": total("cardinality"),
+        "rows_kept": total("live_rows"),
+        "files_past_purge_threshold": int(pc.sum(dvs.column("past_threshold")).as_py() or 0) if dvs.num_rows else 0,
     }
 
 

@@ -174,7 +174,7 @@ def test_log_health_tab(sales):
 def test_maintenance_preview_and_a_missing_backend(sales, monkeypatch):
     w = explore(sales, tab="maintenance")
     names = [o["name"] for o in w.maintenance["operations"]]
-    assert names == ["optimize", "vacuum", "checkpoint"]
+    assert names == ["optimize", "vacuum", "checkpoint", "purge"]
     w._on_custom_msg(w, {"type": "preview", "op": "optimize"}, [])  # what the Preview button sends
     p = w.maintenance["preview"]
     assert w.maintenance["selected"] == "optimize"
@@ -188,6 +188,9 @@ def test_maintenance_preview_and_a_missing_backend(sales, monkeypatch):
     assert w.maintenance["preview"]["files_to_delete"] == 5
     w.preview("checkpoint")
     assert w.maintenance["preview"]["commits_since_checkpoint"] == 8
+    w.preview("purge")  # the two files with DVs (29 + 17 of 40 rows deleted)
+    p = w.maintenance["preview"]
+    assert (p["files_to_rewrite"], p["deleted_rows_dropped"], p["rows_kept"], p["files_past_purge_threshold"]) == (2, 46, 34, 2)
     w.preview("bogus")
     assert "unknown maintenance operation 'bogus'" in w.error
 
@@ -212,6 +215,24 @@ def test_running_optimize_with_the_local_writer(tmp_path):
     assert w.max_version == 8 and w.overview["num_files"] == 3
     assert "with local: version 7 -> 8" in outcome["result"] and outcome["progress"] == 1.0
     assert dx.open_table(path).snapshot().to_arrow().num_rows == rows_before
+
+
+def test_running_a_dv_purge_with_the_local_writer(tmp_path):
+    import demo_tables
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    rows_before = sorted(r["id"] for r in dx.open_table(path).snapshot().to_arrow().to_pylist())
+    w = explore(path, tab="dv")
+    assert w.error == ""
+    maintenance.register_runner("purge", "local", maintenance._local_purge)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "purge"}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and "DV purge done with local: version 7 -> 8" in w.maintenance["result"]
+    snap = dx.open_table(path).snapshot()
+    assert not any(d for d in snap.add_actions().column("deletionVector").to_pylist())
+    assert sorted(r["id"] for r in snap.to_arrow().to_pylist()) == rows_before
 
 
 def _compact(table: dx.Table, *, progress, **params) -> dict:

@@ -230,7 +230,7 @@ function dv(model) {
       ["files with deletion vectors", `${num(s.files_with_dv)} of ${num(s.files)}`],
       ["deleted rows", `${num(s.deleted_rows)} of ${num(s.rows_in_files_with_dv)} rows in those files`],
       ["inline DVs", num(s.inline)], ["DV files", num(s.dv_files)], ["DV bytes", bytes(s.dv_bytes)],
-      ["past the purge threshold", `${num(s.past_purge_threshold)} files (worth rewriting with REORG … APPLY (PURGE))`],
+      ["past the purge threshold", `${num(s.past_purge_threshold)} files (worth rewriting: Maintenance → DV purge)`],
     ]),
     table(t, ["path", "partition", "num_records", "cardinality", "deleted_ratio", "storage", "dv_bytes", "shared_by"], {
       label: "deletion vectors", empty: "No deletion vectors at this version.",
