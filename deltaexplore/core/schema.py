@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -24,6 +25,7 @@ __all__ = [
     "PrimitiveType",
     "StructField",
     "StructType",
+    "any_leaf",
     "column_mapping_mode",
     "parse_schema",
     "to_arrow_type",
@@ -153,6 +155,20 @@ class StructType:
 
 
 DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]  # noqa: UP007 - runtime alias
+
+
+def any_leaf(t: DataType, test: Callable[[PrimitiveType], bool]) -> bool:
+    """Whether `test` holds for a primitive anywhere in `t` (struct fields, array elements, map
+    keys and values); decimals count as no primitive."""
+    if isinstance(t, PrimitiveType):
+        return test(t)
+    if isinstance(t, ArrayType):
+        return any_leaf(t.element_type, test)
+    if isinstance(t, MapType):
+        return any_leaf(t.key_type, test) or any_leaf(t.value_type, test)
+    if isinstance(t, StructType):
+        return any(any_leaf(f.type, test) for f in t.fields)
+    return False
 
 
 def _parse_type(obj: Any, where: str) -> DataType:

@@ -38,7 +38,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from deltaexplore.core.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+from deltaexplore.core.schema import DataType, PrimitiveType, StructField, any_leaf
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.spark.paths import spark_root
 from deltaexplore.spark.session import spark_errors
@@ -67,15 +67,7 @@ _PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 
 
 def _native_type(t: DataType) -> bool:
-    if isinstance(t, PrimitiveType):
-        return not t.name.startswith(("variant", "geometry", "geography"))
-    if isinstance(t, ArrayType):
-        return _native_type(t.element_type)
-    if isinstance(t, MapType):
-        return _native_type(t.key_type) and _native_type(t.value_type)
-    if isinstance(t, StructType):
-        return all(_native_type(f.type) for f in t.fields)
-    return True  # decimals
+    return not any_leaf(t, lambda p: p.name.startswith(("variant", "geometry", "geography")))
 
 
 def supports_native(snapshot: Snapshot) -> bool:

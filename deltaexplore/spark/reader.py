@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltaexplore.core.scan import ScanPlan, partition_table
-from deltaexplore.core.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
+from deltaexplore.core.schema import PrimitiveType, StructField, any_leaf
 from deltaexplore.errors import UnsupportedFeatureError
 from deltaexplore.spark.file_values import FILE_COL
 from deltaexplore.spark.paths import file_path_key, spark_location
@@ -164,18 +164,6 @@ def ensure_field_ids(spark: SparkSession) -> None:
         spark.conf.set("spark.sql.parquet.fieldId.read.ignoreMissing", "true")
 
 
-def _has_variant(t: Any) -> bool:
-    if isinstance(t, PrimitiveType):
-        return t.name == "variant"
-    if isinstance(t, ArrayType):
-        return _has_variant(t.element_type)
-    if isinstance(t, MapType):
-        return _has_variant(t.key_type) or _has_variant(t.value_type)
-    if isinstance(t, StructType):
-        return any(_has_variant(f.type) for f in t.fields)
-    return False
-
-
 def ensure_variant_structs(spark: SparkSession) -> None:
     """Variant columns are read as ``struct<metadata, value>`` (the core's representation);
     Spark 4.1+ refuses that for files carrying Parquet's VARIANT annotation unless told to
@@ -265,7 +253,7 @@ def scan_files(
     mode = snapshot.column_mapping_mode
     if mode == "id":
         ensure_field_ids(spark)
-    if any(_has_variant(f.type) for f in fields):
+    if any(any_leaf(f.type, lambda p: p.name == "variant") for f in fields):
         if snapshot.protocol.has("variantShredding", "variantShredding-preview"):
             # Spark would read a shredded file's struct without its `typed_value`: wrong values
             raise UnsupportedFeatureError(

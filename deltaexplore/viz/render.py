@@ -34,6 +34,17 @@ def _vl_convert() -> Any:
     return vl_convert
 
 
+def _require_offline() -> None:
+    """Offline charts need anywidget (the widget) and vl-convert-python (the bundled Vega)."""
+    try:
+        import anywidget  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "showing charts offline needs anywidget: pip install 'deltaexplore[viz]'", extra="viz"
+        ) from exc
+    _vl_convert()
+
+
 def show(chart: alt.TopLevelMixin) -> alt.JupyterChart:
     """`chart` as an `alt.JupyterChart` that renders in JupyterLab without internet access.
 
@@ -43,13 +54,7 @@ def show(chart: alt.TopLevelMixin) -> alt.JupyterChart:
     Raises:
         MissingDependencyError: anywidget or vl-convert-python is not installed.
     """
-    try:
-        import anywidget  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "showing charts offline needs anywidget: pip install 'deltaexplore[viz]'", extra="viz"
-        ) from exc
-    _vl_convert()
+    _require_offline()
     if not _state["offline"]:
         alt.JupyterChart.enable_offline()
         _state["offline"] = True
@@ -64,13 +69,7 @@ def enable_offline_renderer() -> None:
     Raises:
         MissingDependencyError: anywidget or vl-convert-python is not installed.
     """
-    try:
-        import anywidget  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "showing charts offline needs anywidget: pip install 'deltaexplore[viz]'", extra="viz"
-        ) from exc
-    _vl_convert()
+    _require_offline()
     alt.renderers.enable("jupyter", offline=True)
     _state["offline"] = True
 
