@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from deltaexplore.errors import DeltaExploreError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -75,7 +77,7 @@ class SparkProgress:
         stream: TextIO | None = None,
     ) -> None:
         if display not in ("auto", "widget", "text", "none"):
-            raise ValueError(f"display must be auto, widget, text or none, got {display!r}")
+            raise DeltaExploreError(f"display must be auto, widget, text or none, got {display!r}")
         self.spark = spark
         self.sc = spark.sparkContext
         self.description = description

@@ -246,3 +246,28 @@ def test_rows_of_an_unknown_file_fail_the_job(spark, monkeypatch, strategy):
     unknown = spark.range(1).selectExpr("id AS v", f"CAST(150 AS BIGINT) AS {fv.KEY_COL}")
     with pytest.raises(Exception, match="matches no file of the scan plan: 150"):
         fv.attach(spark, unknown, values).collect()
+
+
+def test_progress_picks_widgets_in_a_notebook_kernel_and_text_elsewhere():
+    """`display="auto"`: a real Jupyter kernel with ipywidgets gets progress bars, this test
+    process (no kernel) text; an unknown display is a DeltaExploreError."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    pytest.importorskip("ipywidgets")
+    from deltaexplore.spark.jobs import SparkProgress, _in_notebook
+
+    assert _in_notebook() is False
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+        printed: list[str] = []
+        reply = kc.execute_interactive(
+            "from deltaexplore.spark.jobs import _has_widgets, _in_notebook\nprint(_in_notebook() and _has_widgets())",
+            timeout=60,
+            output_hook=lambda msg: printed.append(msg["content"].get("text", "")),
+        )
+        assert reply["content"]["status"] == "ok"
+        assert "".join(printed).strip() == "True"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    with pytest.raises(dx.DeltaExploreError, match="display must be"):
+        SparkProgress(None, "x", display="fancy")  # type: ignore[arg-type]
