@@ -106,5 +106,10 @@ class MissingDependencyError(DeltaExploreError, ImportError):
         return self.msg
 
 
+class InvalidArgumentError(DeltaExploreError, ValueError):
+    """An argument of a public function has the wrong type or value (a negative count, a
+    version that is not a whole number, a path that is not a string)."""
+
+
 class SparkError(DeltaExploreError):
     """Spark is unavailable or a Spark job failed."""

@@ -289,3 +289,50 @@ def test_no_raw_exceptions_on_corrupt_commit_bytes(tmp_path):
     (tmp_path / "_delta_log" / f"{1:020d}.json").write_bytes(os.urandom(200).replace(b"\n", b" "))
     with pytest.raises(dx.DeltaExploreError):
         dx.open_table(str(tmp_path)).snapshot().files()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda t, s: dx.open_table(None), dx.InvalidArgumentError, "path, a URI or a Storage, got NoneType"),
+        (lambda t, s: dx.open_table(42), dx.InvalidArgumentError, "got int 42"),
+        (lambda t, s: t.history(limit="a"), dx.InvalidArgumentError, "limit must be a whole number, got 'a'"),
+        (lambda t, s: t.history(limit=-1), dx.InvalidArgumentError, "limit must be 0 or more, got -1"),
+        (lambda t, s: t.history(start_version=1.5), dx.InvalidArgumentError, "start_version must be a whole number"),
+        (lambda t, s: t.changes("a"), dx.InvalidArgumentError, "start_version must be a whole number, got 'a'"),
+        (lambda t, s: t.changes(0, -2), dx.InvalidArgumentError, "end_version must be 0 or more"),
+        (lambda t, s: s.file_stats(["nope"]), dx.ColumnNotFoundError, "no column 'nope' with per-file stats"),
+        (lambda t, s: s.file_stats([3]), dx.ColumnNotFoundError, "column names are strings"),
+        (lambda t, s: t.inspect.layout(42), dx.ColumnNotFoundError, "a column name is a string, got 42"),
+    ],
+    ids=[
+        "open-none",
+        "open-int",
+        "limit-str",
+        "limit-negative",
+        "start-float",
+        "changes-str",
+        "changes-end",
+        "stats-unknown",
+        "stats-not-str",
+        "layout-int",
+    ],
+)
+def test_bad_arguments_are_typed_errors(tmp_path, call, error, match):
+    """Arguments of the wrong type or value are DeltaExploreErrors naming the argument (the
+    argument errors are also ValueErrors), not TypeErrors from deep inside."""
+    simple_table(tmp_path)
+    t = dx.open_table(str(tmp_path))
+    with pytest.raises(error, match=match) as info:
+        call(t, t.snapshot())
+    assert isinstance(info.value, dx.DeltaExploreError)
+
+
+def test_file_stats_of_one_column_given_as_a_string(tmp_path):
+    simple_table(tmp_path)
+    s = dx.open_table(str(tmp_path)).snapshot()
+    assert (
+        s.file_stats("id").column_names
+        == s.file_stats(["id"]).column_names
+        == ["path", "num_records", "tight_bounds", "min.id", "max.id", "null_count.id"]
+    )

@@ -18,6 +18,7 @@ import pyarrow.json as pajson
 
 from deltaexplore.core.partitions import _parse_timestamp
 from deltaexplore.core.schema import ArrayType, MapType, StructField, StructType, leaf_paths, to_arrow_type
+from deltaexplore.errors import ColumnNotFoundError
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
@@ -254,8 +255,26 @@ def _from_parsed(parsed: pa.Array, cols: list[StatsColumn]) -> dict[str, pa.Arra
     return out
 
 
-def file_stats(snapshot: Snapshot, columns: list[str] | None = None) -> pa.Table:
-    """Typed per-file statistics of a snapshot (see the module docstring)."""
+def file_stats(snapshot: Snapshot, columns: list[str] | str | None = None) -> pa.Table:
+    """Typed per-file statistics of a snapshot (see the module docstring).
+
+    Raises:
+        ColumnNotFoundError: a column that is not in the table, or a partition column (its
+            value is in `partition_values`: files carry no stats for it).
+    """
+    if isinstance(columns, str):
+        columns = [columns]
+    if columns is not None:
+        known = {c.name for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, [], None)}
+        tops = {c.split(".", 1)[0] for c in known}
+        parts = {p.lower() for p in snapshot.partition_columns}
+        for name in columns:
+            if not isinstance(name, str):
+                raise ColumnNotFoundError(f"column names are strings, got {name!r}")
+            if name.lower() in parts:
+                raise ColumnNotFoundError(f"{name!r} is a partition column: files carry no stats for it (see partition_values)")
+            if name not in known and name not in tops:
+                raise ColumnNotFoundError(f"no column {name!r} with per-file stats (columns: {', '.join(sorted(tops))})")
     return stats_for_adds(snapshot, snapshot.add_actions(), columns)
 
 

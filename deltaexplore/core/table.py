@@ -8,12 +8,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from deltaexplore.core.arguments import count
 from deltaexplore.core.catalog import CatalogClient
 from deltaexplore.core.log_path import LogFile, LogKind
 from deltaexplore.core.log_segment import LogListing, list_log
 from deltaexplore.core.snapshot import Snapshot, build_snapshot
 from deltaexplore.core.timestamps import to_millis
-from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
+from deltaexplore.errors import DeltaExploreError, InvalidArgumentError, VersionNotFoundError
 from deltaexplore.storage import Storage, storage_for
 
 __all__ = ["Table", "open_table"]
@@ -130,6 +131,8 @@ class Table:
         """One row per commit, newest first (see `deltaexplore.core.history.HISTORY_SCHEMA`)."""
         from deltaexplore.core.history import history
 
+        limit = count(limit, "limit")
+        start_version, end_version = count(start_version, "start_version"), count(end_version, "end_version")
         return history(self, limit=limit, start_version=start_version, end_version=end_version)
 
     def changes(self, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
@@ -144,7 +147,9 @@ class Table:
         """
         from deltaexplore.core.cdf import changes
 
-        return changes(self, start_version, end_version, columns=columns)
+        start = count(start_version, "start_version", allow_none=False)
+        assert start is not None
+        return changes(self, start, count(end_version, "end_version"), columns=columns)
 
 
 def open_table(
@@ -162,4 +167,6 @@ def open_table(
         storage_options: options for the fsspec filesystem (credentials, endpoint, ...).
         catalog: the catalog client of a catalog-managed table.
     """
+    if not isinstance(uri, (str, os.PathLike, Storage)):
+        raise InvalidArgumentError(f"a table location must be a path, a URI or a Storage, got {type(uri).__name__} {uri!r}")
     return Table(storage_for(uri, storage_options), catalog=catalog)

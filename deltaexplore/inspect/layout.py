@@ -160,6 +160,8 @@ def _ranks(mins: pa.Array, maxs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def _resolve(snap: Snapshot, column: str) -> tuple[str, Any, bool]:
     """(logical name, StatsColumn-or-field, is_partition)."""
+    if not isinstance(column, str):
+        raise ColumnNotFoundError(f"a column name is a string, got {column!r}")
     schema = snap.schema
     parts = {p.lower(): p for p in snap.partition_columns}
     if column.lower() in parts:

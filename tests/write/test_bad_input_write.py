@@ -32,6 +32,8 @@ def root(tmp_path):
         (lambda r: delete(r, "id >"), "cannot (parse|evaluate)"),
         (lambda r: delete(r, "nope = 1"), "nope"),
         (lambda r: optimize(r, target_size=-1), "positive"),
+        (lambda r: optimize(r, target_size="big"), "whole number of bytes, got 'big'"),
+        (lambda r: vacuum(r, retention_hours="x"), "number of hours, got 'x'"),
         (lambda r: optimize(r, zorder_by=["missing"]), "missing"),
         (restore, "exactly one"),
         (lambda r: restore(r, version=99), "99"),

@@ -12,6 +12,7 @@ row tracking ids preserved in the materialized columns) and commits removes and 
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -93,6 +94,8 @@ class OptimizePlan:
 
 def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
     if target_size is not None:
+        if isinstance(target_size, bool) or not isinstance(target_size, numbers.Integral):
+            raise WriteRefusedError(f"target_size must be a whole number of bytes, got {target_size!r}")
         if target_size <= 0:
             raise WriteRefusedError(f"target_size must be positive, got {target_size}")
         return int(target_size)

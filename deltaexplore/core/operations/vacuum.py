@@ -18,6 +18,7 @@ refused, and `vacuum` defaults to a dry run. Only files under the root are ever 
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import time
@@ -185,6 +186,8 @@ def plan_vacuum(
         raise WriteRefusedError(f"VACUUM of catalog-managed table {root} is not permitted by its catalog", path=root)
     config = snapshot.config
     default_ms = config.deleted_file_retention_ms
+    if retention_hours is not None and (isinstance(retention_hours, bool) or not isinstance(retention_hours, numbers.Real)):
+        raise WriteRefusedError(f"retention_hours must be a number of hours, got {retention_hours!r}")
     retention = default_ms if retention_hours is None else int(retention_hours * 3_600_000)
     if retention < 0:
         raise WriteRefusedError(f"retention must not be negative, got {retention_hours} hours")

@@ -1,0 +1,31 @@
+"""Checks of the arguments of public functions: a wrong type or value is an
+`InvalidArgumentError` naming the argument, never a raw `TypeError` from deep inside."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from deltaexplore.errors import InvalidArgumentError
+
+__all__ = ["count", "number"]
+
+
+def count(value: Any, name: str, *, allow_none: bool = True) -> int | None:
+    """`value` as a whole number, 0 or more (None passes when allowed): limits and versions."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError(f"{name} must be a whole number, got {value!r}")
+    if value < 0:
+        raise InvalidArgumentError(f"{name} must be 0 or more, got {value}")
+    return int(value)
+
+
+def number(value: Any, name: str, *, allow_none: bool = True) -> float | None:
+    """`value` as a real number (None passes when allowed): sizes, hours."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{name} must be a number, got {value!r}")
+    return float(value)
