@@ -19,7 +19,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from deltaexplore.errors import DeltaExploreError
+from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
 from deltaexplore.widgets import maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.explorer_data import ExplorerData
@@ -92,6 +92,8 @@ class Explorer(anywidget.AnyWidget):
         **kwargs: Any,
     ) -> None:
         started = time.perf_counter()
+        if tab not in TABS:
+            raise InvalidArgumentError(f"tab must be one of {', '.join(TABS)}, got {tab!r}")
         self.data = ExplorerData(table, version)
         self.history_limit = history_limit
         self._loaded: set[str] = set()

@@ -397,3 +397,8 @@ def test_an_internal_bug_shows_in_the_widget(sales, monkeypatch, caplog):
         w.tab = "files"
     assert w.error == "files: unexpected RuntimeError: boom (a deltaexplore bug: please report it)"
     assert w.busy == "" and "loading files failed" in caplog.text
+
+
+def test_an_unknown_tab_is_refused(sales):
+    with pytest.raises(dx.InvalidArgumentError, match="tab must be one of overview, history, files"):
+        explore(sales, tab="bogus")
