@@ -11,12 +11,15 @@ from deltaexplore.errors import InvalidArgumentError
 __all__ = ["count", "number"]
 
 
-def count(value: Any, name: str, *, allow_none: bool = True) -> int | None:
-    """`value` as a whole number, 0 or more (None passes when allowed): limits and versions."""
+def count(value: Any, name: str, *, allow_none: bool = True, positive: bool = False) -> int | None:
+    """`value` as a whole number, 0 or more (1 or more when `positive`; None passes when
+    allowed): limits, versions, sizes."""
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidArgumentError(f"{name} must be a whole number, got {value!r}")
+    if positive and value <= 0:
+        raise InvalidArgumentError(f"{name} must be positive, got {value}")
     if value < 0:
         raise InvalidArgumentError(f"{name} must be 0 or more, got {value}")
     return int(value)

@@ -8,6 +8,7 @@ Static export goes through vl-convert, which embeds Vega too.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import altair as alt
@@ -24,24 +25,22 @@ def vega_lite_version() -> str:
     return alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0]
 
 
-def _vl_convert() -> Any:
+def _optional(module: str, purpose: str) -> Any:
+    """Import an optional dependency of the viz extra, or say which extra installs it."""
     try:
-        import vl_convert
+        return importlib.import_module(module)
     except ImportError as exc:
-        raise MissingDependencyError(
-            "static chart export needs vl-convert-python: pip install 'deltaexplore[viz]'", extra="viz"
-        ) from exc
-    return vl_convert
+        package = module.replace("_", "-") + ("-python" if module == "vl_convert" else "")
+        raise MissingDependencyError(f"{purpose} needs {package}: pip install 'deltaexplore[viz]'", extra="viz") from exc
+
+
+def _vl_convert() -> Any:
+    return _optional("vl_convert", "static chart export")
 
 
 def _require_offline() -> None:
     """Offline charts need anywidget (the widget) and vl-convert-python (the bundled Vega)."""
-    try:
-        import anywidget  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "showing charts offline needs anywidget: pip install 'deltaexplore[viz]'", extra="viz"
-        ) from exc
+    _optional("anywidget", "showing charts offline")
     _vl_convert()
 
 

@@ -12,7 +12,6 @@ row tracking ids preserved in the materialized columns) and commits removes and 
 from __future__ import annotations
 
 import json
-import numbers
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arguments import count
 from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
@@ -93,12 +93,9 @@ class OptimizePlan:
 
 
 def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
-    if target_size is not None:
-        if isinstance(target_size, bool) or not isinstance(target_size, numbers.Integral):
-            raise WriteRefusedError(f"target_size must be a whole number of bytes, got {target_size!r}")
-        if target_size <= 0:
-            raise WriteRefusedError(f"target_size must be positive, got {target_size}")
-        return int(target_size)
+    size = count(target_size, "target_size", positive=True)
+    if size is not None:
+        return size
     value = snapshot.properties.get("delta.targetFileSize")
     try:
         return int(value) if value else DEFAULT_TARGET_FILE_SIZE

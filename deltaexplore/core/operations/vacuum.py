@@ -18,7 +18,6 @@ refused, and `vacuum` defaults to a dry run. Only files under the root are ever 
 
 from __future__ import annotations
 
-import numbers
 import os
 import re
 import time
@@ -30,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
+from deltaexplore.core.arguments import number
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
 from deltaexplore.core.features import check_writable
 from deltaexplore.core.json_log import read_log_files
@@ -186,8 +186,7 @@ def plan_vacuum(
         raise WriteRefusedError(f"VACUUM of catalog-managed table {root} is not permitted by its catalog", path=root)
     config = snapshot.config
     default_ms = config.deleted_file_retention_ms
-    if retention_hours is not None and (isinstance(retention_hours, bool) or not isinstance(retention_hours, numbers.Real)):
-        raise WriteRefusedError(f"retention_hours must be a number of hours, got {retention_hours!r}")
+    retention_hours = number(retention_hours, "retention_hours")
     retention = default_ms if retention_hours is None else int(retention_hours * 3_600_000)
     if retention < 0:
         raise WriteRefusedError(f"retention must not be negative, got {retention_hours} hours")
