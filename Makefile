@@ -2,11 +2,13 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# the install is redone when what it builds from changes (the compiled stats kernel included)
+INSTALL_INPUTS := pyproject.toml setup.py deltaexplore/inspect/_stats_kernel.c
+STAMP  := $(VENV)/.installed-$(shell cat $(INSTALL_INPUTS) | cksum | cut -d' ' -f1)
 
 .PHONY: setup setup-ui setup-extension extension demo lab summary test test-fast lint typecheck bench corpus clean
 
-$(STAMP): pyproject.toml
+$(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

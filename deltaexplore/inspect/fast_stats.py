@@ -3,28 +3,30 @@
 `layout(column)` needs three values per file from stats strings like
 ``{"numRecords":5,"minValues":{"a":1,"id":7},"maxValues":{...},"nullCount":{...}}``. Parsing the
 whole documents (the core's `stats_for_adds`) costs a full JSON pass over every column. Here the
-snapshot's own `add.stats` arrays are searched in place (handed to polars without copying the
-text), per chunk:
+snapshot's own `add.stats` arrays are searched in place, in runs of files on a thread pool:
 
-1. every occurrence of the key ``"<physical name>":`` — polars `str.find_many` (Rust
-   `memchr::memmem`, SIMD, one pass), and the ``"minValues":{``, ``"maxValues":{`` and
-   ``"nullCount":{`` headers (`str.find`, literal);
-2. each occurrence belongs to the object whose header is the nearest before it (any order);
-3. per file four values in text order (numRecords, min, max, null count) are delimited in
-   one pass over byte windows read straight from the text (unaligned 8-byte words gathered
-   with numpy; a quoted string to its closing quote, anything else to the next ``,`` ``}``
-   ``]`` or space; `BLOCK` values per pass so the windows stay in the CPU cache) and converted
-   with Arrow casts (timestamps and dates with the core's own conversion); numbers are cast
-   from a string_view array whose inline bytes are the window's first words and whose long
-   values point into the text, strings are copied out.
+1. locate (`_locate`): the ``"minValues":{``, ``"maxValues":{`` and ``"nullCount":{`` headers,
+   every ``"<physical name>":`` key and the document's braces; a key counts when it lies inside
+   the object of the nearest header before it, at the column's depth; per file four values in
+   text order (numRecords, min, max, null count) are delimited (a quoted string to its closing
+   quote, anything else to the next ``,`` ``}`` ``]`` or space). The compiled kernel
+   (`_stats_kernel.c`, built by setup.py where a C compiler exists) does this in one pass per
+   string with the GIL released: SSE2 masks of the quotes and of the characters a key or
+   header can start with, strings followed by a prefix XOR of the quotes. Without it, polars
+   searches (`str.find_many`, Rust memchr) and numpy windows over the text do the same;
+2. cast (`_typed`): numbers from a string_view array whose inline bytes are the values' first
+   words and whose long values point into the text, strings copied out, timestamps and dates
+   with the core's own conversion.
 
 In valid JSON an unescaped ``"name":`` can only be a key, and the fast path is used only for
 columns whose physical leaf name is unique in the whole schema, is not a reserved stats key and
-needs no JSON escaping, so every occurrence is this column's (nested columns included: the leaf
-key sits inside its parents' objects). Files where any step is unsure (a key outside the three
-objects or twice in one, headers written another way, escapes in a string, values that do not
-cast) are parsed by the core, so the result always equals `Snapshot.file_stats`. Checkpoint rows
-with `stats_parsed` are read from the struct (no text at all).
+needs no JSON escaping. Files where any step is unsure go to the core's parse: a document that is
+not one whole object (truncated, a string left open, braces that do not close), a key outside the
+three objects or twice in one, headers written another way, escapes in a string, values that do
+not cast (the numpy path also sends documents with braces inside strings). So the result equals
+`Snapshot.file_stats` for every stats string that is JSON and for truncated ones; a string broken
+in other ways (a trailing comma inside an object, say) is not detected. Checkpoint rows with
+`stats_parsed` are read from the struct (no text at all).
 """
 
 from __future__ import annotations
@@ -70,6 +72,22 @@ VIEW_SLICE_BITS = 30
 #: wall time in kernel); the system allocator keeps and reuses them (measured: 16-24k faults,
 #: 0.76 -> 0.56 s). Only this module's arrays: nothing process-wide is switched.
 SCAN_POOL = pa.system_memory_pool()
+
+
+def _compiled() -> Any:
+    """The compiled search (setup.py builds it where a C compiler exists), unless the
+    environment variable DELTAEXPLORE_NO_KERNEL is set; None without it."""
+    if os.environ.get("DELTAEXPLORE_NO_KERNEL"):
+        return None
+    try:
+        from deltaexplore.inspect import _stats_kernel
+    except ImportError:  # pragma: no cover - depends on the install
+        return None
+    return _stats_kernel
+
+
+#: the compiled `locate`, or None: `_locate` then searches with polars and numpy
+KERNEL: Any = _compiled()
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
@@ -364,13 +382,17 @@ def _runs(column: pa.Array | pa.ChunkedArray, pieces: int = 1, most: int | None 
     return [_Run(g) for g in groups]
 
 
-def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, ...]:
-    """min, max, null count and numRecords of one run of stats strings, and the rows whose
-    bounds (then numRecords) must be re-read by the core."""
+def _locate(run: _Run, needle: str, col: StatsColumn) -> tuple[np.ndarray, _Values, np.ndarray]:
+    """Per file of the run, its four values in text order — numRecords (writers put it first),
+    min, max, null count: `at` ((n, 4) bool: found), the located values (value k of file i at
+    4 i + k) and the rows the search is unsure about (`redo`). The compiled kernel when it is
+    built, else polars searches and numpy windows (same results)."""
+    if KERNEL is not None:
+        return _locate_compiled(run, needle, len(col.physical) + 1)
     import polars as pl
 
     n = len(run)
-    data, buffer, starts, limits, has = run.data, run.buffer, run.starts, run.limits, run.has
+    data, starts, limits, has = run.data, run.starts, run.limits, run.has
     series = pl.from_arrow(run.strings())
     assert isinstance(series, pl.Series)
     # one polars pass per search (run in parallel): the key, the three headers, the lead
@@ -378,12 +400,15 @@ def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, .
         pl.col("s").str.find_many([needle]).alias("key"),
         *(pl.col("s").str.find(h, literal=True).cast(pl.Int64).fill_null(-1).alias(h) for h in _HEADERS),
         pl.col("s").str.starts_with(_LEAD.decode()).fill_null(False).alias("lead"),
+        _whole_object(pl.col("s")).fill_null(True).alias("whole"),
+        pl.col("s").str.find_many(["{", "}"]).alias("braces"),
     )
     lead = found.get_column("lead").to_numpy() & has
     headers = np.empty((n, 3), dtype=np.int64)
     for i, h in enumerate(_HEADERS):
         headers[:, i] = found.get_column(h).to_numpy()
-    redo = np.zeros(n, dtype=bool)
+    braces = _Braces(found.get_column("braces"), data, starts)
+    redo = ~(found.get_column("whole").to_numpy() & braces.whole(n))  # truncated documents: the core
     # a header written another way (`"minValues": {`): the core parses those documents
     for i, bare in enumerate(_BARE_HEADERS):
         missing = np.flatnonzero(has & (headers[:, i] < 0))
@@ -398,10 +423,17 @@ def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, .
     positions = np.asarray(occurrences.values)[list_offsets[0] : list_offsets[-1]].astype(np.int64)
     row = np.repeat(np.arange(n), np.diff(list_offsets))
     kind, inside = _attribute(headers, row, positions)
-    redo[row[~inside]] = True  # a key outside the three objects
+    # each header's object: its `{` opens depth 2 (a top-level key), it ends where depth 1 returns
+    header_rows = np.repeat(np.arange(n), 3)
+    opens = headers.ravel() + len(_HEADERS[0]) - 1
+    top, ends = braces.object_at(header_rows, opens)
+    redo[header_rows[(headers.ravel() >= 0) & ~top]] = True  # a header that is not a top-level key
+    ends = ends.reshape(n, 3)
+    inside &= positions <= ends[row, kind]
+    inside &= braces.depth_at(row, positions) == len(col.physical) + 1
+    redo[row[~inside]] = True  # a key outside the three objects, or not at the column's level
     twice = (row[1:] == row[:-1]) & (kind[1:] == kind[:-1])
     redo[row[1:][twice]] = True  # twice in one object
-    # per file four values, in text order: numRecords (writers put it first), min, max, null count
     at = np.zeros((n, 4), dtype=bool)
     at[:, 0] = lead
     value_at = np.repeat(limits[:, None], 4, axis=1)
@@ -411,15 +443,109 @@ def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, .
     value_at[r, k] = starts[r] + positions[inside] + len(needle.encode())
     # windows of 24 bytes hold numbers; strings (timestamps: 26 bytes with quotes) get 48
     values = _spans(data, value_at.ravel(), np.repeat(limits, 4), 6 if pa.types.is_string(col.json_type) else 3)
+    return at, values, redo
+
+
+class _Braces:
+    """The `{` and `}` of each document (positions from a polars `find_many`) with the depth
+    after each: the structure `_locate` checks keys against. Exact for documents without braces
+    inside strings; the others are not `whole` (the core reads them)."""
+
+    def __init__(self, found: Any, data: np.ndarray, starts: np.ndarray) -> None:
+        lists = found.to_arrow()
+        if isinstance(lists, pa.ChunkedArray):
+            lists = lists.combine_chunks()
+        offsets = np.asarray(lists.offsets).astype(np.int64)
+        self.offsets = offsets - offsets[0]
+        self.pos = np.asarray(lists.values)[offsets[0] : offsets[-1]].astype(np.int64)
+        self.row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        step = np.where(data[starts[self.row] + self.pos] == ord("{"), 1, -1)
+        total = np.cumsum(step)
+        base = np.concatenate([[0], total])[self.offsets[:-1]]
+        self.depth = total - base[self.row]
+        self.key = (self.row << 40) + self.pos  # sorted: rows in order, positions increasing
+
+    def whole(self, n: int) -> np.ndarray:
+        """Per document: its braces close in order, and the first `{` closes at the last `}`."""
+        bad = np.zeros(n, dtype=bool)
+        last = self.offsets[1:] - 1
+        early = (self.depth == 0) & (np.arange(len(self.depth)) != last[self.row])
+        bad[self.row[(self.depth < 0) | early]] = True
+        counts = np.diff(self.offsets)
+        ends_at_zero = np.zeros(n, dtype=bool)
+        ends_at_zero[counts > 0] = self.depth[last[counts > 0]] == 0
+        return ~bad & ends_at_zero
+
+    def object_at(self, rows: np.ndarray, opens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether a brace at `opens` (per row) opens a depth-2 object, and where that object ends
+        (the next brace back at depth 1; -1 where none)."""
+        key = (rows << 40) + opens
+        i = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
+        top = (opens >= 0) & (len(self.key) > 0)
+        if len(self.key):
+            top &= (self.key[i] == key) & (self.depth[i] == 2)
+        ones = np.flatnonzero(self.depth == 1)
+        j = np.searchsorted(self.key[ones], key)
+        ok = top & (j < len(ones))
+        ends = np.full(len(rows), -1, dtype=np.int64)
+        hit = ones[np.minimum(j, max(len(ones) - 1, 0))] if len(ones) else np.zeros(len(rows), np.int64)
+        ok &= self.row[hit] == rows if len(ones) else ok
+        ends[ok] = self.pos[hit[ok]]
+        return top, ends
+
+    def depth_at(self, rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Depth at each position: after the last brace of its row before it."""
+        i = np.searchsorted(self.key, (rows << 40) + positions) - 1
+        same = (i >= 0) & (self.row[np.maximum(i, 0)] == rows) if len(self.key) else np.zeros(len(rows), bool)
+        return np.where(same, self.depth[np.maximum(i, 0)] if len(self.key) else 0, 0)
+
+
+def _whole_object(s: Any) -> Any:
+    """Whether each text can be checked as one whole JSON object by `_Braces`: starts with `{`,
+    ends with `}`, every string closed, no brace inside a string (those documents go to the core:
+    the kernel follows strings exactly, this path does not). Truncated documents fail: the
+    core's parse gives them no stats."""
+    bare = s.str.replace_all(r'(?s)"(?:[^"\\]|\\.)*"', "")
+    return (
+        s.str.starts_with("{")
+        & s.str.ends_with("}")
+        & ~bare.str.contains('"', literal=True)
+        # no brace inside a string: the braces `_Braces` finds are the structure's
+        & (bare.str.count_matches("{", literal=True) == s.str.count_matches("{", literal=True))
+        & (bare.str.count_matches("}", literal=True) == s.str.count_matches("}", literal=True))
+    )
+
+
+def _locate_compiled(run: _Run, needle: str, depth: int) -> tuple[np.ndarray, _Values, np.ndarray]:
+    """`_locate` by the kernel: one byte pass per string, the GIL released."""
+    assert KERNEL is not None
+    n = len(run)
+    values = _Values(
+        np.empty(4 * n, dtype=np.int64),
+        np.empty(4 * n, dtype=np.int64),
+        np.empty(4 * n, dtype=bool),
+        np.empty(4 * n, dtype=bool),
+        np.empty((4 * n, 2), dtype=np.uint64),
+    )
+    at = np.empty((n, 4), dtype=bool)
+    redo = np.empty(n, dtype=bool)
+    KERNEL.locate(run.data, run.starts, run.limits, run.has, needle.encode(), depth, *values, at, redo)
+    return at, values, redo
+
+
+def _chunk_bounds(run: _Run, needle: str, col: StatsColumn) -> tuple[pa.Array, ...]:
+    """min, max, null count and numRecords of one run of stats strings, and the rows whose
+    bounds (then numRecords) must be re-read by the core."""
+    at, values, redo = _locate(run, needle, col)
     out = []
     for k in range(4):
-        got, bad = _typed(buffer, values.part(slice(k, None, 4)), at[:, k], col if k in (1, 2) else None)
+        got, bad = _typed(run.buffer, values.part(slice(k, None, 4)), at[:, k], col if k in (1, 2) else None)
         out.append(got)
         if k:
             redo |= bad
         else:
             bad_records = bad
-    records = out[0]
+    records, has, lead = out[0], run.has, at[:, 0]
     redo_records = (has & (~lead | bad_records | pc.is_null(records).to_numpy(zero_copy_only=False))) | ~has
     return out[1], out[2], out[3], records, redo & has, redo_records
 

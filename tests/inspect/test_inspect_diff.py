@@ -206,7 +206,12 @@ def test_diff_widening_nullability_partitioning_domains_txns(tmp_path):
 
     before = {
         "type": "struct",
-        "fields": [field("id", "integer", False), field("amount", "decimal(10,2)"), field("name", "string"), field("day", "string")],
+        "fields": [
+            field("id", "integer", False),
+            field("amount", "decimal(10,2)"),
+            field("name", "string"),
+            field("day", "string"),
+        ],
     }
     after = {
         "type": "struct",
@@ -241,7 +246,10 @@ def test_diff_widening_nullability_partitioning_domains_txns(tmp_path):
             {"txn": {"appId": "app-1", "version": 5}},
         ],
     )
-    got = {(r["section"], r["change"], r["name"], r["before"], r["after"]) for r in diff_fn(dx.open_table(str(tmp_path)), 0, 1).to_pylist()}
+    got = {
+        (r["section"], r["change"], r["name"], r["before"], r["after"])
+        for r in diff_fn(dx.open_table(str(tmp_path)), 0, 1).to_pylist()
+    }
     expected = {
         ("schema", "widened", "id", "integer", "long"),
         ("schema", "nullability", "id", "not null", "nullable"),

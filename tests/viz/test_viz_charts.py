@@ -218,11 +218,17 @@ def test_bare_charts_render_offline_in_a_kernel():
                     data.update(content["data"])
                 elif kind == "error":
                     raise AssertionError("\n".join(content["traceback"]))
-                elif kind == "status" and content["execution_state"] == "idle" and msg["parent_header"].get("msg_type") == "execute_request":
+                elif (
+                    kind == "status"
+                    and content["execution_state"] == "idle"
+                    and msg["parent_header"].get("msg_type") == "execute_request"
+                ):
                     return data
 
         run("import altair as alt, pyarrow as pa\nimport deltaexplore.viz as viz")
-        shown = run("print(alt.renderers.active)\nalt.Chart(pa.table({'v': [0, 1], 'n': [3, 5]})).mark_bar().encode(x='v:O', y='n:Q')")
+        shown = run(
+            "print(alt.renderers.active)\nalt.Chart(pa.table({'v': [0, 1], 'n': [3, 5]})).mark_bar().encode(x='v:O', y='n:Q')"
+        )
         assert "application/vnd.jupyter.widget-view+json" in shown
         assert not any("cdn.jsdelivr" in str(v) or "vega@" in str(v) for v in shown.values())
         run("alt.renderers.enable('mimetype')\nimport importlib; importlib.reload(viz)")

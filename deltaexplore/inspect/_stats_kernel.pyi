@@ -1,0 +1,19 @@
+"""Typing of the compiled stats search (`_stats_kernel.c`); see `fast_stats._locate`."""
+
+from typing_extensions import Buffer
+
+def locate(
+    data: Buffer,
+    starts: Buffer,
+    limits: Buffer,
+    has: Buffer,
+    needle: bytes,
+    depth: int,
+    first: Buffer,
+    length: Buffer,
+    quoted: Buffer,
+    unsure: Buffer,
+    head: Buffer,
+    at: Buffer,
+    redo: Buffer,
+) -> None: ...
