@@ -109,6 +109,22 @@ def conform(columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def sorted_rows(table: pa.Table, keys: list[tuple[str, str]]) -> pa.Table:
+    """`table.sort_by(keys)` (stable, nulls last), ordered by polars' multithreaded sort: for a
+    few hundred thousand rows with a string key, a quarter of Arrow's time."""
+    import polars as pl
+
+    names = [k for k, _ in keys]
+    frame = pl.from_arrow(table.select(names))
+    assert isinstance(frame, pl.DataFrame)
+    order = (
+        frame.with_row_index("__row")
+        .sort(names, descending=[d == "descending" for _, d in keys], nulls_last=True, maintain_order=True)
+        .get_column("__row")
+    )
+    return table.take(order.to_arrow())
+
+
 def combined(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.schema import ArrayType, DataType, MapType, StructField, StructType
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import combined, conform, snapshot_of, to_ts
+from deltaexplore.inspect._common import combined, conform, snapshot_of, sorted_rows, to_ts
 from deltaexplore.inspect.layout import clustering_view
 from deltaexplore.inspect.schemas import (
     CLUSTERING_SCHEMA,
@@ -161,7 +161,7 @@ def row_tracking(obj: Table | Snapshot, *, version: int | None = None) -> pa.Tab
         "above_high_water_mark": above,
     }
     out = conform(cols, ROW_TRACKING_SCHEMA)
-    return out.sort_by([("base_row_id", "ascending"), ("path", "ascending")]) if n else out
+    return sorted_rows(out, [("base_row_id", "ascending"), ("path", "ascending")]) if n else out
 
 
 def domain_metadata(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table:

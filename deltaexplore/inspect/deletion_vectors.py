@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError
-from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, partition_keys, snapshot_of
+from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, partition_keys, snapshot_of, sorted_rows
 from deltaexplore.inspect.fast_stats import num_records
 from deltaexplore.inspect.schemas import DELETED_ROWS_SCHEMA, DV_FILES_SCHEMA, DV_SCHEMA
 
@@ -121,7 +121,7 @@ def deletion_vectors(
         "size": adds.column("size"),
     }
     out = conform(cols, DV_SCHEMA)
-    return out.sort_by([("cardinality", "descending"), ("path", "ascending")])
+    return sorted_rows(out, [("cardinality", "descending"), ("path", "ascending")])
 
 
 def dv_files(obj: Table | Snapshot, *, version: int | None = None, check_files: bool = False) -> pa.Table:

@@ -185,3 +185,25 @@ def test_storage_names_words_for_every_code():
     assert storage_names(codes).to_pylist() == ["inline", "file", "absolute", None, "x"]
     chunked = pa.chunked_array([["u"], [None, "i"]])
     assert storage_names(chunked).to_pylist() == ["file", None, "inline"]
+
+
+def test_sorted_rows_orders_as_arrow_does():
+    """The polars-ordered sort of the DV and row-tracking tables keeps Arrow's `sort_by`
+    semantics: stable, nulls last in either direction, ties broken by the next key."""
+    import random
+
+    import pyarrow as pa
+
+    from deltaexplore.inspect._common import sorted_rows
+
+    rng = random.Random(5)
+    n = 5000
+    table = pa.table(
+        {
+            "c": pa.array([rng.choice([None, 0, 1, 2, 3]) for _ in range(n)], pa.int64()),
+            "p": pa.array([rng.choice([None, "a", "b", "é", "z/x"]) for _ in range(n)], pa.string()),
+            "i": pa.array(range(n), pa.int64()),
+        }
+    )
+    for keys in ([("c", "descending"), ("p", "ascending")], [("p", "descending"), ("c", "ascending")], [("c", "ascending")]):
+        assert sorted_rows(table, keys).equals(table.sort_by(keys)), keys
