@@ -16,6 +16,18 @@ from deltaexplore.core.stats import stats_columns, stats_for_adds
 from deltaexplore.inspect.fast_stats import column_bounds, num_records
 
 
+@pytest.fixture(params=["kernel", "numpy"])
+def search(request, monkeypatch):
+    """Run a test with the compiled search and with the polars/numpy one."""
+    from deltaexplore.inspect import fast_stats
+
+    if request.param == "numpy":
+        monkeypatch.setattr(fast_stats, "KERNEL", None)
+    elif fast_stats.KERNEL is None:
+        pytest.skip("the kernel is not built")
+    return request.param
+
+
 def _compare(snap) -> int:
     adds = snap.add_actions()
     used = 0
@@ -41,7 +53,7 @@ def _tables():
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("row", _tables())
-def test_corpus_fast_bounds_equal_core(row):
+def test_corpus_fast_bounds_equal_core(search, row):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         snap = dx.open_table(str(CORPUS / row["table_root"])).snapshot()
@@ -64,7 +76,7 @@ SCHEMA = {
 }
 
 
-def test_hostile_documents(tmp_path):
+def test_hostile_documents(search, tmp_path):
     docs = [
         # usual order
         {
@@ -149,7 +161,7 @@ def _doc(lo: dict, hi: dict, nulls: dict, records: int = 10, **top) -> str:
 
 
 @pytest.mark.parametrize(("block", "view_slice_bits"), [(1 << 16, 30), (2, 30), (5, 4)])
-def test_typed_and_odd_documents_equal_core(tmp_path, monkeypatch, block, view_slice_bits):
+def test_typed_and_odd_documents_equal_core(search, tmp_path, monkeypatch, block, view_slice_bits):
     """Every type the fast path casts, nested leaves, and documents built to trip the search:
     whitespace, values that do not cast (int overflow, exponents, decimals with more digits
     than the scale), keys in an unknown object, nulls, truncated and escaped strings. Also in
@@ -208,7 +220,7 @@ def test_typed_and_odd_documents_equal_core(tmp_path, monkeypatch, block, view_s
     assert num_records(snap.add_actions()).to_pylist() == expected_records
 
 
-def test_column_mapping_physical_names_equal_core(tmp_path):
+def test_column_mapping_physical_names_equal_core(search, tmp_path):
     schema = {
         "type": "struct",
         "fields": [
@@ -234,7 +246,7 @@ def test_column_mapping_physical_names_equal_core(tmp_path):
     assert column_bounds(snap, snap.add_actions(), col)["min"].to_pylist() == [1, None]
 
 
-def test_many_rows_in_parallel_chunks_equal_core(tmp_path, monkeypatch):
+def test_many_rows_in_parallel_chunks_equal_core(search, tmp_path, monkeypatch):
     """Several chunks (one per commit), sliced into runs searched by the thread pool; long
     strings need wider windows."""
     from deltaexplore.inspect import fast_stats
