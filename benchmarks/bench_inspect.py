@@ -119,6 +119,12 @@ def make_dv_variant(src: Path, dst: Path, *, share: float = 0.3, dv_files: int =
     return dst
 
 
+def _kernel() -> bool:
+    from deltaexplore.inspect import fast_stats
+
+    return fast_stats.KERNEL is not None
+
+
 def timed(fn) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process, all threads)."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -222,16 +228,15 @@ def main() -> None:
         "  (`incremental`); the newer version is built without replaying its files. When the older side has",
         "  no checkpoint, its own replay (JSON only) dominates: compare with the `snapshot open at v...` row.",
         "- `layout` = snapshot open + one column's min/max/null count and numRecords read from the snapshot's",
-        "  own `add.stats` arrays, without copying them (`inspect/fast_stats.py`): polars `str.find_many`",
-        '  (Rust memchr::memmem) finds every `"<column>":` and `str.find` the `maxValues`/`nullCount`',
-        "  headers in one pass each (runs of 128k files on a thread pool); each occurrence goes to the object",
-        "  whose header precedes it; the four values of a file are delimited in one pass over unaligned",
-        "  8-byte-word windows gathered with numpy (64k values per pass, so they stay in cache) and cast by",
-        "  Arrow (numbers from string views inlining the windows' first words); rows the search is unsure",
-        "  about go to the core's JSON parse. Overlap metrics: two stable polars sorts of int64 keys (the",
-        "  values themselves; dense ranks only for strings), `searchsorted` counts. What remains is one pass",
-        "  over the ~540 MB of stats text plus ~4 random reads per file; checkpoints with `stats_parsed` skip",
-        "  the text (a struct field read); this table has none.",
+        "  own `add.stats` arrays, without copying them (`inspect/fast_stats.py`): "
+        + ("the compiled kernel (`inspect/_stats_kernel.c`)" if _kernel() else "polars and numpy (the kernel is not built)")
+        + " locates",
+        "  the key, the three headers and the four values of each file in one pass per string (SSE2 masks of",
+        "  quotes and candidate characters, strings followed by a prefix XOR, the GIL released; runs of 128k",
+        "  files on a thread pool); Arrow casts the values (numbers from string views over the text); rows the",
+        "  search is unsure about go to the core's JSON parse. Overlap metrics: two stable polars sorts of int64",
+        "  keys (the values themselves; dense ranks only for strings), `searchsorted` counts. Checkpoints with",
+        "  `stats_parsed` skip the text (a struct field read); this table has none.",
         "- `deletion_vectors` reads descriptors only (no DV file is opened); the DV rows are filtered without",
         "  the stats column and their numRecords read in place (`fast_stats.num_records`).",
     ]
