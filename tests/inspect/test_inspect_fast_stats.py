@@ -338,16 +338,43 @@ def test_kernel_is_built():
     assert fast_stats.KERNEL is not None
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, seed):
-    """Per file, the compiled `locate` and the polars/numpy search agree on which values exist,
-    where each starts and ends, and which files go to the core; and the bounds of both paths
-    equal the core's parse."""
-
+@pytest.fixture(scope="module", params=["built", "portable"])
+def kernel(request, tmp_path_factory):
+    """The kernel as installed (SSE2 on x86-64), and compiled again without SSE2 (the portable
+    byte loops other CPUs run)."""
     from deltaexplore.inspect import fast_stats
 
     if fast_stats.KERNEL is None:
         pytest.skip("the kernel is not built")
+    if request.param == "built":
+        return fast_stats.KERNEL
+    import importlib.util
+    import shutil
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    cc = shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    source = Path(fast_stats.__file__).with_name("_stats_kernel.c")
+    out = tmp_path_factory.mktemp("portable") / ("_stats_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
+    include = sysconfig.get_paths()["include"]
+    subprocess.run([cc, "-O2", "-U__SSE2__", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(out)], check=True)
+    spec = importlib.util.spec_from_file_location("_stats_kernel", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, seed, kernel):
+    """Per file, the compiled `locate` and the polars/numpy search agree on which values exist,
+    where each starts and ends, and which files go to the core; and the bounds of both paths
+    equal the core's parse."""
+    from deltaexplore.inspect import fast_stats
+
     docs = _fuzz_docs(seed, 1500)
     actions = [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)]
     actions += [add(f"f{i}.parquet", 1, stats=t) for i, t in enumerate(docs)]
@@ -362,10 +389,10 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
         col = cols[name]
         needle = fast_stats._needle(col.physical[-1])
         for run in runs:
+            monkeypatch.setattr(fast_stats, "KERNEL", kernel)
             at_k, values_k, redo_k = fast_stats._locate(run, needle, col)
             monkeypatch.setattr(fast_stats, "KERNEL", None)
             at_p, values_p, redo_p = fast_stats._locate(run, needle, col)
-            monkeypatch.undo()
             # the numpy path sends documents with braces inside strings to the core: the kernel
             # follows strings exactly (a subset of rows to redo); elsewhere both agree
             assert not (redo_k & ~redo_p).any(), name
@@ -380,9 +407,9 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
             sure = found & ~values_k.unsure
             assert (values_k.head[sure] == values_p.head[sure]).all(), name
             seen += [found.any(), redo_k.any(), (redo_p & ~redo_k).any()]
-        assert _compare(snap) == 4
-        monkeypatch.setattr(fast_stats, "KERNEL", None)
-        assert _compare(snap) == 4
+        for search in (kernel, None):
+            monkeypatch.setattr(fast_stats, "KERNEL", search)
+            assert _compare(snap) == 4
         monkeypatch.undo()
     assert all(seen[0::3]) and any(seen[1::3]) and any(seen[2::3])  # the fuzz reaches every case
     assert num_records(snap.add_actions()).to_pylist() == num_records_of(snap.add_actions()).to_pylist()
