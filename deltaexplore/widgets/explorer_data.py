@@ -363,9 +363,10 @@ class ExplorerData:
             expected = ", ".join(candidates) or "(none)"
             raise DeltaExploreError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
         per_file = layout(self.snap, column)
-        ranges = per_file.filter(per_file.column("has_stats"))
-        n = ranges.num_rows
-        depth = ranges.column("overlap_depth").to_numpy(zero_copy_only=False).astype(np.int64)
+        # only the shown rows are copied: a million paths are never filtered or sorted
+        rows = np.flatnonzero(per_file.column("has_stats").to_numpy(zero_copy_only=False))
+        n = len(rows)
+        depth = pc.fill_null(per_file.column("overlap_depth"), 0).to_numpy().astype(np.int64)[rows]
         summary: dict[str, Any] = {
             "column": column,
             "type": str(per_file.schema.field("min").type),
@@ -390,10 +391,12 @@ class ExplorerData:
                     "depth": pa.array([], pa.int64()),
                 }
             )
-        order = np.argsort(ranges.column("rank").to_numpy(zero_copy_only=False), kind="stable")
+        # `rank` numbers the files with stats 0..n-1 in (min, max) order: its inverse is that order
+        order = np.empty(n, dtype=np.int64)
+        order[pc.fill_null(per_file.column("rank"), 0).to_numpy()[rows]] = np.arange(n)
         if n > sample:
             order = order[np.linspace(0, n - 1, sample).astype(np.int64)]
-        shown = take_rows(ranges.select(["path", "min", "max"]), order)
+        shown = take_rows(per_file.select(["path", "min", "max"]), rows[order])
         summary["shown"] = len(order)
         lo_hi = pa.chunked_array(shown.column("min").chunks + shown.column("max").chunks)
         ranks = pc.rank(lo_hi, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.float64) - 1

@@ -342,6 +342,11 @@ def test_layout_tab_opens_on_a_column_and_agrees_with_inspect_layout(events):
     assert s["clustering_quality"] == round(1 - (sum(depth) / 12 - 1) / 11, 3) and s["clustering_quality"] < 0.2
     shown = rows(w, "layout_ipc")
     assert sorted(r["depth"] for r in shown) == sorted(depth)
+    # each shown range is its file's, in (min, max) order
+    bounds = {r["path"]: (str(r["min"]), str(r["max"]), r["overlap_depth"]) for r in per_file.to_pylist()}
+    assert all(bounds[r["path"]] == (r["min"], r["max"], r["depth"]) for r in shown)
+    keys = [(int(r["min"]), int(r["max"])) for r in shown]
+    assert keys == sorted(keys) and [r["lo"] for r in shown] == sorted(r["lo"] for r in shown)
     w.version = 1  # after OPTIMIZE ZORDER: disjoint ranges
     assert w.layout_summary["clustering_quality"] == 1.0 and w.layout_summary["max_overlap"] == 1
     w.layout_column = "value"
@@ -375,13 +380,16 @@ def test_layout_tab_opens_on_the_clustering_column(tmp_path):
         protocol(3, 7, [], ["domainMetadata", "clustering"]),
         metadata(schema),
         clustering,
+        add("c.parquet", stats=stats(7, 8)),
         add("a.parquet", stats=stats(0, 5)),
+        add("nostats.parquet"),
         add("b.parquet", stats=stats(3, 9)),
     ]
     write_commit(tmp_path, 0, actions)
     w = explore(str(tmp_path), tab="layout")
     assert w.layout_column == "ts" and w.error == ""
-    assert w.layout_summary["files_with_stats"] == 2
+    assert w.layout_summary["files_with_stats"] == 3 and w.layout_summary["files_without_stats"] == 1
+    assert [r["path"] for r in rows(w, "layout_ipc")] == ["a.parquet", "c.parquet", "b.parquet"]  # by ts (5, 8, 9)
 
 
 def test_an_internal_bug_shows_in_the_widget(sales, monkeypatch, caplog):
