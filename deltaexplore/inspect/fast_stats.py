@@ -400,7 +400,7 @@ def _locate(run: _Run, needle: str, col: StatsColumn) -> tuple[np.ndarray, _Valu
         pl.col("s").str.find_many([needle]).alias("key"),
         *(pl.col("s").str.find(h, literal=True).cast(pl.Int64).fill_null(-1).alias(h) for h in _HEADERS),
         pl.col("s").str.starts_with(_LEAD.decode()).fill_null(False).alias("lead"),
-        _whole_object(pl.col("s")).fill_null(True).alias("whole"),
+        _plain_object(pl.col("s")).fill_null(True).alias("whole"),
         pl.col("s").str.find_many(["{", "}"]).alias("braces"),
     )
     lead = found.get_column("lead").to_numpy() & has
@@ -408,7 +408,8 @@ def _locate(run: _Run, needle: str, col: StatsColumn) -> tuple[np.ndarray, _Valu
     for i, h in enumerate(_HEADERS):
         headers[:, i] = found.get_column(h).to_numpy()
     braces = _Braces(found.get_column("braces"), data, starts)
-    redo = ~(found.get_column("whole").to_numpy() & braces.whole(n))  # truncated documents: the core
+    whole = found.get_column("whole").to_numpy() & braces.whole(n) & braces.outside_strings(limits, n)
+    redo = ~whole  # truncated documents, braces in strings: the core
     # a header written another way (`"minValues": {`): the core parses those documents
     for i, bare in enumerate(_BARE_HEADERS):
         missing = np.flatnonzero(has & (headers[:, i] < 0))
@@ -449,7 +450,7 @@ def _locate(run: _Run, needle: str, col: StatsColumn) -> tuple[np.ndarray, _Valu
 class _Braces:
     """The `{` and `}` of each document (positions from a polars `find_many`) with the depth
     after each: the structure `_locate` checks keys against. Exact for documents without braces
-    inside strings; the others are not `whole` (the core reads them)."""
+    inside strings (`outside_strings`); the others go to the core."""
 
     def __init__(self, found: Any, data: np.ndarray, starts: np.ndarray) -> None:
         lists = found.to_arrow()
@@ -464,6 +465,7 @@ class _Braces:
         base = np.concatenate([[0], total])[self.offsets[:-1]]
         self.depth = total - base[self.row]
         self.key = (self.row << 40) + self.pos  # sorted: rows in order, positions increasing
+        self.data, self.starts = data, starts
 
     def whole(self, n: int) -> np.ndarray:
         """Per document: its braces close in order, and the first `{` closes at the last `}`."""
@@ -475,6 +477,16 @@ class _Braces:
         ends_at_zero = np.zeros(n, dtype=bool)
         ends_at_zero[counts > 0] = self.depth[last[counts > 0]] == 0
         return ~bad & ends_at_zero
+
+    def outside_strings(self, limits: np.ndarray, n: int) -> np.ndarray:
+        """Per document: every string closed (an even number of quotes) and no brace inside one
+        (an even number of quotes before each). Documents without escapes only."""
+        starts = self.starts
+        ends = _quotes_before(self.data, np.concatenate([starts, limits, starts[self.row] + self.pos]))
+        first, last, at = ends[:n], ends[n : 2 * n], ends[2 * n :]
+        ok = (last - first) % 2 == 0
+        ok[self.row[(at - first[self.row]) % 2 == 1]] = False
+        return ok
 
     def object_at(self, rows: np.ndarray, opens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Whether a brace at `opens` (per row) opens a depth-2 object, and where that object ends
@@ -500,20 +512,30 @@ class _Braces:
         return np.where(same, self.depth[np.maximum(i, 0)] if len(self.key) else 0, 0)
 
 
-def _whole_object(s: Any) -> Any:
-    """Whether each text can be checked as one whole JSON object by `_Braces`: starts with `{`,
-    ends with `}`, every string closed, no brace inside a string (those documents go to the core:
-    the kernel follows strings exactly, this path does not). Truncated documents fail: the
-    core's parse gives them no stats."""
-    bare = s.str.replace_all(r'(?s)"(?:[^"\\]|\\.)*"', "")
-    return (
-        s.str.starts_with("{")
-        & s.str.ends_with("}")
-        & ~bare.str.contains('"', literal=True)
-        # no brace inside a string: the braces `_Braces` finds are the structure's
-        & (bare.str.count_matches("{", literal=True) == s.str.count_matches("{", literal=True))
-        & (bare.str.count_matches("}", literal=True) == s.str.count_matches("}", literal=True))
-    )
+def _plain_object(s: Any) -> Any:
+    """Whether each text starts with `{`, ends with `}` and has no backslash (this path does not
+    follow escapes; the kernel does)."""
+    return s.str.starts_with("{") & s.str.ends_with("}") & ~s.str.contains("\\", literal=True)
+
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _quotes_before(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """How many `"` bytes of `data` lie between the smallest of the positions and each (counts
+    to subtract from one another): the quote bytes packed to bits, a running count per 8 bytes,
+    and the bits of the last partial byte."""
+    if not len(positions):
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(positions.min()), int(positions.max())
+    bits = np.packbits(data[lo:hi] == _QUOTE, bitorder="little")
+    before = np.zeros(len(bits) + 1, dtype=np.int64)
+    np.cumsum(_POPCOUNT[bits], out=before[1:])
+    at = positions - lo
+    word = at >> 3
+    partial = bits[np.minimum(word, max(len(bits) - 1, 0))] if len(bits) else np.zeros(len(at), np.uint8)
+    partial = np.where(word < len(bits), partial & ((1 << (at & 7)) - 1).astype(np.uint8), 0)
+    return before[word] + _POPCOUNT[partial]
 
 
 def _locate_compiled(run: _Run, needle: str, depth: int) -> tuple[np.ndarray, _Values, np.ndarray]:

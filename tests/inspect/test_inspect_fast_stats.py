@@ -413,3 +413,15 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
         monkeypatch.undo()
     assert all(seen[0::3]) and any(seen[1::3]) and any(seen[2::3])  # the fuzz reaches every case
     assert num_records(snap.add_actions()).to_pylist() == num_records_of(snap.add_actions()).to_pylist()
+
+
+def test_quotes_before_counts_the_quotes_up_to_each_position():
+    import numpy as np
+
+    from deltaexplore.inspect.fast_stats import _quotes_before
+
+    rng = np.random.default_rng(3)
+    data = rng.choice(np.frombuffer(b'"ab{}', dtype=np.uint8), 1000)
+    for positions in (rng.integers(0, 1001, 300), np.array([0, 1000]), np.array([7, 8, 9, 15, 16, 17]), np.array([5])):
+        expected = [int(np.count_nonzero(data[positions.min() : p] == ord('"'))) for p in positions]
+        assert _quotes_before(data, positions).tolist() == expected
