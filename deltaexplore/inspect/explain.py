@@ -194,13 +194,12 @@ def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.
 
 
 def _fast_bounds(snap: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]] | None:
-    """Bounds of one or two top-level predicate columns through `fast_stats` (None: use the core)."""
+    """Bounds of a few top-level predicate columns through `fast_stats` (None: use the core)."""
     from deltaexplore.core.files import num_records_of
     from deltaexplore.core.stats import stats_columns
-    from deltaexplore.inspect.fast_stats import column_bounds
-    from deltaexplore.inspect.layout import FAST_STATS_MAX_COLUMNS
+    from deltaexplore.inspect.fast_stats import column_bounds, column_limit
 
-    if not wanted or len(wanted) > FAST_STATS_MAX_COLUMNS:
+    if not wanted or len(wanted) > column_limit():
         return None
     cols = {c.name: c for c in stats_columns(snap.schema, snap.column_mapping_mode, snap.partition_columns, wanted)}
     out: dict[str, tuple[pa.Array, ...]] = {}

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.stats import StatsColumn
 
-__all__ = ["column_bounds", "num_records"]
+__all__ = ["column_bounds", "column_limit", "num_records"]
 
 _RESERVED = {"numRecords", "minValues", "maxValues", "nullCount", "tightBounds"}
 _HEADERS = ('"minValues":{', '"maxValues":{', '"nullCount":{')
@@ -88,6 +88,13 @@ def _compiled() -> Any:
 
 #: the compiled `locate`, or None: `_locate` then searches with polars and numpy
 KERNEL: Any = _compiled()
+
+
+def column_limit() -> int:
+    """Up to how many columns one `column_bounds` scan per column beats the core's full JSON
+    parse of every stats document (measured at 1M files, 10 columns: 2.4 s of kernel scans
+    against 5-7 s of parsing; the numpy search costs about five times the kernel)."""
+    return 16 if KERNEL is not None else 2
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:

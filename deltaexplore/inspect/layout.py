@@ -27,7 +27,7 @@ from deltaexplore.core.schema import ArrayType, MapType, leaf_paths, to_arrow_ty
 from deltaexplore.core.stats import physical_path, stats_columns, stats_for_adds
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
 from deltaexplore.inspect._common import conform, partition_keys, snapshot_of
-from deltaexplore.inspect.fast_stats import column_bounds, num_records
+from deltaexplore.inspect.fast_stats import column_bounds, column_limit, num_records
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:
@@ -39,9 +39,6 @@ __all__ = ["clustering_columns", "layout", "layout_summary", "overlap_metrics"]
 _NO_STATS_TYPES = ("binary", "variant", "void")
 DEFAULT_PREFIX_LENGTH = 32
 DEFAULT_NUM_INDEXED_COLS = 32
-#: up to this many columns, bounds are read with `fast_stats` (one scan each) instead of a
-#: full JSON parse of every stats document
-FAST_STATS_MAX_COLUMNS = 2
 
 
 # -- overlap metrics on ranks ------------------------------------------------------------------
@@ -184,8 +181,8 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
     out: dict[str, dict[str, Any]] = {}
     stat_cols = [(name, col) for name, col, is_part in resolved if not is_part]
     fast: dict[str, dict[str, pa.Array]] = {}
-    if 0 < len(stat_cols) <= FAST_STATS_MAX_COLUMNS:
-        # one targeted scan per column beats a full JSON parse for one or two columns
+    if 0 < len(stat_cols) <= column_limit():
+        # one targeted scan per column beats a full JSON parse for a few columns
         for name, col in stat_cols:
             got = column_bounds(snap, adds, col)
             if got is not None:

@@ -200,3 +200,30 @@ def test_layout_reads_stats_parsed_from_the_checkpoint(tmp_path):
         assert lay.column("max").to_pylist() == core.column(f"max.{column}").to_pylist()
         assert lay.column("null_count").to_pylist() == core.column(f"null_count.{column}").to_pylist()
         assert lay.column("num_records").to_pylist() == core.column("num_records").to_pylist() == [3, 2, 2]
+
+
+def _summary_tables():
+    return [
+        pytest.param(t, id=t["id"])
+        for t in corpus_catalog()
+        if t["status"] == "ok" and t["active_files"] and "stats:none" not in t["tags"]
+    ]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("row", _summary_tables())
+def test_corpus_layout_summary_same_by_scans_and_by_full_parse(row, monkeypatch):
+    """`layout_summary` reads up to `fast_stats.column_limit()` columns with one scan each and
+    more with the core's full parse: both give the same table."""
+    import importlib
+    import warnings
+
+    module = importlib.import_module("deltaexplore.inspect.layout")  # `inspect.layout` is the function
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        snap = dx.open_table(str(CORPUS / row["table_root"])).snapshot()
+        monkeypatch.setattr(module, "column_limit", lambda: 1000)
+        scans = layout_summary(snap)
+        monkeypatch.setattr(module, "column_limit", lambda: 0)
+        parsed = layout_summary(snap)
+    assert scans.equals(parsed)
