@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.schema import DataType, DecimalType, PrimitiveType, to_arrow_type
 from deltaexplore.errors import InvalidLogError
 
-__all__ = ["map_column_values", "parse_partition_column", "serialize_partition_value"]
+__all__ = ["map_column_values", "parse_partition_column", "serialize_partition_value", "uniform_map_values"]
 
 
 def map_column_values(maps: pa.Array, key: str) -> pa.Array:
@@ -26,8 +26,37 @@ def map_column_values(maps: pa.Array, key: str) -> pa.Array:
         maps = maps.combine_chunks()
     if len(maps) == 0:
         return pa.array([], pa.string())
+    first = maps[0].as_py() if maps.is_valid()[0].as_py() else None
+    keys = [k for k, _ in first] if first else []
+    if key in keys:
+        uniform = uniform_map_values(maps, keys)
+        if uniform is not None:
+            return uniform[keys.index(key)]
     looked = pc.map_lookup(maps, pa.scalar(key, pa.string()), "first")
     return looked.cast(pa.string())
+
+
+def uniform_map_values(maps: pa.MapArray, keys: list[str]) -> list[pa.Array] | None:
+    """When every map holds exactly `keys` in that order (what writers do with partition
+    values), each key's values straight from the map's items, no per-row lookup; else None."""
+    n, m = len(maps), len(keys)
+    if n == 0 or maps.null_count or m == 0 or len(set(keys)) != m:
+        return None
+    offsets = maps.offsets.to_numpy(zero_copy_only=False)
+    if offsets[0] != 0 or not np.all(np.diff(offsets) == m):
+        return None
+    flat_keys = maps.keys.cast(pa.string())
+    if len(flat_keys) != n * m:
+        return None
+    items = maps.items.cast(pa.string())
+    out = []
+    for i, key in enumerate(keys):
+        take = None if m == 1 else pa.array(np.arange(i, n * m, m), pa.int64())
+        k = flat_keys if take is None else flat_keys.take(take)
+        if k.null_count or not pc.all(pc.equal(k, pa.scalar(key, pa.string()))).as_py():
+            return None
+        out.append(items if take is None else items.take(take))
+    return out
 
 
 def _parse_timestamp(strings: pa.Array, with_tz: bool) -> pa.Array:

@@ -222,12 +222,18 @@ def plan_scan(snapshot: Snapshot, *, columns: list[str] | None = None, where: An
     if expr is not None and total:
         keep = prune_by_partitions(snapshot, expr, parts)
         part_pruned = int(total - keep.sum())
-        adds, parts = adds.filter(pa.array(keep)), parts.filter(pa.array(keep))
+        adds, parts = _kept(adds, keep), _kept(parts, keep)
         if adds.num_rows:
             keep = prune_by_stats(snapshot, expr, adds)
             stats_pruned = int(len(keep) - keep.sum())
-            adds, parts = adds.filter(pa.array(keep)), parts.filter(pa.array(keep))
+            adds, parts = _kept(adds, keep), _kept(parts, keep)
     return ScanPlan(snapshot, fields, expr, adds, parts, total, part_pruned, stats_pruned, extra)
+
+
+def _kept(table: pa.Table, keep: np.ndarray) -> pa.Table:
+    """The rows of `table` where `keep`; the table itself when every row is kept (filtering
+    copies every column: half a gigabyte of stats text at a million files)."""
+    return table if keep.all() else table.filter(pa.array(keep))
 
 
 def prune_by_partitions(snapshot: Snapshot, expr: Expr, parts: pa.Table) -> np.ndarray:
@@ -254,17 +260,48 @@ def prune_by_stats(snapshot: Snapshot, expr: Expr, adds: pa.Table) -> np.ndarray
     wanted = sorted(c for c in expr.columns() if c.lower() not in parts)
     if not wanted:
         return np.ones(adds.num_rows, dtype=bool)
-    stats = stats_for_adds(snapshot, adds, wanted)
-    names = set(stats.column_names)
+    bounds = _searched_bounds(snapshot, adds, wanted)
+    if bounds is None:
+        stats = stats_for_adds(snapshot, adds, wanted)
+        records = stats.column("num_records").combine_chunks()
+        bounds = {
+            name: (
+                stats.column(f"min.{name}").combine_chunks(),
+                stats.column(f"max.{name}").combine_chunks(),
+                stats.column(f"null_count.{name}").combine_chunks(),
+                records,
+            )
+            for name in wanted
+            if f"min.{name}" in stats.column_names
+        }
+    return expr.may_match(FileEnv(adds.num_rows, bounds.get))
 
-    def lookup(column: str) -> Any:
-        if f"min.{column}" not in names:
+
+def _searched_bounds(snapshot: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]] | None:
+    """Bounds of a few top-level columns found in the stats text by `stats_search` (one scan per
+    column, same values as the JSON parse); None when a column needs the parse (a struct, a leaf
+    name used twice in the schema, more columns than `column_limit()`)."""
+    from deltaexplore.core.files import num_records_of
+    from deltaexplore.core.stats import stats_columns
+    from deltaexplore.core.stats_search import column_bounds, column_limit
+
+    if len(wanted) > column_limit():
+        return None
+    cols = {c.name: c for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, snapshot.partition_columns, wanted)}
+    out: dict[str, tuple[pa.Array, ...]] = {}
+    records = None
+    for name in wanted:
+        col = cols.get(name)
+        if col is None:
+            if any(c.startswith(name + ".") for c in cols):
+                return None
+            continue
+        got = column_bounds(snapshot, adds, col)
+        if got is None:
             return None
-        return (
-            stats.column(f"min.{column}").combine_chunks(),
-            stats.column(f"max.{column}").combine_chunks(),
-            stats.column(f"null_count.{column}").combine_chunks(),
-            stats.column("num_records").combine_chunks(),
-        )
-
-    return expr.may_match(FileEnv(adds.num_rows, lookup))
+        if records is None:
+            records = got.get("num_records")
+            if records is None:
+                records = num_records_of(adds).combine_chunks()
+        out[name] = (got["min"], got["max"], got["null_count"], records)
+    return out

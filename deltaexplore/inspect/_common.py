@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.partitions import map_column_values
+from deltaexplore.core.partitions import map_column_values, uniform_map_values
 from deltaexplore.core.replay import dv_unique_id
 from deltaexplore.errors import DeltaExploreError
 
@@ -161,7 +161,7 @@ def partition_keys(snapshot: Snapshot, adds: pa.Table) -> pa.Array:
     maps = combined(adds.column("partitionValues"))
     mapping = _physical_partition_names(snapshot)
     pieces = []
-    uniform = _uniform_map_values(maps, [mapping.get(c, c) for c in cols])
+    uniform = uniform_map_values(maps, [mapping.get(c, c) for c in cols])
     for i, name in enumerate(cols):
         key = mapping.get(name, name)
         if uniform is not None:
@@ -184,29 +184,6 @@ def _hive_pair(name: str, values: pa.Array) -> pa.Array:
     values = pc.fill_null(values, HIVE_NULL)
     values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
     return pc.binary_join_element_wise(pa.scalar(name), values, "=")
-
-
-def _uniform_map_values(maps: pa.MapArray, keys: list[str]) -> list[pa.Array] | None:
-    """When every map holds exactly `keys` in that order (what writers do), each key's values
-    straight from the map's items (no per-row lookup); else None."""
-    n, m = len(maps), len(keys)
-    if n == 0 or maps.null_count or m == 0:
-        return None
-    offsets = maps.offsets.to_numpy(zero_copy_only=False)
-    if offsets[0] != 0 or not np.all(np.diff(offsets) == m):
-        return None
-    flat_keys = maps.keys.cast(pa.string())
-    if len(flat_keys) != n * m:
-        return None
-    items = maps.items.cast(pa.string())
-    out = []
-    for i, key in enumerate(keys):
-        take = None if m == 1 else pa.array(np.arange(i, n * m, m), pa.int64())
-        k = flat_keys if take is None else flat_keys.take(take)
-        if k.null_count or not pc.all(pc.equal(k, pa.scalar(key, pa.string()))).as_py():
-            return None
-        out.append(items if take is None else items.take(take))
-    return out
 
 
 def _physical_partition_names(snapshot: Snapshot) -> dict[str, str]:

@@ -194,10 +194,10 @@ def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.
 
 
 def _fast_bounds(snap: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]] | None:
-    """Bounds of a few top-level predicate columns through `fast_stats` (None: use the core)."""
+    """Bounds of a few top-level predicate columns through `core.stats_search` (None: use the core)."""
     from deltaexplore.core.files import num_records_of
     from deltaexplore.core.stats import stats_columns
-    from deltaexplore.inspect.fast_stats import column_bounds, column_limit
+    from deltaexplore.core.stats_search import column_bounds, column_limit
 
     if not wanted or len(wanted) > column_limit():
         return None

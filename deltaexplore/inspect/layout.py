@@ -25,9 +25,9 @@ import pyarrow.compute as pc
 from deltaexplore.core.scan import partition_table
 from deltaexplore.core.schema import ArrayType, MapType, leaf_paths, to_arrow_type
 from deltaexplore.core.stats import physical_path, stats_columns, stats_for_adds
+from deltaexplore.core.stats_search import column_bounds, column_limit, num_records
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
 from deltaexplore.inspect._common import conform, partition_keys, snapshot_of
-from deltaexplore.inspect.fast_stats import column_bounds, column_limit, num_records
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:

@@ -213,7 +213,7 @@ def _summary_tables():
 @pytest.mark.corpus
 @pytest.mark.parametrize("row", _summary_tables())
 def test_corpus_layout_summary_same_by_scans_and_by_full_parse(row, monkeypatch):
-    """`layout_summary` reads up to `fast_stats.column_limit()` columns with one scan each and
+    """`layout_summary` reads up to `stats_search.column_limit()` columns with one scan each and
     more with the core's full parse: both give the same table."""
     import importlib
     import warnings

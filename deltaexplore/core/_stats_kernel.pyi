@@ -1,4 +1,4 @@
-"""Typing of the compiled stats search (`_stats_kernel.c`); see `fast_stats._locate`."""
+"""Typing of the compiled stats search (`_stats_kernel.c`); see `stats_search._locate`."""
 
 from typing_extensions import Buffer
 

@@ -1,4 +1,4 @@
-"""fast_stats: one column's bounds located by substring search must equal the core's JSON parse,
+"""core.stats_search: one column's bounds located by substring search must equal the core's JSON parse,
 on every corpus table and on documents built to break it."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from helpers import add, commit_info, mapped_field, metadata, protocol, write_co
 import deltaexplore as dx
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.stats import stats_columns, stats_for_adds
-from deltaexplore.inspect.fast_stats import column_bounds, num_records
+from deltaexplore.core.stats_search import column_bounds, num_records
 
 
 @pytest.fixture(params=["kernel", "numpy"])
 def search(request, monkeypatch):
     """Run a test with the compiled search and with the polars/numpy one."""
-    from deltaexplore.inspect import fast_stats
+    from deltaexplore.core import stats_search
 
     if request.param == "numpy":
-        monkeypatch.setattr(fast_stats, "KERNEL", None)
-    elif fast_stats.KERNEL is None:
+        monkeypatch.setattr(stats_search, "KERNEL", None)
+    elif stats_search.KERNEL is None:
         pytest.skip("the kernel is not built")
     return request.param
 
@@ -167,10 +167,10 @@ def test_typed_and_odd_documents_equal_core(search, tmp_path, monkeypatch, block
     than the scale), keys in an unknown object, nulls, truncated and escaped strings. Also in
     tiny blocks of values per numpy pass (block boundaries anywhere), and with the text buffer
     cut in 16-byte slices for string views (as a buffer over 2 GiB is)."""
-    from deltaexplore.inspect import fast_stats
+    from deltaexplore.core import stats_search
 
-    monkeypatch.setattr(fast_stats, "BLOCK", block)
-    monkeypatch.setattr(fast_stats, "VIEW_SLICE_BITS", view_slice_bits)
+    monkeypatch.setattr(stats_search, "BLOCK", block)
+    monkeypatch.setattr(stats_search, "VIEW_SLICE_BITS", view_slice_bits)
     full_lo = {
         "i": -5,
         "b": 1,
@@ -249,11 +249,11 @@ def test_column_mapping_physical_names_equal_core(search, tmp_path):
 def test_many_rows_in_parallel_chunks_equal_core(search, tmp_path, monkeypatch):
     """Several chunks (one per commit), sliced into runs searched by the thread pool; long
     strings need wider windows."""
-    from deltaexplore.inspect import fast_stats
+    from deltaexplore.core import stats_search
 
-    monkeypatch.setattr(fast_stats, "PARALLEL_ROWS", 10)
-    monkeypatch.setattr(fast_stats, "BLOCK", 37)
-    monkeypatch.setattr(fast_stats, "RUN_ROWS", 61)  # chunks sliced into runs of 61 files
+    monkeypatch.setattr(stats_search, "PARALLEL_ROWS", 10)
+    monkeypatch.setattr(stats_search, "BLOCK", 37)
+    monkeypatch.setattr(stats_search, "RUN_ROWS", 61)  # chunks sliced into runs of 61 files
     write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)])
     for v in range(1, 4):
         docs = [
@@ -333,21 +333,21 @@ def _fuzz_docs(seed: int, count: int) -> list[str]:
 def test_kernel_is_built():
     """The README's setup compiles the kernel (setup.py); a broken build would silently fall
     back to the slower search."""
-    from deltaexplore.inspect import fast_stats
+    from deltaexplore.core import stats_search
 
-    assert fast_stats.KERNEL is not None
+    assert stats_search.KERNEL is not None
 
 
 @pytest.fixture(scope="module", params=["built", "portable"])
 def kernel(request, tmp_path_factory):
     """The kernel as installed (SSE2 on x86-64), and compiled again without SSE2 (the portable
     byte loops other CPUs run)."""
-    from deltaexplore.inspect import fast_stats
+    from deltaexplore.core import stats_search
 
-    if fast_stats.KERNEL is None:
+    if stats_search.KERNEL is None:
         pytest.skip("the kernel is not built")
     if request.param == "built":
-        return fast_stats.KERNEL
+        return stats_search.KERNEL
     import importlib.util
     import shutil
     import subprocess
@@ -357,7 +357,7 @@ def kernel(request, tmp_path_factory):
     cc = shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc")
     if cc is None:
         pytest.skip("no C compiler")
-    source = Path(fast_stats.__file__).with_name("_stats_kernel.c")
+    source = Path(stats_search.__file__).with_name("_stats_kernel.c")
     out = tmp_path_factory.mktemp("portable") / ("_stats_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
     include = sysconfig.get_paths()["include"]
     subprocess.run([cc, "-O2", "-U__SSE2__", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(out)], check=True)
@@ -373,7 +373,7 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
     """Per file, the compiled `locate` and the polars/numpy search agree on which values exist,
     where each starts and ends, and which files go to the core; and the bounds of both paths
     equal the core's parse."""
-    from deltaexplore.inspect import fast_stats
+    from deltaexplore.core import stats_search
 
     docs = _fuzz_docs(seed, 1500)
     actions = [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)]
@@ -382,17 +382,17 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
     write_commit(tmp_path, 0, actions)
     snap = dx.open_table(str(tmp_path)).snapshot()
     cols = {c.name: c for c in stats_columns(snap.schema, "none", [], None)}
-    runs = fast_stats._runs(snap.add_actions().column("stats"), 1, 997)
+    runs = stats_search._runs(snap.add_actions().column("stats"), 1, 997)
     assert len(runs) >= 2
     seen: list[bool] = []
     for name in ("id", "ts", "nested.id2"):
         col = cols[name]
-        needle = fast_stats._needle(col.physical[-1])
+        needle = stats_search._needle(col.physical[-1])
         for run in runs:
-            monkeypatch.setattr(fast_stats, "KERNEL", kernel)
-            at_k, values_k, redo_k = fast_stats._locate(run, needle, col)
-            monkeypatch.setattr(fast_stats, "KERNEL", None)
-            at_p, values_p, redo_p = fast_stats._locate(run, needle, col)
+            monkeypatch.setattr(stats_search, "KERNEL", kernel)
+            at_k, values_k, redo_k = stats_search._locate(run, needle, col)
+            monkeypatch.setattr(stats_search, "KERNEL", None)
+            at_p, values_p, redo_p = stats_search._locate(run, needle, col)
             # the numpy path sends documents with braces inside strings to the core: the kernel
             # follows strings exactly (a subset of rows to redo); elsewhere both agree
             assert not (redo_k & ~redo_p).any(), name
@@ -408,7 +408,7 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
             assert (values_k.head[sure] == values_p.head[sure]).all(), name
             seen += [found.any(), redo_k.any(), (redo_p & ~redo_k).any()]
         for search in (kernel, None):
-            monkeypatch.setattr(fast_stats, "KERNEL", search)
+            monkeypatch.setattr(stats_search, "KERNEL", search)
             assert _compare(snap) == 4
         monkeypatch.undo()
     assert all(seen[0::3]) and any(seen[1::3]) and any(seen[2::3])  # the fuzz reaches every case
@@ -418,10 +418,52 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
 def test_quotes_before_counts_the_quotes_up_to_each_position():
     import numpy as np
 
-    from deltaexplore.inspect.fast_stats import _quotes_before
+    from deltaexplore.core.stats_search import _quotes_before
 
     rng = np.random.default_rng(3)
     data = rng.choice(np.frombuffer(b'"ab{}', dtype=np.uint8), 1000)
     for positions in (rng.integers(0, 1001, 300), np.array([0, 1000]), np.array([7, 8, 9, 15, 16, 17]), np.array([5])):
         expected = [int(np.count_nonzero(data[positions.min() : p] == ord('"'))) for p in positions]
         assert _quotes_before(data, positions).tolist() == expected
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("row", _tables())
+def test_corpus_data_skipping_same_by_search_and_by_parse(row, monkeypatch):
+    """`scan.prune_by_stats` reads a few columns' bounds by the search; forced to the core's
+    full parse it keeps exactly the same files."""
+    import pyarrow.compute as pc
+
+    from deltaexplore.core import scan, stats_search
+    from deltaexplore.core.predicates import parse_predicate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        snap = dx.open_table(str(CORPUS / row["table_root"])).snapshot()
+        adds = snap.add_actions()
+        cols = [
+            c
+            for c in stats_columns(snap.schema, snap.column_mapping_mode, snap.partition_columns, None)
+            if len(c.physical) == 1 and c.field.type.name in ("integer", "long", "short", "byte", "double", "string", "date")
+        ][:2]
+        if not cols:
+            pytest.skip("no top-level column with orderable stats")
+        core = stats_for_adds(snap, adds, [c.name for c in cols])
+        predicates = []
+        for c in cols:
+            low = pc.min(core.column(f"min.{c.name}")).as_py()
+            name = f"`{c.name}`"
+            if low is None:
+                predicates.append(f"{name} IS NULL")
+                continue
+            value = f"'{low}'" if isinstance(low, str) else (f"DATE '{low}'" if hasattr(low, "isoformat") else str(low))
+            predicates += [f"{name} > {value}", f"{name} = {value}", f"{name} IS NOT NULL"]
+        if len(cols) == 2:
+            predicates.append(f"({predicates[0]}) AND ({predicates[-1]})")
+        for text in predicates:
+            expr = parse_predicate(text)
+            searched = scan.prune_by_stats(snap, expr, adds)
+            monkeypatch.setattr(stats_search, "column_limit", lambda: 0)
+            parsed = scan.prune_by_stats(snap, expr, adds)
+            monkeypatch.undo()
+            assert searched.tolist() == parsed.tolist(), text

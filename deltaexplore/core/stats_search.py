@@ -1,8 +1,9 @@
 """One column's min / max / null count out of a million stats JSON strings, without a JSON parser.
 
-`layout(column)` needs three values per file from stats strings like
+Data skipping (`scan.prune_by_stats`), `inspect.layout(column)` and `inspect.explain` need three
+values per file and column from stats strings like
 ``{"numRecords":5,"minValues":{"a":1,"id":7},"maxValues":{...},"nullCount":{...}}``. Parsing the
-whole documents (the core's `stats_for_adds`) costs a full JSON pass over every column. Here the
+whole documents (`stats.stats_for_adds`) costs a full JSON pass over every column. Here the
 snapshot's own `add.stats` arrays are searched in place, in runs of files on a thread pool:
 
 1. locate (`_locate`): the ``"minValues":{``, ``"maxValues":{`` and ``"nullCount":{`` headers,
@@ -43,7 +44,6 @@ import pyarrow.compute as pc
 from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.arrow_text import text_buffers
 from deltaexplore.core.schema import ArrayType, MapType, StructType
-from deltaexplore.inspect._common import combined
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
@@ -80,7 +80,7 @@ def _compiled() -> Any:
     if os.environ.get("DELTAEXPLORE_NO_KERNEL"):
         return None
     try:
-        from deltaexplore.inspect import _stats_kernel
+        from deltaexplore.core import _stats_kernel
     except ImportError:  # pragma: no cover - depends on the install
         return None
     return _stats_kernel
@@ -95,6 +95,10 @@ def column_limit() -> int:
     parse of every stats document (measured at 1M files, 10 columns: 2.4 s of kernel scans
     against 5-7 s of parsing; the numpy search costs about five times the kernel)."""
     return 16 if KERNEL is not None else 2
+
+
+def combined(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 /*
- * Locating one column's values in per-file stats JSON: the compiled kernel of fast_stats.
+ * Locating one column's values in per-file stats JSON: the compiled kernel of core.stats_search.
  *
- * `locate` does in one byte pass per stats string what `fast_stats._chunk_bounds` otherwise
+ * `locate` does in one byte pass per stats string what `stats_search._locate` otherwise
  * does with polars searches and numpy windows: it finds the `"minValues":{`, `"maxValues":{`,
  * `"nullCount":{` headers (first occurrence each) and every `"<column>":` key, gives each key
  * to the object whose header is the nearest before it, and delimits four values per file
@@ -367,12 +367,12 @@ static PyObject *locate(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"locate", locate, METH_VARARGS,
      "locate(data, starts, limits, has, needle, depth, first, length, quoted, unsure, head, at, redo): "
-     "the four stats values of each file (see fast_stats)."},
+     "the four stats values of each file (see core.stats_search)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_stats_kernel", "Compiled stats search of fast_stats.", -1, methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_stats_kernel", "Compiled stats search of deltaexplore.core.stats_search.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__stats_kernel(void) { return PyModule_Create(&module); }
