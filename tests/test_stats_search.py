@@ -467,3 +467,60 @@ def test_corpus_data_skipping_same_by_search_and_by_parse(row, monkeypatch):
             parsed = scan.prune_by_stats(snap, expr, adds)
             monkeypatch.undo()
             assert searched.tolist() == parsed.tolist(), text
+
+
+def test_kernel_on_junk_text_agrees_with_the_numpy_search_and_the_core(tmp_path, monkeypatch, kernel):
+    """Random text made of JSON's structural characters, the column's key and the headers: no
+    crash, no read outside a document, and the same answers as the numpy search and the core."""
+    import random
+
+    from deltaexplore.core import stats_search
+
+    rng = random.Random(11)
+    pieces = [
+        '"id":',
+        '"minValues":{',
+        '"maxValues":{',
+        '"nullCount":{',
+        '{"numRecords":',
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "\\",
+        ",",
+        ":",
+        " ",
+        "1",
+        "-2.5e3",
+        "null",
+        "x",
+        "\u00e9",
+    ]
+    docs = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    docs += ['{"minValues":{"id":1},"maxValues":{"id":2},"nullCount":{"id":0}}'] * 20  # some the search reads
+    actions = [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)]
+    actions += [add(f"f{i}.parquet", 1, stats=t) for i, t in enumerate(docs)]
+    write_commit(tmp_path, 0, actions)
+    snap = dx.open_table(str(tmp_path)).snapshot()
+    col = next(c for c in stats_columns(snap.schema, "none", [], None) if c.name == "id")
+    read = 0
+    for run in stats_search._runs(snap.add_actions().column("stats"), 1, 1009):
+        monkeypatch.setattr(stats_search, "KERNEL", kernel)
+        at_k, values_k, redo_k = stats_search._locate(run, '"id":', col)
+        monkeypatch.setattr(stats_search, "KERNEL", None)
+        at_p, values_p, redo_p = stats_search._locate(run, '"id":', col)
+        assert not (redo_k & ~redo_p).any()
+        both = ~redo_p
+        assert (at_k[both] == at_p[both]).all()
+        compared = (at_k & both[:, None]).ravel()
+        for field in ("first", "length", "quoted", "unsure"):
+            assert (getattr(values_k, field)[compared] == getattr(values_p, field)[compared]).all(), field
+        inside = (values_k.first >= run.starts.repeat(4)) & (values_k.first + values_k.length <= run.limits.repeat(4))
+        assert inside[at_k.ravel() & ~values_k.unsure].all()
+        read += int((~redo_k & run.has).sum())
+    assert read >= 20
+    for search in (kernel, None):
+        monkeypatch.setattr(stats_search, "KERNEL", search)
+        assert _compare(snap) == 4
