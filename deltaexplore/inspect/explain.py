@@ -99,7 +99,7 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
         )
         survivors = np.flatnonzero(keep_part)
         if len(survivors):
-            sub = take_rows(adds, survivors)
+            sub = adds if len(survivors) == n else take_rows(adds, survivors)  # a take copies the stats text
             env, no_stats = _stats_env(snap, expr, sub)
             keep_stats = expr.may_match(env)
             missing[survivors] = no_stats
@@ -213,6 +213,8 @@ def _fast_bounds(snap: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str,
         got = column_bounds(snap, adds, col)
         if got is None:
             return None
-        records = records if records is not None else num_records_of(adds)
+        if records is None:
+            found = got.get("num_records")  # the search reads numRecords too (same values)
+            records = found if found is not None else num_records_of(adds)
         out[name] = (got["min"], got["max"], got["null_count"], records)
     return out
