@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arrow_rows import take_rows
+from deltaexplore.core.partitions import map_column_values
 from deltaexplore.errors import DeltaExploreError
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class ExplorerData:
         pv = files.column("partition_values").combine_chunks()
         parts = []
         for c in cols:
-            values = pc.fill_null(pc.map_lookup(pv, pa.scalar(c), "first"), "__HIVE_DEFAULT_PARTITION__")
+            values = pc.fill_null(map_column_values(pv, c), "__HIVE_DEFAULT_PARTITION__")
             parts.append(pc.binary_join_element_wise(pa.scalar(c + "="), values, ""))
         return pc.binary_join_element_wise(*parts, "/") if len(parts) > 1 else parts[0]
 
