@@ -17,3 +17,8 @@ def corpus_catalog() -> list[dict]:
     if not path.exists():
         return []
     return json.loads(path.read_text())["tables"]
+
+
+def tables_with_stats() -> list[dict]:
+    """Catalog rows of the readable corpus tables that have files and statistics."""
+    return [t for t in corpus_catalog() if t["status"] == "ok" and t["active_files"] and "stats:none" not in t["tags"]]

@@ -7,7 +7,7 @@ import json
 import warnings
 
 import pytest
-from corpus_paths import CORPUS, corpus_catalog
+from corpus_paths import CORPUS, tables_with_stats
 from helpers import add, commit_info, mapped_field, metadata, protocol, write_commit
 
 import deltaexplore as dx
@@ -44,11 +44,7 @@ def _compare(snap) -> int:
 
 
 def _tables():
-    return [
-        pytest.param(t, id=t["id"])
-        for t in corpus_catalog()
-        if t["status"] == "ok" and t["active_files"] and "stats:none" not in t["tags"]
-    ]
+    return [pytest.param(t, id=t["id"]) for t in tables_with_stats()]
 
 
 @pytest.mark.corpus

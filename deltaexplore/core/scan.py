@@ -254,54 +254,53 @@ def prune_by_partitions(snapshot: Snapshot, expr: Expr, parts: pa.Table) -> np.n
 
 def prune_by_stats(snapshot: Snapshot, expr: Expr, adds: pa.Table) -> np.ndarray:
     """Mask of files whose min/max/null-count statistics may satisfy `expr`."""
-    from deltaexplore.core.stats import stats_for_adds
-
     parts = {p.lower() for p in snapshot.partition_columns}
     wanted = sorted(c for c in expr.columns() if c.lower() not in parts)
     if not wanted:
         return np.ones(adds.num_rows, dtype=bool)
-    bounds = _searched_bounds(snapshot, adds, wanted)
-    if bounds is None:
-        stats = stats_for_adds(snapshot, adds, wanted)
-        records = stats.column("num_records").combine_chunks()
-        bounds = {
-            name: (
-                stats.column(f"min.{name}").combine_chunks(),
-                stats.column(f"max.{name}").combine_chunks(),
-                stats.column(f"null_count.{name}").combine_chunks(),
-                records,
-            )
-            for name in wanted
-            if f"min.{name}" in stats.column_names
-        }
-    return expr.may_match(FileEnv(adds.num_rows, bounds.get))
+    return expr.may_match(FileEnv(adds.num_rows, predicate_bounds(snapshot, adds, wanted).get))
 
 
-def _searched_bounds(snapshot: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]] | None:
-    """Bounds of a few top-level columns found in the stats text by `stats_search` (one scan per
-    column, same values as the JSON parse); None when a column needs the parse (a struct, a leaf
-    name used twice in the schema, more columns than `column_limit()`)."""
+def predicate_bounds(snapshot: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]]:
+    """(min, max, null count, num_records) per file of each of the `wanted` columns that has
+    statistics. Up to `stats_search.column_limit()` top-level columns are found in the stats
+    text (one scan each, the same values as parsing); otherwise, or for a struct or a leaf name
+    used twice in the schema, every stats document is parsed (`stats.stats_for_adds`)."""
     from deltaexplore.core.files import num_records_of
-    from deltaexplore.core.stats import stats_columns
+    from deltaexplore.core.stats import stats_columns, stats_for_adds
     from deltaexplore.core.stats_search import column_bounds, column_limit
 
-    if len(wanted) > column_limit():
-        return None
-    cols = {c.name: c for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, snapshot.partition_columns, wanted)}
-    out: dict[str, tuple[pa.Array, ...]] = {}
-    records = None
-    for name in wanted:
-        col = cols.get(name)
-        if col is None:
-            if any(c.startswith(name + ".") for c in cols):
-                return None
-            continue
-        got = column_bounds(snapshot, adds, col)
-        if got is None:
-            return None
-        if records is None:
-            records = got.get("num_records")
+    if len(wanted) <= column_limit():
+        cols = {
+            c.name: c for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, snapshot.partition_columns, wanted)
+        }
+        out: dict[str, tuple[pa.Array, ...]] = {}
+        records = None
+        for name in wanted:
+            col = cols.get(name)
+            if col is None:
+                if any(c.startswith(name + ".") for c in cols):
+                    break  # a struct column: its leaves are parsed
+                continue
+            got = column_bounds(snapshot, adds, col)
+            if got is None:
+                break
             if records is None:
-                records = num_records_of(adds).combine_chunks()
-        out[name] = (got["min"], got["max"], got["null_count"], records)
-    return out
+                records = got.get("num_records")  # the search reads numRecords too (same values)
+                if records is None:
+                    records = num_records_of(adds).combine_chunks()
+            out[name] = (got["min"], got["max"], got["null_count"], records)
+        else:
+            return out
+    stats = stats_for_adds(snapshot, adds, wanted)
+    parsed_records = stats.column("num_records").combine_chunks()
+    return {
+        name: (
+            stats.column(f"min.{name}").combine_chunks(),
+            stats.column(f"max.{name}").combine_chunks(),
+            stats.column(f"null_count.{name}").combine_chunks(),
+            parsed_records,
+        )
+        for name in wanted
+        if f"min.{name}" in stats.column_names
+    }

@@ -17,8 +17,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
-from deltaexplore.core.scan import partition_table, prune_by_partitions
-from deltaexplore.core.stats import stats_for_adds
+from deltaexplore.core.scan import partition_table, predicate_bounds, prune_by_partitions
 from deltaexplore.errors import ColumnNotFoundError
 from deltaexplore.inspect._common import InspectError, combined, conform, partition_keys, snapshot_of
 from deltaexplore.inspect.schemas import EXPLAIN_SCHEMA
@@ -169,18 +168,7 @@ def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.
     n = adds.num_rows
     if not wanted:
         return FileEnv(n, lambda column: None), np.zeros(n, dtype=bool)
-    bounds = _fast_bounds(snap, adds, wanted)
-    if bounds is None:
-        stats = stats_for_adds(snap, adds, wanted)
-        bounds = {
-            c: (
-                stats.column(f"min.{c}").combine_chunks(),
-                stats.column(f"max.{c}").combine_chunks(),
-                stats.column(f"null_count.{c}").combine_chunks(),
-                stats.column("num_records").combine_chunks(),
-            )
-            for c in {name[4:] for name in stats.column_names if name.startswith("min.")}
-        }
+    bounds = predicate_bounds(snap, adds, wanted)
 
     def lookup(column: str) -> Any:
         return bounds.get(column)
@@ -191,30 +179,3 @@ def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.
             mn, mx = bounds[column][0], bounds[column][1]
             no_stats |= pc.or_(pc.is_null(mn), pc.is_null(mx)).to_numpy(zero_copy_only=False).astype(bool)
     return FileEnv(n, lookup), no_stats
-
-
-def _fast_bounds(snap: Snapshot, adds: pa.Table, wanted: list[str]) -> dict[str, tuple[pa.Array, ...]] | None:
-    """Bounds of a few top-level predicate columns through `core.stats_search` (None: use the core)."""
-    from deltaexplore.core.files import num_records_of
-    from deltaexplore.core.stats import stats_columns
-    from deltaexplore.core.stats_search import column_bounds, column_limit
-
-    if not wanted or len(wanted) > column_limit():
-        return None
-    cols = {c.name: c for c in stats_columns(snap.schema, snap.column_mapping_mode, snap.partition_columns, wanted)}
-    out: dict[str, tuple[pa.Array, ...]] = {}
-    records = None
-    for name in wanted:
-        col = cols.get(name)
-        if col is None:
-            if any(c.startswith(name + ".") for c in cols):
-                return None  # a struct column: its leaves go through the core
-            continue
-        got = column_bounds(snap, adds, col)
-        if got is None:
-            return None
-        if records is None:
-            found = got.get("num_records")  # the search reads numRecords too (same values)
-            records = found if found is not None else num_records_of(adds)
-        out[name] = (got["min"], got["max"], got["null_count"], records)
-    return out

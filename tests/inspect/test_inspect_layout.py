@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from corpus_paths import CORPUS, corpus_catalog
+from corpus_paths import CORPUS, corpus_catalog, tables_with_stats
 from helpers import add, commit_info, metadata, protocol, write_commit
 from inspect_tables import T0, build_partitioned_table, stats
 
@@ -203,11 +203,7 @@ def test_layout_reads_stats_parsed_from_the_checkpoint(tmp_path):
 
 
 def _summary_tables():
-    return [
-        pytest.param(t, id=t["id"])
-        for t in corpus_catalog()
-        if t["status"] == "ok" and t["active_files"] and "stats:none" not in t["tags"]
-    ]
+    return [pytest.param(t, id=t["id"]) for t in tables_with_stats()]
 
 
 @pytest.mark.corpus
