@@ -1,13 +1,17 @@
 /*
  * Locating one column's values in per-file stats JSON: the compiled kernel of core.stats_search.
  *
- * `locate` does in one byte pass per stats string what `stats_search._locate` otherwise
- * does with polars searches and numpy windows: it finds the `"minValues":{`, `"maxValues":{`,
- * `"nullCount":{` headers (first occurrence each) and every `"<column>":` key, gives each key
- * to the object whose header is the nearest before it, and delimits four values per file
- * (numRecords, min, max, null count). It only locates: the caller casts the values with Arrow
- * and sends rows flagged `redo` (and values flagged `unsure`) to the core's JSON parser, so the
- * rules of what is "unsure" here are exactly the Python path's (tests compare the two).
+ * `locate` does in one pass per stats string what `stats_search._locate` otherwise does with
+ * polars searches and numpy windows: it finds the `"minValues":{`, `"maxValues":{`,
+ * `"nullCount":{` headers (first occurrence each) and every `"<column>":` key, follows the
+ * document's strings and braces (`structure`) to check that it is one whole object and that each
+ * key lies inside the object of the nearest header before it at the column's depth, and
+ * delimits four values per file (numRecords, min, max, null count). It only locates: the caller
+ * casts the values with Arrow and sends rows flagged `redo` (and values flagged `unsure`) to the
+ * core's JSON parser. The rules are the Python path's, except that this one follows escapes and
+ * braces inside strings exactly where the Python path sends such documents to the core (tests
+ * compare the two, and both with the core). A key seen more than MAX_KEYS times or a document
+ * with more than MAX_EVENTS braces also goes to the core.
  *
  * Output layout: value k of file i is at index 4 * i + k. The GIL is released while scanning.
  */
