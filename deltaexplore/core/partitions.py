@@ -26,7 +26,7 @@ def map_column_values(maps: pa.Array, key: str) -> pa.Array:
         maps = maps.combine_chunks()
     if len(maps) == 0:
         return pa.array([], pa.string())
-    first = maps[0].as_py() if maps.is_valid()[0].as_py() else None
+    first = maps[0].as_py()
     keys = [k for k, _ in first] if first else []
     if key in keys:
         uniform = uniform_map_values(maps, keys)

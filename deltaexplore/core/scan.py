@@ -268,29 +268,26 @@ def predicate_bounds(snapshot: Snapshot, adds: pa.Table, wanted: list[str]) -> d
     used twice in the schema, every stats document is parsed (`stats.stats_for_adds`)."""
     from deltaexplore.core.files import num_records_of
     from deltaexplore.core.stats import stats_columns, stats_for_adds
-    from deltaexplore.core.stats_search import column_bounds, column_limit
+    from deltaexplore.core.stats_search import column_bounds, column_limit, searchable
 
     if len(wanted) <= column_limit():
         cols = {
             c.name: c for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, snapshot.partition_columns, wanted)
         }
-        out: dict[str, tuple[pa.Array, ...]] = {}
-        records = None
-        for name in wanted:
-            col = cols.get(name)
-            if col is None:
-                if any(c.startswith(name + ".") for c in cols):
-                    break  # a struct column: its leaves are parsed
-                continue
-            got = column_bounds(snapshot, adds, col)
-            if got is None:
-                break
-            if records is None:
-                records = got.get("num_records")  # the search reads numRecords too (same values)
+        # decided before any scan: a struct or an unsearchable column sends every column to the parse
+        found = [cols[name] for name in wanted if name in cols]
+        nested = any(name not in cols and any(c.startswith(name + ".") for c in cols) for name in wanted)
+        if not nested and all(searchable(snapshot, col) for col in found):
+            out: dict[str, tuple[pa.Array, ...]] = {}
+            records = None
+            for col in found:
+                got = column_bounds(snapshot, adds, col)
+                assert got is not None
                 if records is None:
-                    records = num_records_of(adds).combine_chunks()
-            out[name] = (got["min"], got["max"], got["null_count"], records)
-        else:
+                    records = got.get("num_records")  # the search reads numRecords too (same values)
+                    if records is None:
+                        records = num_records_of(adds).combine_chunks()
+                out[col.name] = (got["min"], got["max"], got["null_count"], records)
             return out
     stats = stats_for_adds(snapshot, adds, wanted)
     parsed_records = stats.column("num_records").combine_chunks()

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.stats import StatsColumn
 
-__all__ = ["column_bounds", "column_limit", "num_records"]
+__all__ = ["column_bounds", "column_limit", "num_records", "searchable"]
 
 _RESERVED = {"numRecords", "minValues", "maxValues", "nullCount", "tightBounds"}
 _HEADERS = ('"minValues":{', '"maxValues":{', '"nullCount":{')
@@ -590,14 +590,18 @@ def _needle(key: str) -> str | None:
     return json.dumps(key) + ":"
 
 
-def column_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn) -> dict[str, pa.Array] | None:
-    """`min`, `max` (column type) and `null_count` of `col` per add, or None when the fast path
-    does not apply to this column (leaf name not unique in the schema, reserved, or needing JSON
-    escapes); rows it cannot read are parsed by the core's `stats_for_adds`."""
+def searchable(snap: Snapshot, col: StatsColumn) -> bool:
+    """Whether `column_bounds` can search for `col`: its physical leaf name is unique in the
+    schema, not a reserved stats key and needs no JSON escapes."""
     key = col.physical[-1]
-    needle = _needle(key)
-    names = _all_physical_names(snap.schema, snap.column_mapping_mode, [])
-    if needle is None or names.count(key) != 1:
+    return _needle(key) is not None and _all_physical_names(snap.schema, snap.column_mapping_mode, []).count(key) == 1
+
+
+def column_bounds(snap: Snapshot, adds: pa.Table, col: StatsColumn) -> dict[str, pa.Array] | None:
+    """`min`, `max` (column type) and `null_count` of `col` per add, or None when the column is
+    not `searchable`; rows the search cannot read are parsed by the core's `stats_for_adds`."""
+    needle = _needle(col.physical[-1])
+    if needle is None or not searchable(snap, col):
         return None
     if "stats_parsed" in adds.column_names:
         return _with_parsed(snap, adds, col, needle)
