@@ -227,14 +227,3 @@ def to_ts(values: Any) -> pa.Array:
     """int64 milliseconds -> timestamp[ms, UTC]."""
     arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
     return pc.cast(arr.cast(pa.int64()), pa.timestamp("ms", tz="UTC"))
-
-
-def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(value) < 1024 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import conform, human_bytes, snapshot_of, table_of, to_ts
+from deltaexplore.inspect._common import conform, snapshot_of, table_of, to_ts
+from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.inspect.schemas import LOG_FILES_SCHEMA, METRICS_SCHEMA
 
 if TYPE_CHECKING:

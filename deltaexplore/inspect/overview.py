@@ -9,8 +9,9 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.features import features_of
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import human_bytes, snapshot_of
+from deltaexplore.inspect._common import snapshot_of
 from deltaexplore.inspect.files import files as files_table
+from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.inspect.log_health import metric, metrics_table
 
 if TYPE_CHECKING:
@@ -37,7 +38,11 @@ def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_by
     rows.append(metric("table", "version", snap.version, unit="version"))
     rows.append(
         metric(
-            "table", "timestamp", snap.timestamp.isoformat(timespec="milliseconds"), number=float(snap.timestamp_ms), unit="ms"
+            "table",
+            "timestamp",
+            snap.timestamp.isoformat(timespec="milliseconds"),
+            number=float(snap.timestamp_ms),
+            unit="timestamp",
         )
     )
     if md is not None:

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from deltaexplore.inspect._common import human_bytes
+from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.viz._data import as_inspect_table, frame
 
 __all__ = ["file_size_histogram", "partition_skew_chart"]
