@@ -3,6 +3,7 @@ one offline SVG/PNG render through vl-convert; the offline JupyterChart helper."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -191,6 +192,24 @@ def test_show_returns_an_offline_jupyter_chart(hist):
     w = viz.show(viz.history_chart(hist))
     assert isinstance(w, alt.JupyterChart)
     assert w.spec["mark"]["type"] == "bar" if isinstance(w.spec["mark"], dict) else w.spec["mark"] == "bar"
+
+
+_REMOTE_IMPORT = re.compile(r"""(?:import|from)\s*\(?["'](https?:)?//""")
+
+
+def test_show_bundles_vega_even_after_the_renderer_was_enabled(hist):
+    """The first chart of a kernel may come from `viz.show` (`%delta ... --chart`) after
+    importing `deltaexplore.viz` only switched the renderer: the widget must still carry the
+    bundled Vega, not the CDN imports (regression: show() trusted a module flag)."""
+    pytest.importorskip("anywidget")
+    alt.JupyterChart.enable_offline(offline=False)  # a fresh kernel: Altair's CDN module
+    assert _REMOTE_IMPORT.search(alt.JupyterChart._esm)
+    viz.enable_offline_renderer()
+    w = viz.show(viz.history_chart(hist))
+    assert not _REMOTE_IMPORT.search(w._esm) and "esm.sh" not in w._esm
+    alt.JupyterChart.enable_offline(offline=False)  # someone (Altair's renderer) went online again
+    w = viz.show(viz.history_chart(hist))
+    assert not _REMOTE_IMPORT.search(w._esm)
 
 
 def test_importing_deltaexplore_does_not_import_altair():
