@@ -330,7 +330,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
 def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -> Command:
     def cmd(ctx: Context, argv: list[str]) -> Any:
         from deltaexplore.widgets import maintenance
-        from deltaexplore.widgets.explorer_data import ExplorerData
+        from deltaexplore.widgets.views import TableView
 
         p = parser(name, description, version=False)
         mode = p.add_mutually_exclusive_group()
@@ -343,7 +343,7 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -
         if not args.run:
             if name == "vacuum":
                 return inspect.vacuum_preview(table, retention_hours=args.retention_hours)
-            return Report(f"{name} (dry run)", maintenance.preview(name, ExplorerData(table), **params))
+            return Report(f"{name} (dry run)", maintenance.preview(name, TableView(table), **params))
         return Report(f"{name}", maintenance.run(name, table, lambda f, m: None, **params))
 
     return cmd

@@ -27,29 +27,43 @@ def _partitions(data: Any) -> Any:
     return partitions(data)
 
 
-def file_size_histogram(data: Any, *, small_file_bytes: int | None = 128 * 1024 * 1024) -> alt.Chart:
-    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins under `small_file_bytes`
-    coloured as small. `data` is `inspect.files()` output (or any table with `size`) or a
-    Table/Snapshot. Binned with numpy first: the spec holds one row per bin, never per file."""
+def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> alt.Chart:
+    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...); `small` counts the bin's files
+    that are small. `data` is `inspect.files()` output (or any table with `size`) or a
+    Table/Snapshot. Small files are inspect's (`is_small`: `delta.targetFileSize` / 2, else
+    128 MiB), or those under `small_file_bytes` when given (or when the table has no `is_small`).
+    Binned with numpy first: the spec holds one row per bin, never per file."""
+    from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
+
     f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
     sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
-    sizes = sizes[~np.isnan(sizes)]
+    if small_file_bytes is None and "is_small" in f.column_names:
+        small_mask = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
+    else:
+        limit = DEFAULT_SMALL_FILE_BYTES if small_file_bytes is None else small_file_bytes
+        small_mask = sizes < limit
+    keep = ~np.isnan(sizes)
+    sizes, small_mask = sizes[keep], small_mask[keep]
     exp = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
     if len(exp):
         uniq, counts = np.unique(exp, return_counts=True)
         bytes_per = np.bincount(exp - uniq.min(), weights=sizes)[uniq - uniq.min()]
+        small_per = np.bincount(exp - uniq.min(), weights=small_mask.astype(np.float64))[uniq - uniq.min()]
     else:
         uniq, counts, bytes_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        small_per = np.zeros(0)
     lo = (2.0**uniq).astype(np.int64)
     hi = (2.0 ** (uniq + 1)).astype(np.int64)
     labels = [f"{human_bytes(a)}-{human_bytes(b)}" for a, b in zip(lo, hi)]
-    small = [bool(small_file_bytes is not None and b <= small_file_bytes) for b in hi]
+    # a bin is small when most of its files are
+    small = [bool(s * 2 > c) for s, c in zip(small_per, counts)]
     table = pa.table(
         {
             "bin": pa.array(labels, pa.string()),
             "bin_start": pa.array(lo, pa.int64()),
             "files": pa.array(counts, pa.int64()),
             "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
+            "small_files": pa.array(small_per.astype(np.int64), pa.int64()),
             "small": pa.array(small, pa.bool_()),
         }
     )
@@ -60,7 +74,12 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = 128 * 1024 
             x=alt.X("bin:O", sort=alt.SortField("bin_start"), title="file size"),
             y=alt.Y("files:Q", title="files"),
             color=alt.Color("small:N", title="small file", scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"])),
-            tooltip=["bin:N", alt.Tooltip("files:Q", format=","), alt.Tooltip("bytes:Q", format=","), "small:N"],
+            tooltip=[
+                "bin:N",
+                alt.Tooltip("files:Q", format=","),
+                alt.Tooltip("bytes:Q", format=","),
+                alt.Tooltip("small_files:Q", format=",", title="small files"),
+            ],
         )
     )
 

@@ -11,7 +11,10 @@ import pyarrow.compute as pc
 
 from deltaexplore.viz._data import VizError, as_inspect_table, frame
 
-__all__ = ["explain_funnel", "layout_chart"]
+__all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
+
+#: name of the interval selection `layout_density_chart(interactive=True)` adds
+VALUE_BRUSH = "value_brush"
 
 
 def _numeric_bounds(mins: pa.Array, maxs: pa.Array) -> tuple[pa.Array, pa.Array, str]:
@@ -31,13 +34,15 @@ def _numeric_bounds(mins: pa.Array, maxs: pa.Array) -> tuple[pa.Array, pa.Array,
     return ranks.slice(0, n), ranks.slice(n), "Q"
 
 
-def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400) -> alt.Chart:
+def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, height: int | None = None) -> alt.Chart:
     """One horizontal rule per file from its min to its max of a column, files ordered by min,
     coloured by overlap depth (how many files a point query in that range reads).
 
     `data` is `inspect.layout(column)` output, or a Table/Snapshot with `column`. More than
     `max_files` files are merged into `max_files` groups of consecutive files (the group's
-    smallest min, largest max and deepest overlap). String bounds are placed by rank.
+    smallest min, largest max and deepest overlap). String bounds are placed by rank. Each
+    mark's data holds `rank_lo`/`rank_hi`: the files' ranks it stands for (a click in the
+    explorer shows those files).
     """
     if column is None and not isinstance(data, pa.Table | pl.DataFrame):
         raise VizError("layout_chart needs the column name when given a table or snapshot")
@@ -78,24 +83,96 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400) 
                 pl.col("min").first(),
                 pl.col("max").last(),
                 pl.format("{} files", pl.len()).alias("path"),
+                pl.col("rank").min().alias("rank_lo"),
+                pl.col("rank").max().alias("rank_hi"),
             )
             .rename({"group": "rank"})
         )
     else:
-        df = df.with_columns(pl.lit(1).alias("files"))
+        df = df.with_columns(pl.lit(1).alias("files"), pl.col("rank").alias("rank_lo"), pl.col("rank").alias("rank_hi"))
     name = column or "column"
     title = f"{name}: file ranges ordered by min" + (f" ({n} files in {df.height} groups)" if n > max_files else "")
-    return (
-        alt.Chart(df.sort("rank").to_arrow(), title=title)
-        .mark_rule(strokeWidth=3)
-        .encode(
-            x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
-            x2="hi",
-            y=alt.Y("rank:Q", title="files (ordered by min)", axis=alt.Axis(format="d")),
-            color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
-            tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
-        )
+    chart = alt.Chart(df.sort("rank").to_arrow(), title=title)
+    if height is not None:
+        chart = chart.properties(height=height)
+    return chart.mark_rule(strokeWidth=3).encode(
+        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
+        x2="hi",
+        y=alt.Y("rank:Q", title="files (ordered by min)", axis=alt.Axis(format="d")),
+        color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+        tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
     )
+
+
+def _density(data: Any, column: str | None) -> pa.Table:
+    def compute(obj: Any) -> pa.Table:
+        from deltaexplore.inspect import layout_density
+
+        assert column is not None
+        return layout_density(obj, column)
+
+    return as_inspect_table(
+        data, ("lo", "hi", "position_lo", "position_hi", "files", "max_depth"), compute, "layout_density_chart"
+    )
+
+
+def layout_density_chart(data: Any, column: str | None = None, *, interactive: bool = False) -> alt.Chart:
+    """Files per range of a column's values: bars of the files whose [min, max] intersects each
+    range, a line of the overlap depth there (the files a point query in that range reads).
+    Readable at any number of files: `inspect.layout_density` bins the values first.
+
+    `data` is `inspect.layout_density(column)` output, or a Table/Snapshot with `column`.
+    Numbers, dates and times are placed by value, other types by the rank of their bounds.
+    `interactive=True` adds an interval selection over the value axis named `VALUE_BRUSH`.
+    """
+    if column is None and not isinstance(data, pa.Table | pl.DataFrame):
+        raise VizError("layout_density_chart needs the column name when given a table or snapshot")
+    d = _density(data, column)
+    lo_type = d.schema.field("lo").type
+    if pa.types.is_timestamp(lo_type) or pa.types.is_date(lo_type):
+        x, x2, kind, title = "lo", "hi", "T", column or "value"
+    elif pa.types.is_integer(lo_type) or pa.types.is_floating(lo_type) or pa.types.is_decimal(lo_type):
+        x, x2, kind, title = "x_lo", "x_hi", "Q", column or "value"
+    else:
+        x, x2, kind, title = "position_lo", "position_hi", "Q", f"{column or 'value'} (rank of value)"
+    cols = {
+        "bin": d.column("bin"),
+        "lo": d.column("lo") if kind == "T" else _text(d.column("lo").combine_chunks()),
+        "hi": d.column("hi") if kind == "T" else _text(d.column("hi").combine_chunks()),
+        "position_lo": d.column("position_lo"),
+        "position_hi": d.column("position_hi"),
+        "files": d.column("files"),
+        "max_depth": d.column("max_depth"),
+        "starts": d.column("starts"),
+    }
+    if x == "x_lo" and d.num_rows:
+        # each bar reaches the next bin's start (the last one its max), so the bins tile the axis
+        starts = d.column("lo").combine_chunks().cast(pa.float64())
+        last = d.column("hi").combine_chunks().cast(pa.float64()).slice(d.num_rows - 1)
+        cols["x_lo"] = starts
+        cols["x_hi"] = pa.concat_arrays([starts.slice(1), last])
+    elif x == "x_lo":
+        cols["x_lo"] = cols["x_hi"] = pa.array([], pa.float64())
+    table = pa.table(cols)
+    base = alt.Chart(table, title=f"{column or 'column'}: files per value range")
+    tooltip = [
+        alt.Tooltip("lo:T" if kind == "T" else "lo:N", title="from"),
+        alt.Tooltip("hi:T" if kind == "T" else "hi:N", title="to"),
+        alt.Tooltip("files:Q", format=",", title="files overlapping"),
+        alt.Tooltip("max_depth:Q", format=",", title="overlap depth (files a point query reads)"),
+        alt.Tooltip("starts:Q", format=",", title="files starting here"),
+    ]
+    bars = base.mark_rect(opacity=0.85).encode(
+        x=alt.X(f"{x}:{kind}", title=title),
+        x2=x2,
+        y=alt.Y("files:Q", title="files"),
+        y2=alt.datum(0),
+        color=alt.Color("max_depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+        tooltip=tooltip,
+    )
+    if interactive:
+        bars = bars.add_params(alt.selection_interval(name=VALUE_BRUSH, encodings=["x"]))
+    return bars
 
 
 _STAGES = ["all files", "after partition pruning", "after stats pruning (read)"]

@@ -8,6 +8,7 @@ import pytest
 
 import deltaexplore as dx
 from deltaexplore.widgets import explore, maintenance
+from deltaexplore.widgets.arrow_ipc import from_ipc
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
@@ -35,7 +36,8 @@ def test_optimize_and_vacuum_run_with_spark_and_report_progress(spark_ready, tmp
     w.observe(lambda ch: progress.append(ch["new"].get("progress") or 0), names="maintenance")
     w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
     assert w.error == ""
-    assert (w.version, w.overview["num_files"]) == (8, 3)
+    metrics = {r["metric"]: r["number"] for r in from_ipc(w.overview_data["metrics"]).to_pylist()}
+    assert (w.version, metrics["files"]) == (8, 3)
     assert "with spark: version 7 -> 8" in w.maintenance["result"]
     assert progress[-1] == 1.0 and any(0 < p < 1 for p in progress)
     assert dx.open_table(path).snapshot().to_arrow().num_rows == rows

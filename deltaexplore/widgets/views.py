@@ -1,0 +1,400 @@
+"""What each explorer tab shows, for one table at one version: inspection tables and viz charts.
+
+`TableView` holds a table and its current snapshot and answers each tab with a small dict:
+Arrow tables (sent as IPC buffers), chart specs (`deltaexplore.viz` charts as Vega-Lite
+dicts: the same charts a notebook shows) and `RowSource`s for grids whose rows stay in the
+kernel. Every number comes from `deltaexplore.inspect` (one definition of every metric): this
+module only selects, orders and packages. Nothing here imports ipywidgets.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore import inspect
+from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
+from deltaexplore.inspect.files import small_file_threshold
+from deltaexplore.widgets.arrow_ipc import to_ipc
+from deltaexplore.widgets.sources import RowSource
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["TableView", "chart_spec"]
+
+#: snapshots kept per explorer (the current one and the last one left: back and forth is free)
+SNAPSHOTS_KEPT = 2
+
+
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """A `deltaexplore.viz` chart as the Vega-Lite dict the browser embeds."""
+    spec: dict[str, Any] = chart.to_dict(validate=False)
+    return spec
+
+
+def _py(value: Any) -> str:
+    return repr(value)
+
+
+class TableView:
+    """The explorer's questions, answered for one table at one version.
+
+    Args:
+        table: the table.
+        version: the version to show (latest when None).
+    """
+
+    def __init__(self, table: Table, version: int | None = None) -> None:
+        self.table = table
+        self.listing = table.listing()
+        self.snap: Snapshot = table.snapshot(version)
+        self._snaps: OrderedDict[int, Snapshot] = OrderedDict({self.snap.version: self.snap})
+
+    # -- time ------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self.snap.version
+
+    def set_version(self, version: int) -> None:
+        """Move to `version` (a new immutable snapshot)."""
+        if version != self.snap.version:
+            self.snap = self.snapshot(version)
+
+    def snapshot(self, version: int) -> Snapshot:
+        """The snapshot at `version` (the last `SNAPSHOTS_KEPT` are kept)."""
+        snap = self._snaps.get(version)
+        if snap is None:
+            snap = self.table.snapshot(version)
+            self._snaps[version] = snap
+            while len(self._snaps) > SNAPSHOTS_KEPT:
+                self._snaps.popitem(last=False)
+        else:
+            self._snaps.move_to_end(version)
+        return snap
+
+    def refresh(self) -> None:
+        self.listing = self.table.listing(refresh=True)
+
+    def version_range(self) -> tuple[int, int]:
+        """(earliest version that can be reconstructed, latest version)."""
+        listing = self.listing
+        latest = listing.latest_version
+        if latest is None:
+            return (0, 0)
+        commits = sorted(set(listing.commits) | set(listing.ratified))
+        if commits and commits[0] == 0:
+            return (0, latest)
+        cps = [v for v in listing.checkpoints if v <= latest]
+        return (min(cps) if cps else (commits[0] if commits else latest), latest)
+
+    def _code(self, expr: str) -> str:
+        """Python that rebuilds a table shown here, for "copy code"."""
+        return f"dx.open_table({self.table.uri!r}).snapshot({self.version}).inspect.{expr}"
+
+    # -- overview --------------------------------------------------------------------------
+    def overview(self) -> dict[str, Any]:
+        """`inspect.overview` metrics, the schema (`inspect.column_mapping`), properties, the
+        protocol's features and the current version's commit."""
+        snap = self.snap
+        out: dict[str, Any] = {"version": snap.version, "metrics": to_ipc(inspect.overview(snap))}
+        try:
+            cols = inspect.column_mapping(snap)
+            keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]
+            if snap.column_mapping_mode != "none":
+                keep += ["physical_path", "field_id"]
+            out["schema"] = to_ipc(cols.select(keep))
+        except DeltaExploreError as exc:
+            out["schema_error"] = str(exc)
+        props = snap.properties if snap.has_metadata else {}
+        out["properties"] = to_ipc(pa.table({"property": list(props), "value": list(props.values())}))
+        feats = inspect.features(snap)
+        feats = feats.filter(feats.column("supported"))
+        out["features"] = to_ipc(feats.select(["feature", "kind", "active", "activation", "description"]))
+        out["commit"] = self.commit(snap.version)
+        out["small_file_bytes"] = small_file_threshold(snap)
+        out["published_only"] = bool(snap.published_only)
+        out["checkpoint_version"] = snap.checkpoint_version
+        return out
+
+    def commit(self, version: int) -> dict[str, Any]:
+        """The commitInfo of one version (operation, user, engine, time) as a JSON-safe dict."""
+        snap = self.snap if version <= self.snap.version else self.table
+        rows = inspect.commit_infos(snap, version, version).to_pylist()
+        if not rows:
+            return {"version": version}
+        row = rows[0]
+        row["timestamp"] = int(row["timestamp"].timestamp() * 1000)
+        row["parameters"] = dict(row["parameters"] or [])
+        row["metrics"] = dict(row["metrics"] or [])
+        return row
+
+    def snapshot_for_history(self) -> Table | Snapshot:
+        """What the history reads from: the table at its latest version (the current snapshot
+        when it is the latest, so no second replay)."""
+        latest = self.listing.latest_version
+        return self.snap if self.snap.version == latest else self.table
+
+    # -- history ---------------------------------------------------------------------------
+    def history(self) -> tuple[dict[str, Any], RowSource]:
+        """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart."""
+        from deltaexplore import viz
+
+        commits = inspect.commit_infos(self.snapshot_for_history())
+        out = {
+            "latest": commits.column("version")[0].as_py() if commits.num_rows else None,
+            "commits": to_ipc(commits.drop_columns(["commit_info"])),
+            "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
+        }
+        source = RowSource(
+            commits,
+            search_columns=("operation", "user_name", "user_id", "engine", "user_metadata"),
+            code=f"dx.open_table({self.table.uri!r}).inspect.commit_infos()",
+            name="commit_infos",
+        )
+        return out, source
+
+    def commit_detail(self, version: int) -> dict[str, Any]:
+        """One commit in full: its commitInfo and the counts derived from its actions (`history`)."""
+        h = self.table.history(start_version=version, end_version=version)
+        if h.num_rows == 0:
+            raise InvalidArgumentError(f"version {version} has no commit file in {self.table.uri}")
+        row = h.to_pylist()[0]
+        keep = (
+            "files_added",
+            "files_removed",
+            "bytes_added",
+            "bytes_removed",
+            "rows_added",
+            "rows_removed",
+            "dv_files_added",
+            "cdc_files",
+            "metadata_changed",
+            "protocol_changed",
+        )
+        return {"version": version, "counts": {k: row[k] for k in keep}, "commit_info": row["commit_info"]}
+
+    # -- files -----------------------------------------------------------------------------
+    def files(self) -> tuple[dict[str, Any], RowSource, RowSource]:
+        """File-size histogram, partition skew, and the partitions and files grids."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        from deltaexplore.inspect.deletion_vectors import storage_names
+
+        files = inspect.files(snap)
+        files = files.append_column(
+            pa.field(
+                "dv_storage",
+                pa.string(),
+                metadata={"doc": "where the deletion vector is: file, inline or absolute", "unit": "text"},
+            ),
+            storage_names(files.column("storage_type")),
+        )
+        parts = inspect.partitions(snap)
+        shown = [
+            "path",
+            "partition",
+            "size",
+            "num_records",
+            "deleted_rows",
+            "live_rows",
+            "modification_time",
+            "is_small",
+            "has_stats",
+            "dv_storage",
+        ]
+        files_source = RowSource(
+            files.select([c for c in shown if c in files.column_names]),
+            search_columns=("path",),
+            default_sort=(("size", True), ("path", False)),
+            code=self._code("files()"),
+            name=f"files_v{snap.version}",
+        )
+        parts_source = RowSource(
+            parts.drop_columns(["partition_values"]),
+            search_columns=("partition",),
+            code=self._code("partitions()"),
+            name=f"partitions_v{snap.version}",
+        )
+        out = {
+            "version": snap.version,
+            "partitioned": bool(snap.partition_columns),
+            "size_chart": chart_spec(viz.file_size_histogram(files)),
+            "skew_chart": chart_spec(viz.partition_skew_chart(parts)) if snap.partition_columns else None,
+        }
+        return out, files_source, parts_source
+
+    # -- layout ----------------------------------------------------------------------------
+    def stats_columns(self) -> list[str]:
+        """Columns that can have per-file bounds (`inspect.layout_summary`'s eligible columns)."""
+        if not self.snap.has_metadata:
+            return []
+        try:
+            fields = self.snap.schema.fields
+        except DeltaExploreError:
+            return []
+        out = []
+        for f in fields:
+            t = str(f.type)
+            if t.startswith(("struct", "array", "map")) or t in ("binary", "variant", "void"):
+                continue
+            out.append(f.name)
+        return out
+
+    def default_layout_column(self) -> str:
+        """The first clustering column, else the first column with bounds ('' when none)."""
+        from deltaexplore.inspect.layout import clustering_columns
+
+        candidates = self.stats_columns()
+        if not candidates:
+            return ""
+        mode = self.snap.column_mapping_mode
+        by_physical = {
+            (f.physical_name if mode != "none" else f.name).lower(): f.name
+            for f in self.snap.schema.fields
+            if f.name in candidates
+        }
+        for path in clustering_columns(self.snap):
+            if len(path) == 1 and path[0].lower() in by_physical:
+                return by_physical[path[0].lower()]
+        parts = set(self.snap.partition_columns)
+        data_cols = [c for c in candidates if c not in parts]
+        return (data_cols or candidates)[0]
+
+    def layout(self, column: str) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.layout_summary` of one column, the density and range charts, and the files
+        ordered by overlap depth (worst first)."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        if column not in self.stats_columns():
+            expected = ", ".join(self.stats_columns()) or "(none)"
+            raise InvalidArgumentError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
+        from deltaexplore.inspect.layout_density import bound_positions
+
+        per_file = inspect.layout(snap, column)
+        summary = inspect.layout_summary(snap, [column])
+        positions, integral = bound_positions(per_file)
+        density = inspect.layout_density(snap, column)
+        with_stats = per_file.filter(per_file.column("has_stats"))
+        out = {
+            "version": snap.version,
+            "column": column,
+            "integral_positions": integral,
+            "summary": to_ipc(summary),
+            "density_chart": chart_spec(viz.layout_density_chart(density, column, interactive=True)),
+            "ranges_chart": chart_spec(viz.layout_chart(with_stats, column, max_files=300, height=260))
+            if with_stats.num_rows
+            else None,
+        }
+        shown = per_file.select(
+            ["path", "partition", "min", "max", "overlap_depth", "overlapping_files", "rank", "size", "num_records", "truncated"]
+        )
+        for name in positions.column_names:  # hidden: what a brush over the density chart filters on
+            shown = shown.append_column(name, positions.column(name))
+        source = RowSource(
+            shown,
+            search_columns=("path", "partition"),
+            default_sort=(("overlap_depth", True), ("rank", False)),
+            code=self._code(f"layout({column!r})"),
+            name=f"layout_{column}_v{snap.version}",
+        )
+        return out, source
+
+    # -- deletion vectors ------------------------------------------------------------------
+    def deletion_vectors(self) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.deletion_vectors` (worst files first), `dv_files`, and the density chart."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        dv = inspect.deletion_vectors(snap)
+        dv_files = inspect.dv_files(snap)
+
+        def total(column: str) -> int:
+            return int(pc.sum(dv.column(column)).as_py() or 0) if dv.num_rows else 0
+
+        out = {
+            "version": snap.version,
+            "files_with_dv": dv.num_rows,
+            "summary": {
+                "files": snap.num_files,
+                "deleted_rows": total("cardinality"),
+                "rows_in_dv_files": total("num_records"),
+                "past_threshold": int(pc.sum(dv.column("past_threshold").cast(pa.int64())).as_py() or 0) if dv.num_rows else 0,
+            },
+            "dv_files": to_ipc(dv_files),
+            "chart": chart_spec(viz.dv_density_chart(dv)) if dv.num_rows else None,
+        }
+        source = RowSource(
+            dv.select(
+                [
+                    "path",
+                    "partition",
+                    "num_records",
+                    "cardinality",
+                    "live_rows",
+                    "deleted_ratio",
+                    "past_threshold",
+                    "storage",
+                    "dv_path",
+                    "dv_bytes",
+                    "shared_by",
+                    "size",
+                ]
+            ),
+            search_columns=("path", "partition"),
+            default_sort=(("deleted_ratio", True), ("path", False)),
+            code=self._code("deletion_vectors()"),
+            name=f"deletion_vectors_v{snap.version}",
+        )
+        return out, source
+
+    # -- diff ------------------------------------------------------------------------------
+    def diff(self, v1: int, v2: int) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.diff` (every change, by section) and `inspect.diff_files` of v1 -> v2."""
+        changes = inspect.diff(self.table, v1, v2)
+        files = inspect.diff_files(self.table, v1, v2)
+        out = {"from": v1, "to": v2, "changes": to_ipc(changes)}
+        source = RowSource(
+            files.select(
+                [
+                    "change",
+                    "path",
+                    "partition",
+                    "size",
+                    "num_records",
+                    "rows_delta",
+                    "deleted_before",
+                    "deleted_after",
+                    "modification_time",
+                ]
+            ),
+            search_columns=("path", "partition"),
+            default_sort=(("change", False), ("path", False)),
+            code=f"dx.open_table({self.table.uri!r}).inspect.diff_files({v1}, {v2})",
+            name=f"diff_files_v{v1}_v{v2}",
+        )
+        return out, source
+
+    # -- log health ------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """`inspect.log_health` and the log size per version (`viz.log_health_chart`)."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        metrics = inspect.log_health(snap)
+        counts = {
+            s: int(pc.sum(pc.equal(metrics.column("status"), s).cast(pa.int64())).as_py() or 0)
+            for s in ("ok", "info", "warn", "error")
+        }
+        return {
+            "version": snap.version,
+            "metrics": to_ipc(metrics),
+            "status_counts": counts,
+            "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
+        }
