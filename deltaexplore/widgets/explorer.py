@@ -28,7 +28,7 @@ import anywidget
 import traitlets as t
 
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
-from deltaexplore.widgets import maintenance
+from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.frontend import bundle
 from deltaexplore.widgets.sources import RowSource
@@ -134,6 +134,22 @@ class Explorer(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"Explorer({self.uri!r}, version={self.version}, tab={self.tab!r})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view plus a static summary (`fallback`): what a saved notebook shows once
+        the kernel that held the model is gone (nbviewer and GitHub: `text/html`; JupyterLab
+        with the deltaexplore extension: the summary until the live explorer is there)."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        try:
+            s = fallback.summary(self)
+        except DeltaExploreError:
+            return data, metadata
+        view = data.get("application/vnd.jupyter.widget-view+json")
+        data = {**data, "text/html": fallback.summary_html(s), fallback.EXPLORER_MIME: {**s, "view": view}}
+        return data, metadata
 
     # -- loading ---------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any) -> bool:

@@ -254,7 +254,7 @@ function csvValue(value: unknown, unit: string): string {
 }
 
 export function createGrid_(opts: GridOptionsLite): GridHandle {
-  const gridEl = h('div', { class: 'dxe-grid', role: 'region', 'aria-label': opts.label });
+  const gridEl = h('div', { class: 'dxe-grid' });
   const count = h('span', { class: 'dxe-grid-count', 'aria-live': 'polite' });
   const status = h('span', { class: 'dxe-grid-status', role: 'status' });
   const filterBox = opts.filterPlaceholder
@@ -282,7 +282,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     h('span', { class: 'dxe-btn-group', role: 'group', 'aria-label': 'export' }, h('span', { class: 'dxe-btn-group-label' }, 'Export'), exportCsv, exportArrow),
     codeBtn,
   );
-  const el = h('div', { class: 'dxe-grid-wrap' }, toolbar, gridEl);
+  const el = h('div', { class: 'dxe-grid-wrap', role: 'region', 'aria-label': opts.label }, toolbar, gridEl);
 
   let api: GridApi | null = null;
   let mode: 'rows' | 'source' | null = null;

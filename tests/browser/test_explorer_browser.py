@@ -190,7 +190,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     box = panel.get_by_role("searchbox", name=re.compile("^files: filter paths"))
     box.fill("region=apac")
     page.wait_for_timeout(600)
-    count = panel.get_by_role("region", name="files", exact=True).locator("xpath=..").locator(".dxe-grid-count")
+    count = panel.get_by_role("region", name="files", exact=True).locator(".dxe-grid-count")
     assert count.inner_text() == "9 files"
     box.press("Enter")
     page.wait_for_function("el => el.textContent === '4 of 9 files'", arg=count.element_handle(), timeout=30_000)
@@ -306,3 +306,42 @@ def test_explorer_in_jupyterlab(page, lab, shots):
 
     assert watch.outside == [], f"requests left the machine: {watch.outside}"
     assert watch.errors == [], watch.errors
+
+
+def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, lab, shots):
+    """Saved, the kernel shut down, reopened: the output shows what the explorer showed (the
+    deltaexplore extension renders the summary ahead of the widget view, whose model is gone)."""
+    if not (HERE.parents[1] / "extension" / "build" / "deltaexplore-jupyterlab" / "package.json").exists():
+        pytest.fail("the JupyterLab extension is not built: run `make setup-ui`")
+    watch = Watch(page)
+    name = "saved_explorer.ipynb"
+    _open_and_run(page, lab, name, [("code", "import deltaexplore as dx, xss_table\nxss = xss_table.build_xss('xss-saved')"), ("code", "dx.explore(xss)")])
+    live = page.locator(".dxe-explorer").first
+    live.wait_for(timeout=120_000)
+    _settled(page, live)
+    assert page.locator(".dx-explorer-static").first.is_hidden()  # live: the summary made way for the explorer
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    page.evaluate("window.jupyterapp.commands.execute('kernelmenu:shutdown')")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; return !w.sessionContext.session || !w.sessionContext.session.kernel; }",
+        timeout=60_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('application:close-all')")
+    page.wait_for_timeout(1000)
+    saved = json.loads((lab.root / name).read_text())
+    bundle = saved["cells"][1]["outputs"][0]["data"]
+    assert {"text/html", "application/vnd.deltaexplore.explorer+json", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
+    # reopened: a new kernel starts, which never had the explorer's model
+    page.goto(lab.url(f"/lab/workspaces/reopen/tree/{name}?reset"))
+    static = page.locator(".dx-explorer-static").first
+    static.wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)  # time for the widget manager to give up on the model
+    assert static.is_visible()
+    text = static.inner_text()
+    assert PAYLOADS["script"] in text and "version 2" in text and "files" in text and "SET TBLPROPERTIES" in text
+    assert page.locator("text=Error displaying widget").count() == 0 and page.locator(".dxe-explorer").count() == 0
+    assert page.evaluate("() => window.__dx_pwned") is None
+    static.screenshot(path=str(shots / "saved-notebook-summary.png"))
+    assert watch.outside == [], watch.outside
+    assert [e for e in watch.errors if "model not found" not in e] == []

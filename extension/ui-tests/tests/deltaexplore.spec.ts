@@ -14,14 +14,14 @@ test('"Explore Delta Table" opens the explorer of a table directory', async ({ p
   await sales.click({ button: 'right' });
   await page.getByRole('menuitem', { name: 'Explore Delta Table' }).click();
 
-  const explorer = page.locator('.jp-CodeConsole .dx-explorer');
+  const explorer = page.locator('.jp-CodeConsole .dxe-explorer');
   await expect(explorer).toBeVisible({ timeout: 90000 });
   await expect(explorer.getByRole('tab')).toHaveCount(8);
   await expect(explorer.getByRole('tab', { name: 'Overview' })).toHaveAttribute('aria-selected', 'true');
   await expect(explorer.getByRole('tabpanel')).toContainText('deltaexplore tour: sales by region');
 
   await explorer.getByRole('tab', { name: 'Files' }).click();
-  await expect(explorer.getByRole('table', { name: 'files' }).locator('tbody tr')).toHaveCount(9);
+  await expect(explorer.getByRole('region', { name: 'files', exact: true }).locator('.dxe-grid-count')).toHaveText('9 files');
 });
 
 test('the command is offered for directories only', async ({ page }) => {
