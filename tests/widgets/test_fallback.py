@@ -13,7 +13,7 @@ from deltaexplore.widgets import explore, fallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 
-from xss_table import COLUMN, PAYLOADS, build_xss  # noqa: E402
+from xss_table import COLUMN, PAYLOADS, build_xss
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
