@@ -23,6 +23,8 @@ __all__ = [
     "dv_cardinality",
     "live_rows",
     "partition_keys",
+    "remember",
+    "snapshot_cache",
     "snapshot_of",
     "table_of",
 ]
@@ -60,24 +62,57 @@ def table_of(obj: Table | Snapshot) -> Table:
     raise InspectError(f"expected a deltaexplore Table or Snapshot, got {type(obj).__name__}")
 
 
+#: snapshots of other versions than the latest kept per table (the explorer's current and
+#: previous versions: moving back and forth, or diffing them, replays nothing)
+RECENT_SNAPSHOTS = 2
+
+
+def remember(snapshot: Snapshot) -> Snapshot:
+    """Keep `snapshot` among its table's recent snapshots (`snapshot_of` returns it for its version)."""
+    from collections import OrderedDict
+
+    recent = table_cache(snapshot.table).setdefault("recent", OrderedDict())
+    recent[snapshot.version] = snapshot
+    recent.move_to_end(snapshot.version)
+    while len(recent) > RECENT_SNAPSHOTS:
+        recent.popitem(last=False)
+    return snapshot
+
+
+def snapshot_cache(snapshot: Snapshot) -> dict[str, Any]:
+    """A per-snapshot dict for results computed from it alone (snapshots are immutable: such a
+    result never goes stale); freed with the snapshot."""
+    cache = snapshot.__dict__.get(_CACHE_ATTR)
+    if cache is None:
+        cache = {}
+        snapshot.__dict__[_CACHE_ATTR] = cache
+    return cache
+
+
 def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
     """A snapshot: `obj` itself, the table at `version`, or the table's latest version.
 
     The latest snapshot of a table is cached (per table object) while the table does not move,
-    so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once.
+    so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once; so are the
+    last `RECENT_SNAPSHOTS` other versions asked for (see `remember`).
     """
     from deltaexplore.core.snapshot import Snapshot
 
     if isinstance(obj, Snapshot):
         if version is None or version == obj.version:
             return obj
-        return obj.table.snapshot(version)
+        return snapshot_of(obj.table, version)
     table = table_of(obj)
     if version is not None:
         cached = table_cache(table).get("latest")
         if cached is not None and cached.version == version:
             return cached
-        return table.snapshot(version)
+        recent = table_cache(table).get("recent") or {}
+        hit = recent.get(version)
+        if hit is not None:
+            recent.move_to_end(version)
+            return hit
+        return remember(table.snapshot(version))
     cached = table_cache(table).get("latest")
     if cached is not None and cached.version == table.latest_version():
         return cached

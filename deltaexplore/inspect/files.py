@@ -13,7 +13,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.inspect._common import conform, dv_cardinality, partition_keys, snapshot_of
+from deltaexplore.inspect._common import conform, dv_cardinality, partition_keys, snapshot_cache, snapshot_of
 from deltaexplore.inspect.schemas import FILES_SCHEMA, PARTITIONS_SCHEMA
 
 if TYPE_CHECKING:
@@ -62,9 +62,13 @@ def files(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes
     - `is_small`: `size < small_file_bytes` (default: `delta.targetFileSize` / 2, else 128 MiB)
     """
     snap = snapshot_of(obj, version)
+    threshold = small_file_threshold(snap, small_file_bytes)
+    cache = snapshot_cache(snap)
+    hit = cache.get(("files", threshold))
+    if hit is not None:
+        return hit  # a snapshot never changes: overview, partitions and the explorer share one
     core = snap.files()
     adds = snap.add_actions()
-    threshold = small_file_threshold(snap, small_file_bytes)
     deleted = dv_cardinality(adds)
     num_records = core.column("num_records").combine_chunks()
     cols = {name: core.column(name) for name in core.column_names}
@@ -73,7 +77,9 @@ def files(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes
     cols["live_rows"] = pc.subtract(num_records, deleted)
     cols["has_stats"] = pc.is_valid(num_records)
     cols["is_small"] = pc.less(core.column("size").combine_chunks(), threshold) if core.num_rows else pa.array([], pa.bool_())
-    return conform(cols, FILES_SCHEMA)
+    out = conform(cols, FILES_SCHEMA)
+    cache[("files", threshold)] = out
+    return out
 
 
 def partitions(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:

@@ -29,7 +29,7 @@ from deltaexplore.core.schema import ArrayType, MapType, leaf_paths, to_arrow_ty
 from deltaexplore.core.stats import physical_path, stats_columns, stats_for_adds
 from deltaexplore.core.stats_search import column_bounds, column_limit, num_records
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect._common import conform, partition_keys, snapshot_of
+from deltaexplore.inspect._common import conform, partition_keys, snapshot_cache, snapshot_of
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:
@@ -178,7 +178,19 @@ def _resolve(snap: Snapshot, column: str) -> tuple[str, Any, bool]:
 
 
 def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
-    """Per requested column: typed min, max, null_count, and the stats table's num_records."""
+    """Per requested column: typed min, max, null_count, and the stats table's num_records.
+
+    Kept per snapshot and column (`layout`, `layout_summary` and `layout_density` of one
+    column read its bounds once)."""
+    cache = snapshot_cache(snap).setdefault("bounds", {})
+    names = [_resolve(snap, c)[0] for c in columns]
+    missing = [n for n in names if n not in cache]
+    if missing:
+        cache.update(_read_bounds(snap, adds, missing))
+    return {n: cache[n] for n in names}
+
+
+def _read_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
     resolved = [_resolve(snap, c) for c in columns]
     out: dict[str, dict[str, Any]] = {}
     stat_cols = [(name, col) for name, col, is_part in resolved if not is_part]

@@ -21,7 +21,9 @@ test('"Explore Delta Table" opens the explorer of a table directory', async ({ p
   await expect(explorer.getByRole('tabpanel')).toContainText('deltaexplore tour: sales by region');
 
   await explorer.getByRole('tab', { name: 'Files' }).click();
-  await expect(explorer.getByRole('region', { name: 'files', exact: true }).locator('.dxe-grid-count')).toHaveText('9 files');
+  await expect(explorer.getByRole('region', { name: 'files', exact: true }).locator('.dxe-grid-count')).toHaveText('9 files', {
+    timeout: 60000
+  });
 });
 
 test('the command is offered for directories only', async ({ page }) => {
