@@ -2,7 +2,8 @@
 
 State lives in synced traitlets: the version and tab, and one dict per tab (`*_data`) holding
 Arrow IPC buffers (tables), Vega-Lite specs (the `deltaexplore.viz` charts) and descriptions of
-row sources. Tabs are computed when first shown, per version. Grids whose rows stay in the
+row sources. Tabs are computed when first shown, per version; the first view of a version leaves out the
+row counts (every file's statistics), which the browser asks for once it has drawn it. Grids whose rows stay in the
 kernel (files, layout, diff files, ...) ask for windows of rows with custom messages:
 
     browser -> kernel  {"type": "rows", "req", "source", "start", "end", "sort", "filter"}
@@ -10,6 +11,7 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "export", "req", "source", "format": "csv"|"arrow", "sort", "filter"}
     kernel -> browser  {"type": "export", "req", "filename", "mime"} + [file bytes]
     browser -> kernel  {"type": "commit", "req", "version"} -> {"type": "commit", "req", "detail"}
+    browser -> kernel  {"type": "complete_overview", "version"}  (the row counts, once the first view is drawn)
     browser -> kernel  {"type": "preview"|"run", "op", "params"} and {"type": "refresh"}
 
 A reply carrying "error" says why a request failed (a bad sort, a version that vanished).
@@ -187,6 +189,21 @@ class Explorer(anywidget.AnyWidget):
             self.title = self._title()
             self.overview_data = data
 
+    def _complete_overview(self, version: Any = None) -> None:
+        """The overview's row counts (every file's statistics), asked for by the browser once it
+        drew the first view; then the previous version is prepared in the background."""
+        if version is not None and version != self.view.version:
+            return
+        data = self.overview_data or {}
+        if data.get("complete") or data.get("version") != self.view.version:
+            return
+
+        def complete() -> None:
+            self.overview_data = self.view.overview_complete()
+
+        if self._guard("row counts", complete):
+            self.view.prefetch(self.view.version - 1)
+
     def _title(self) -> str:
         snap = self.view.snap
         name = snap.metadata.name if snap.has_metadata else None
@@ -288,6 +305,8 @@ class Explorer(anywidget.AnyWidget):
         kind = content.get("type")
         if kind in ("rows", "export", "commit"):
             self._answer(kind, content)
+        elif kind == "complete_overview":
+            self._complete_overview(content.get("version"))
         elif kind == "refresh":
             self.refresh()
         elif kind == "preview":

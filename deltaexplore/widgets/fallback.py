@@ -50,8 +50,8 @@ def summary(explorer: Any) -> dict[str, Any]:
     facts = []
     for section, metric, label in _SHOWN:
         r = metrics.get((section, metric))
-        if r is None:
-            continue
+        if r is None or (r["number"] is None and r["value"] is None):
+            continue  # not counted (the first view leaves out row counts)
         shown = format_value(metric_unit(r["unit"]), r["number"]) if r["number"] is not None else (r["value"] or "")
         facts.append({"label": label, "value": shown, "status": r["status"]})
     columns: list[dict[str, str]] = []

@@ -9,7 +9,9 @@ module only selects, orders and packages. Nothing here imports ipywidgets.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import os
+import threading
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -17,6 +19,7 @@ import pyarrow.compute as pc
 
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
+from deltaexplore.inspect._common import remember, snapshot_of
 from deltaexplore.inspect.files import small_file_threshold
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource
@@ -27,8 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TableView", "chart_spec"]
 
-#: snapshots kept per explorer (the current one and the last one left: back and forth is free)
-SNAPSHOTS_KEPT = 2
+#: the previous version is prepared in the background (one step back on the slider, and the
+#: diff tab's default pair, need it) unless the snapshot has more files than this
+PREFETCH_MAX_FILES = 4_000_000
 
 
 def chart_spec(chart: Any) -> dict[str, Any]:
@@ -52,8 +56,8 @@ class TableView:
     def __init__(self, table: Table, version: int | None = None) -> None:
         self.table = table
         self.listing = table.listing()
-        self.snap: Snapshot = table.snapshot(version)
-        self._snaps: OrderedDict[int, Snapshot] = OrderedDict({self.snap.version: self.snap})
+        self.snap: Snapshot = snapshot_of(table, version)
+        self._pending: tuple[int, Future[Snapshot]] | None = None
 
     # -- time ------------------------------------------------------------------------------
     @property
@@ -63,19 +67,48 @@ class TableView:
     def set_version(self, version: int) -> None:
         """Move to `version` (a new immutable snapshot)."""
         if version != self.snap.version:
-            self.snap = self.snapshot(version)
+            new = self.snapshot(version)
+            if self.snap.version != self.listing.latest_version:
+                remember(self.snap)  # the version just left: moving back is free
+            self.snap = new
 
     def snapshot(self, version: int) -> Snapshot:
-        """The snapshot at `version` (the last `SNAPSHOTS_KEPT` are kept)."""
-        snap = self._snaps.get(version)
-        if snap is None:
-            snap = self.table.snapshot(version)
-            self._snaps[version] = snap
-            while len(self._snaps) > SNAPSHOTS_KEPT:
-                self._snaps.popitem(last=False)
-        else:
-            self._snaps.move_to_end(version)
-        return snap
+        """The snapshot at `version`: the one prepared in the background when it is that one,
+        else inspect's (which keeps the latest and the two last other versions)."""
+        pending = self._pending
+        if pending is not None and pending[0] == version:
+            self._pending = None
+            try:
+                return remember(pending[1].result())
+            except DeltaExploreError:
+                pass  # built again below, where the error reaches the caller
+        if version == self.snap.version:
+            return self.snap
+        return snapshot_of(self.table, version)
+
+    def prefetch(self, version: int) -> None:
+        """Prepare the snapshot at `version` in a background thread (replay included: reading
+        the checkpoint and parsing JSON release the GIL), so moving there is instant."""
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or self._pending is not None:
+            return
+        lo, _ = self.version_range()
+        if version < lo or self.snap.num_files > PREFETCH_MAX_FILES:
+            return
+        recent = getattr(self.table, "_deltaexplore_inspect_cache", {}).get("recent") or {}
+        if version in recent:
+            return
+        future: Future[Snapshot] = Future()
+
+        def build() -> None:
+            try:
+                snap = self.table.snapshot(version)
+                snap.add_actions()
+                future.set_result(snap)
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for it
+                future.set_exception(exc)
+
+        self._pending = (version, future)
+        threading.Thread(target=build, name=f"deltaexplore-prefetch-v{version}", daemon=True).start()
 
     def refresh(self) -> None:
         self.listing = self.table.listing(refresh=True)
@@ -99,9 +132,17 @@ class TableView:
     # -- overview --------------------------------------------------------------------------
     def overview(self) -> dict[str, Any]:
         """`inspect.overview` metrics, the schema (`inspect.column_mapping`), properties, the
-        protocol's features and the current version's commit."""
+        protocol's features and the current version's commit; first without the row counts
+        (`inspect.overview(rows=False)`: the snapshot alone), see `overview_complete`."""
+        return self._overview(rows=False)
+
+    def overview_complete(self) -> dict[str, Any]:
+        """The whole overview (row counts need every file's statistics: after the first view)."""
+        return self._overview(rows=True)
+
+    def _overview(self, *, rows: bool) -> dict[str, Any]:
         snap = self.snap
-        out: dict[str, Any] = {"version": snap.version, "metrics": to_ipc(inspect.overview(snap))}
+        out: dict[str, Any] = {"version": snap.version, "complete": rows, "metrics": to_ipc(inspect.overview(snap, rows=rows))}
         try:
             cols = inspect.column_mapping(snap)
             keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]

@@ -238,6 +238,15 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     fill(commitLine, parts);
   }
 
+  /** The first overview leaves out row counts (they need every file's statistics): once it is
+   * drawn, ask the kernel for the rest. */
+  function askForRowCounts(): void {
+    const data = model.get('overview_data') || {};
+    if (data.version === undefined || data.complete) return;
+    const v = data.version;
+    requestAnimationFrame(() => setTimeout(() => rpc.tell('complete_overview', { version: v }), 0));
+  }
+
   function drawStatus(): void {
     const busy = String(model.get('busy') || '');
     const err = String(model.get('error') || '');
@@ -264,7 +273,10 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   }
   on('title', drawHeader);
   on('uri', drawHeader);
-  on('overview_data', drawHeader);
+  on('overview_data', () => {
+    drawHeader();
+    askForRowCounts();
+  });
   on('busy', drawStatus);
   on('error', drawStatus);
   on('tab', () => showPanel(String(model.get('tab'))));
@@ -278,6 +290,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   drawVersion();
   drawHeader();
   drawStatus();
+  askForRowCounts();
   showPanel(String(model.get('tab') || 'overview'));
 
   return () => {

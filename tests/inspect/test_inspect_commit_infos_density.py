@@ -192,3 +192,34 @@ def test_layout_density_edge_cases(tmp_path):
     dec = _table(tmp_path / "dec", "dec", [(1.5, 2.25)])
     assert layout_density(dec, "c").to_pylist()[0]["lo"] == decimal.Decimal("1.50")
     assert layout_density(dec, "c").schema.field("lo").type == pa.decimal128(10, 2)
+
+
+# -- the overview without row counts ---------------------------------------------------------
+
+ROW_METRICS = {("size", "rows"), ("size", "live_rows"), ("size", "files_without_stats"), ("layout", "deleted_ratio")}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("row", CORPUS_TABLES, ids=[t["id"] for t in CORPUS_TABLES])
+def test_overview_without_rows_agrees_on_everything_else(row):
+    """`overview(rows=False)` (the explorer's first view: no statistics read) and `overview()`
+    give the same numbers for every metric but the row counts, which it leaves null."""
+    from deltaexplore.inspect import overview
+
+    if "{{" in row.get("log_fingerprint", ""):
+        pytest.skip("log is a template")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dx.CatalogManagedWarning)
+        t = dx.open_table(str(CORPUS / row["table_root"]))
+        try:
+            snap = t.snapshot()
+            full = overview(snap).to_pylist()
+        except dx.DeltaExploreError as exc:
+            pytest.skip(f"refused: {exc}")
+        lite = overview(snap, rows=False).to_pylist()
+    assert [(r["section"], r["metric"]) for r in lite] == [(r["section"], r["metric"]) for r in full]
+    for a, b in zip(lite, full):
+        if (a["section"], a["metric"]) in ROW_METRICS:
+            assert a["value"] is None and a["number"] is None and "not counted" in a["detail"]
+        else:
+            assert a == b

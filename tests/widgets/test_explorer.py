@@ -46,9 +46,18 @@ def test_first_render_is_the_overview_from_inspect(sales):
     assert w.title == "sales"
     data = w.overview_data
     assert data["version"] == 7 and data["commit"]["operation"] == "DELETE" and data["commit"]["user_name"] == "ana"
-    shown = table(data["metrics"]).select(["section", "metric", "value", "number", "unit", "status"])
-    expected = inspect.overview(dx.open_table(sales)).select(["section", "metric", "value", "number", "unit", "status"])
+    cols = ["section", "metric", "value", "number", "unit", "status"]
+    # first the overview of the snapshot alone, then (asked for by the browser once drawn) the row counts
+    assert data["complete"] is False
+    first = table(data["metrics"]).select(cols).to_pylist()
+    assert first == inspect.overview(dx.open_table(sales), rows=False).select(cols).to_pylist()
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert w.overview_data["complete"] is True
+    shown = table(w.overview_data["metrics"]).select(cols)
+    expected = inspect.overview(dx.open_table(sales)).select(cols)
     assert shown.to_pylist() == expected.to_pylist()
+    counted = {(r["section"], r["metric"]) for r in first if r["number"] is None and r["value"] is None}
+    assert counted == {("size", "rows"), ("size", "live_rows"), ("size", "files_without_stats"), ("layout", "deleted_ratio")}
     schema = table(data["schema"]).to_pylist()
     assert [c["column"] for c in schema] == ["id", "region", "amount", "customer", "channel"]
     assert schema[1]["is_partition"] is True

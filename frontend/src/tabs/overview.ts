@@ -22,6 +22,9 @@ function metrics(rows: Row[]): Map<string, Metric> {
 
 function shown(m: Metric | undefined): string {
   if (!m) return '–';
+  if ((m.number === null || m.number === undefined) && (m.value === null || m.value === undefined) && /not counted/.test(m.detail || '')) {
+    return 'counting…';
+  }
   if (m.number !== null && m.number !== undefined) return formatValue(metricUnit(m.unit), m.number);
   return m.value ?? '–';
 }
@@ -77,9 +80,20 @@ export function overviewTab(ctx: Ctx): Tab {
     const threshold = Number(data.small_file_bytes || 0);
     fill(
       cards,
-      card('Files', shown(files), noStats && noStats.number ? `${shown(noStats)} without stats` : 'all with stats', statusLevel(noStats?.status) === 'warn' ? 'warn' : null),
+      card(
+        'Files',
+        shown(files),
+        !data.complete ? null : noStats && noStats.number ? `${shown(noStats)} without stats` : 'all with stats',
+        statusLevel(noStats?.status) === 'warn' ? 'warn' : null,
+      ),
       card('Size', shown(bytes), mean ? `${humanBytes(mean.number)} per file on average` : null),
-      card('Rows', shown(live), deleted && deleted.number ? `${shown(rows)} written, ${shown(deleted)} deleted by DVs` : 'live rows', statusLevel(rows?.status) === 'warn' ? 'warn' : null, rows?.detail || undefined),
+      card(
+        'Rows',
+        shown(live),
+        data.complete ? (deleted && deleted.number ? `${shown(rows)} written, ${shown(deleted)} deleted by DVs` : 'live rows') : 'reading every file’s statistics',
+        statusLevel(rows?.status) === 'warn' ? 'warn' : null,
+        data.complete ? rows?.detail || undefined : undefined,
+      ),
       card('Partitions', shown(parts), m.get('layout.partition_columns')?.value || 'not partitioned'),
       card(
         'Small files',
@@ -90,7 +104,7 @@ export function overviewTab(ctx: Ctx): Tab {
       card(
         'Deletion vectors',
         shown(dvFiles),
-        ratio && ratio.number ? `${formatValue('ratio', ratio.number)} of rows deleted` : 'files with a DV',
+        ratio && ratio.number ? `${formatValue('ratio', ratio.number)} of rows deleted` : `${shown(deleted)} rows deleted`,
         statusLevel(ratio?.status) === 'warn' ? 'warn' : null,
         ratio?.detail || undefined,
       ),
