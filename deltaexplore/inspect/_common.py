@@ -79,7 +79,7 @@ def remember(snapshot: Snapshot) -> Snapshot:
     return snapshot
 
 
-def snapshot_cache(snapshot: Snapshot) -> dict[str, Any]:
+def snapshot_cache(snapshot: Snapshot) -> dict[Any, Any]:
     """A per-snapshot dict for results computed from it alone (snapshots are immutable: such a
     result never goes stale); freed with the snapshot."""
     cache = snapshot.__dict__.get(_CACHE_ATTR)
@@ -107,8 +107,8 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
         cached = table_cache(table).get("latest")
         if cached is not None and cached.version == version:
             return cached
-        recent = table_cache(table).get("recent") or {}
-        hit = recent.get(version)
+        recent = table_cache(table).get("recent")
+        hit = recent.get(version) if recent is not None else None
         if hit is not None:
             recent.move_to_end(version)
             return hit
