@@ -108,10 +108,9 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
         if cached is not None and cached.version == version:
             return cached
         recent = table_cache(table).get("recent")
-        hit = recent.get(version) if recent is not None else None
-        if hit is not None:
+        if recent is not None and version in recent:
             recent.move_to_end(version)
-            return hit
+            return recent[version]
         return remember(table.snapshot(version))
     cached = table_cache(table).get("latest")
     if cached is not None and cached.version == table.latest_version():
