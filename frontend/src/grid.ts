@@ -113,6 +113,8 @@ export interface GridOptionsLite {
   noun?: string;
   /** extra controls in the toolbar */
   tools?: HTMLElement[];
+  /** hide columns whose every value is null or empty (rows in the browser only) */
+  hideEmpty?: boolean;
 }
 
 export interface SourceInfo {
@@ -183,7 +185,9 @@ function renderer(unit: string): ((p: ICellRendererParams) => HTMLElement) | und
       return (p) => {
         if (p.value === null || p.value === undefined || p.value === '') return h('span');
         const text = String(p.value);
-        return h('span', { class: 'dxe-path-cell' }, h('span', { class: 'dxe-path', title: text }, text), copyButton(text, 'copy path'));
+        // the end of a path (the file name) is what people look for: the box is right-to-left so
+        // an overflow is cut (with an ellipsis) at the start; <bdi> keeps the text itself in order
+        return h('span', { class: 'dxe-path-cell' }, h('span', { class: 'dxe-path', title: text }, h('bdi', null, text)), copyButton(text, 'copy path'));
       };
     case 'json':
       return (p) => {
@@ -247,6 +251,10 @@ function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
   return def;
 }
 
+function sameFields(a: FieldInfo[], b: FieldInfo[]): boolean {
+  return a.length === b.length && a.every((f, i) => f.name === b[i].name && f.unit === b[i].unit);
+}
+
 function csvValue(value: unknown, unit: string): string {
   if (value === null || value === undefined) return '';
   if (unit === 'timestamp') return timestampTitle(value);
@@ -302,7 +310,11 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
 
   const colDefs = (): ColDef[] => {
     const byName = new Map(fields.map((f) => [f.name, f]));
-    const names = opts.columns ? opts.columns.filter((c) => byName.has(c)) : fields.map((f) => f.name);
+    let names = opts.columns ? opts.columns.filter((c) => byName.has(c)) : fields.map((f) => f.name);
+    if (opts.hideEmpty && mode === 'rows' && rows && rows.rows.length) {
+      const all = rows.rows;
+      names = names.filter((n) => all.some((r) => r[n] !== null && r[n] !== undefined && r[n] !== '' && r[n] !== '{}'));
+    }
     return names.map((n) => columnDef(byName.get(n) as FieldInfo, opts.options?.[n]));
   };
 
@@ -485,18 +497,37 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   return {
     el,
     setRows(r) {
+      const same = api && mode === 'rows' && r && sameFields(fields, r.fields) && !opts.hideEmpty;
       mode = 'rows';
       rows = r;
       fields = r ? r.fields : [];
       source = null;
+      if (same && api && r) {
+        // in place: column widths, sort and scroll position stay
+        const shown = applyClientFilter(r.rows);
+        gridEl.style.height = `${fitHeight(shown.length)}px`;
+        api.setGridOption('rowData', shown);
+        setCount(shown.length, shown.length !== r.rows.length ? r.rows.length : undefined);
+        return;
+      }
       build();
     },
     setSource(s) {
       if (s && source && s.id === source.id && api) return;
+      const same = api && mode === 'source' && s && sameFields(fields, s.fields || []);
       mode = 'source';
       source = s;
       fields = s?.fields || [];
       rows = null;
+      if (same && api && s) {
+        // another version of the same table: the grid stays (column widths, sort), its rows change
+        generation += 1;
+        gridEl.style.height = `${fitHeight(s.total)}px`;
+        api.setGridOption('datasource', datasource(s, generation));
+        setCount(s.total);
+        codeBtn.hidden = !s.code;
+        return;
+      }
       build();
     },
     setFilter(f, label) {

@@ -93,7 +93,7 @@ export function vegaConfig(p: Palette): Record<string, unknown> {
     text: { color: p.fg1, font: p.font },
     // marks drawn in light colours on dark backgrounds stay readable
     rect: { stroke: null },
-    tick: { thickness: 2 },
+    tick: { thickness: 3, bandSize: 14 },
   };
 }
 

@@ -134,6 +134,7 @@ def _unnamed_controls(explorer) -> list[str]:
 
 
 def test_explorer_in_jupyterlab(page, lab, shots):
+    page.set_viewport_size({"width": 1500, "height": 1650})  # room for a whole tab in the screenshots
     watch = Watch(page)
     cells = [
         ("code", "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales')\nevents = demo_tables.build_events('events')\nxss = xss_table.build_xss('xss')"),

@@ -58,6 +58,8 @@ export function overviewTab(ctx: Ctx): Tab {
     props.el,
   );
 
+  let gridsVersion: number | null = null;
+
   function draw(): void {
     const data = ctx.model.get('overview_data') || {};
     if (data.version === undefined) {
@@ -146,8 +148,12 @@ export function overviewTab(ctx: Ctx): Tab {
         : note('Legacy protocol: no table features listed.', 'empty'),
     );
     fill(problems, data.schema_error ? note(`schema unreadable: ${data.schema_error}`, 'warn') : null);
-    schemaGrid.setRows(decode(data.schema));
-    propsGrid.setRows(decode(data.properties));
+    if (data.version !== gridsVersion) {
+      // the second overview of a version only adds row counts: the grids stay as they are
+      gridsVersion = data.version;
+      schemaGrid.setRows(decode(data.schema));
+      propsGrid.setRows(decode(data.properties));
+    }
     schema.head.querySelector('h3')!.textContent = `Schema`;
     const n = decode(data.schema)?.rows.filter((r) => r.depth === 0).length ?? 0;
     schema.head.querySelector('h3')!.textContent = `Schema · ${humanCount(n)} columns`;
