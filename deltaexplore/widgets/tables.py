@@ -508,6 +508,16 @@ def _plain_formatter(obj: pa.Table, p: Any, cycle: bool) -> None:
     p.text(table_text(obj) if _tagged(obj) else repr(obj))
 
 
+def _schema_plain_formatter(obj: pa.Schema, p: Any, cycle: bool) -> None:
+    if fmt.table_name(obj) is None:
+        p.text(repr(obj))
+        return
+    width = max((len(f.name) for f in obj), default=0)
+    lines = [f"{_title_of(obj)}: {len(obj)} column{'' if len(obj) == 1 else 's'}"]
+    lines += [f"  {f.name.ljust(width)}  {f.type}{'' if f.nullable else ' not null'}" for f in obj]
+    p.text("\n".join(lines))
+
+
 def register_table_display(ipython: Any = None, *, every_arrow_table: bool | None = None) -> bool:
     """Show deltaexplore's Arrow tables as formatted HTML (and a text summary) in IPython.
 
@@ -528,4 +538,5 @@ def register_table_display(ipython: Any = None, *, every_arrow_table: bool | Non
     formatters["text/html"].for_type(pa.Table, _html_formatter)
     formatters["text/html"].for_type(pa.Schema, _schema_html_formatter)
     formatters["text/plain"].for_type(pa.Table, _plain_formatter)
+    formatters["text/plain"].for_type(pa.Schema, _schema_plain_formatter)
     return True
