@@ -104,8 +104,7 @@ def test_first_chart_of_a_fresh_kernel_renders_offline_and_after_a_restart(page,
 
     # a restarted kernel: fresh state in Python, the page is the same
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'); }")
-    page.evaluate("() => { window.jupyterapp.commands.execute('kernelmenu:restart'); }")  # resolves once answered
-    page.get_by_role("button", name="Restart", exact=True).click()
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()")
     page.wait_for_timeout(1000)
     _run_all(page)
     for index in (1, 2):
@@ -151,7 +150,12 @@ def test_delta_tables_render_as_formatted_tables_in_light_and_dark(page, lab, tm
     channels = [int(c) for c in re.findall(r"\d+", color)[:3]]
     assert sum(channels) > 3 * 150, f"text stays dark on the dark theme: {color}"
     page.screenshot(path=str(tmp_path / "tables-dark.png"), full_page=True)
-    page.evaluate("() => { window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'}); }")
+    overview.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "overview-dark.png"))
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
+    optimize.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "report-light.png"))
     assert escaped == [], f"requests left the machine: {escaped}"
 
 
