@@ -14,8 +14,8 @@ import pytest
 from helpers import add, commit_info, mapped_field, metadata, protocol, remove, write_commit, write_data
 
 import deltaexplore as dx
-from deltaexplore.core.partitions import parse_partition_column
-from deltaexplore.core.schema import DecimalType, PrimitiveType
+from deltaexplore.core.protocol.partitions import parse_partition_column
+from deltaexplore.core.protocol.schema import DecimalType, PrimitiveType
 
 UTC = dt.UTC
 
@@ -324,7 +324,7 @@ def test_fsspec_memory_storage():
 
 
 def test_date_and_timestamp_are_column_names_too():
-    from deltaexplore.core.predicates import Cmp, IsNull, parse_predicate
+    from deltaexplore.core.protocol.predicates import Cmp, IsNull, parse_predicate
 
     assert parse_predicate("date = '2024-01-01'") == Cmp("date", "=", "2024-01-01")
     assert parse_predicate("Date >= DATE '2024-01-01' AND Timestamp IS NULL").children == (
@@ -352,7 +352,7 @@ def test_num_records_from_any_position_and_out_of_range(tmp_path):
 def test_json_file_action_rows_equal_a_filter(typ):
     """File-action fields are cut out of the one JSON parse of all lines without copying text
     when the dropped rows (other kinds' lines) are empty; anything else is a plain filter."""
-    from deltaexplore.core.json_log import _rows_of
+    from deltaexplore.core.log.json_log import _rows_of
 
     values = pa.array(["a", None, "", "bcd", None, "ef", "", "ghij"], typ)
     cases = {
@@ -391,8 +391,8 @@ def test_json_adds_keep_their_stats_among_other_actions(tmp_path):
 def test_local_log_read_matches_the_files(tmp_path, change):
     """Local commits are read straight into one buffer using the listed sizes; a file whose size
     changed since the listing is read again the plain way, so the lines are always the files'."""
-    from deltaexplore.core.json_log import read_log_files
-    from deltaexplore.core.log_segment import list_log
+    from deltaexplore.core.log.json_log import read_log_files
+    from deltaexplore.core.log.segment import list_log
 
     write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(), add("a.parquet", 10)])
     write_commit(tmp_path, 1, [commit_info("WRITE"), add("b.parquet", 20)])
@@ -459,7 +459,7 @@ def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
     from corpus_paths import corpus_catalog
 
     from deltaexplore.core.history import COUNT_FIELDS
-    from deltaexplore.core.json_log import read_log_files
+    from deltaexplore.core.log.json_log import read_log_files
 
     checked = 0
     for row in corpus_catalog():

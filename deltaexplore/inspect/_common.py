@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.partitions import map_column_values, uniform_map_values
-from deltaexplore.core.replay import dv_unique_id
+from deltaexplore.core.log.replay import dv_unique_id
+from deltaexplore.core.protocol.partitions import map_column_values, uniform_map_values
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = [
     "HIVE_NULL",
@@ -50,10 +48,7 @@ def table_cache(table: Table) -> dict[str, Any]:
 
 def table_of(obj: Table | Snapshot) -> Table:
     """The `Table` of a table or snapshot."""
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
-    if isinstance(obj, Snapshot):
+    if isinstance(obj, Snapshot) and isinstance(obj.table, Table):
         return obj.table
     if isinstance(obj, Table):
         return obj
@@ -66,8 +61,6 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
     The latest snapshot of a table is cached (per table object) while the table does not move,
     so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once.
     """
-    from deltaexplore.core.snapshot import Snapshot
-
     if isinstance(obj, Snapshot):
         if version is None or version == obj.version:
             return obj

@@ -20,6 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from deltaexplore.core.operations import deletion_vector_update, plan_delete, write_deletion_vector_file
+from deltaexplore.core.operations._common import open_for_write, row_counts
+from deltaexplore.core.operations.update import resolve_assignments
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE
+from deltaexplore.core.write.row_rules import generated_columns
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
 from deltaexplore.spark.maintenance import pack_bins, rewrite_native
 from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
@@ -47,7 +53,7 @@ DML_METRICS = {
 def _refuse_row_tracking(snapshot: Any, what: str) -> None:
     if snapshot.config.row_tracking_enabled:
         raise WriteRefusedError(
-            f"{what} on Spark would rewrite files of {snapshot.table.uri}, which tracks row ids (delta.enableRowTracking): "
+            f"{what} on Spark would rewrite files of {snapshot.uri}, which tracks row ids (delta.enableRowTracking): "
             "not supported on Spark yet; use deltaexplore.core.operations (local) or enable deletion vectors"
         )
 
@@ -104,12 +110,6 @@ def _run(
 ) -> pa.Table:
     from pyspark.sql import functions as F
 
-    from deltaexplore.core.data_rules import generated_columns
-    from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
-    from deltaexplore.core.operations import deletion_vector_update, plan_delete, write_deletion_vector_file
-    from deltaexplore.core.operations._common import open_for_write, row_counts
-    from deltaexplore.core.operations.update import resolve_assignments
-    from deltaexplore.core.transaction import Transaction
     from deltaexplore.spark.filters import to_spark_filter
     from deltaexplore.spark.jobs import progress
     from deltaexplore.spark.types import spark_type

@@ -41,8 +41,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.core.schema import DataType, PrimitiveType
+from deltaexplore.core.protocol.schema import DataType, PrimitiveType
+from deltaexplore.core.scan.data_file import resolve_data_path
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

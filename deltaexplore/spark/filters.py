@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from deltaexplore.core.predicates import And, Cmp, Expr, In, IsNull, Literal, Or, _literal
-from deltaexplore.core.schema import DataType, StructType, to_arrow_type
+from deltaexplore.core.protocol.predicates import And, Cmp, Expr, In, IsNull, Literal, Or, _literal
+from deltaexplore.core.protocol.schema import DataType, StructType, to_arrow_type
 from deltaexplore.errors import ColumnNotFoundError
 
 if TYPE_CHECKING:

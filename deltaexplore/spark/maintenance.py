@@ -22,7 +22,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.schema import PrimitiveType, StructField
+from deltaexplore.core.operations import checkpoint as core_checkpoint
+from deltaexplore.core.operations import plan_optimize, plan_vacuum
+from deltaexplore.core.operations import restore as core_restore
+from deltaexplore.core.operations._common import open_for_write, row_counts
+from deltaexplore.core.operations.optimize import OPTIMIZE_METRICS, OptimizePlan, _partition_ids
+from deltaexplore.core.protocol.schema import PrimitiveType, StructField
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
 from deltaexplore.spark.native_write import (
     NativeFile,
@@ -42,9 +50,6 @@ from deltaexplore.spark.writer import discard, metrics_table, write_files
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from deltaexplore.core.operations.optimize import OptimizePlan
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = ["checkpoint", "optimize", "purge_deletion_vectors", "restore", "vacuum", "zorder_key"]
 
@@ -135,10 +140,6 @@ def optimize(
         num_bins, num_files_removed, num_files_added, bytes_removed, bytes_added,
         num_partitions_optimized, total_considered_files, num_deleted_rows_purged.
     """
-    from deltaexplore.core.operations import plan_optimize
-    from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.optimize import OPTIMIZE_METRICS
-    from deltaexplore.core.transaction import Transaction
     from deltaexplore.spark.jobs import progress
 
     table = open_for_write(uri, storage_options)
@@ -203,8 +204,6 @@ def optimize(
 
 def _live_rows(snapshot: Snapshot, files: pa.Table) -> np.ndarray:
     """Rows of each file its deletion vector keeps."""
-    from deltaexplore.core.operations._common import row_counts
-
     counts = row_counts(snapshot, files)
     dv = files.column("deletionVector").combine_chunks()
     if len(dv) and dv.null_count < len(dv):
@@ -269,8 +268,6 @@ def _bin_frame(
 
 def pack_bins(files: pa.Table, target_size: int) -> list[pa.Table]:
     """Files grouped by partition and packed (in order) into bins of about `target_size`."""
-    from deltaexplore.core.operations.optimize import _partition_ids
-
     groups = _partition_ids(files)
     sizes = files.column("size").to_pylist()
     bins: list[list[int]] = []
@@ -466,9 +463,6 @@ def vacuum(
     Returns:
         One row: operation, version, dry_run, retention_hours, num_files, num_bytes, files.
     """
-    from deltaexplore.core.operations import plan_vacuum
-    from deltaexplore.core.operations._common import open_for_write
-
     table = open_for_write(uri, storage_options)
     plan = plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=enforce_retention_duration)
     paths = plan.files.column("path").to_pylist()
@@ -507,8 +501,6 @@ def restore(
     A log-only operation (files are re-added or removed; no data is rewritten), done by the
     core: `spark` is accepted for a uniform API.
     """
-    from deltaexplore.core.operations import restore as core_restore
-
     _ = spark
     return core_restore(uri, version=version, timestamp=timestamp, dry_run=dry_run, storage_options=storage_options)
 
@@ -523,7 +515,5 @@ def checkpoint(
     storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
     """Write a checkpoint of `version` (default latest) now (the core's checkpoint writer)."""
-    from deltaexplore.core.operations import checkpoint as core_checkpoint
-
     _ = spark
     return core_checkpoint(uri, version=version, kind=kind, dry_run=dry_run, storage_options=storage_options)

@@ -17,16 +17,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.action_codec import file_actions_table
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
+from deltaexplore.core.operations._common import metrics_table as core_metrics
+from deltaexplore.core.operations._common import open_for_write
+from deltaexplore.core.operations.write import _discard, check_write_modes, start_write, write_metadata
+from deltaexplore.core.protocol.action_codec import file_actions_table
+from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import conform, enforce, fill_generated, identity_columns
 from deltaexplore.errors import DeltaExploreError, TableNotFoundError, WriteRefusedError
 from deltaexplore.spark.session import spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltaexplore.core.actions import Metadata
-    from deltaexplore.core.table import Table
 
 __all__ = ["write", "write_files"]
 
@@ -42,8 +46,6 @@ WRITE_METRICS = {
 
 
 def metrics_table(values: dict[str, Any], types: dict[str, pa.DataType] | None = None) -> pa.Table:
-    from deltaexplore.core.operations._common import metrics_table as core_metrics
-
     return core_metrics(values, types)
 
 
@@ -61,9 +63,6 @@ def _file_writer(
     identity: bool,
 ) -> Any:
     def write(batches: Any) -> Any:
-        from deltaexplore.core.actions import Metadata, Protocol
-        from deltaexplore.core.data_rules import conform, enforce, fill_generated
-        from deltaexplore.core.data_writer import write_data_files
         from deltaexplore.storage import storage_for
 
         storage = storage_for(root, storage_options)
@@ -171,8 +170,6 @@ def write_files(
 
 def discard(table: Table, adds: pa.Table) -> None:
     """Best effort: delete files written for a commit that failed (else VACUUM removes them)."""
-    from deltaexplore.core.operations.write import _discard
-
     _discard(table, adds)
 
 
@@ -221,9 +218,6 @@ def write(
     """
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltaexplore.core.data_rules import identity_columns
-    from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.write import check_write_modes, start_write, write_metadata
     from deltaexplore.spark.jobs import progress
 
     check_write_modes(mode, schema_mode)

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow_rows import take_rows
-from deltaexplore.core.partitions import map_column_values
+from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.protocol.partitions import map_column_values
 from deltaexplore.errors import DeltaExploreError
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class ExplorerData:
     # -- overview --------------------------------------------------------------------------
     def overview(self) -> dict[str, Any]:
         """Name, version, time, protocol, schema, partitioning, properties, files, bytes, rows, DVs."""
-        from deltaexplore.core.features import features_of
+        from deltaexplore.core.protocol.features import features_of
 
         snap = self.snap
         p = snap.protocol

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.scan import resolve_data_path
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.scan.data_file import count_rows, resolve_data_path
+from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-    from deltaexplore.storage import Storage
+from deltaexplore.storage import Storage
 
 __all__ = ["metrics_table", "open_for_write", "read_files_for_rewrite", "row_counts"]
 
@@ -30,8 +28,6 @@ def open_for_write(
     catalog: CatalogClient | None = None,
 ) -> Table:
     """A `Table` from a table, path, URI or storage."""
-    from deltaexplore.core.table import Table, open_table
-
     if isinstance(table, Table):
         return table
     return open_table(table, storage_options, catalog=catalog)
@@ -57,11 +53,9 @@ def metrics_table(values: dict[str, Any], types: dict[str, pa.DataType] | None =
 
 def row_counts(snapshot: Snapshot, adds: pa.Table) -> np.ndarray:
     """Physical row count of each file (stats numRecords, else the parquet footer)."""
-    counts = num_records_of(adds)
+    counts = num_records(adds)
     if counts.null_count == 0:
         return counts.to_numpy(zero_copy_only=False).astype(np.int64)
-    from deltaexplore.core.read import count_rows
-
     out = []
     storage = snapshot.storage
     for value, path in zip(counts.to_pylist(), adds.column("path").to_pylist()):

@@ -18,35 +18,33 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.action_codec import file_actions_table
-from deltaexplore.core.data_rules import evaluate_sql
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.deletion_vectors import (
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
+from deltaexplore.core.operations.write import _discard
+from deltaexplore.core.protocol.action_codec import file_actions_table
+from deltaexplore.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     dv_file_bytes,
     encode_bitmap,
     read_deletion_vector,
     z85_encode,
 )
-from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
-from deltaexplore.core.predicates import Expr, PredicateError, parse_predicate
-from deltaexplore.core.read import constant_column, read_data_file
-from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.core.schema import to_arrow_type
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.protocol.predicates import Expr, PredicateError, parse_predicate
+from deltaexplore.core.protocol.schema import to_arrow_type
+from deltaexplore.core.scan.data_file import constant_column, read_data_file, resolve_data_path
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import evaluate_sql
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-    from deltaexplore.storage import Storage
+from deltaexplore.storage import Storage
 
 __all__ = ["DeletePlan", "DeletionVectorUpdate", "delete", "deletion_vector_update", "plan_delete", "write_deletion_vector_file"]
 
@@ -391,8 +389,6 @@ def delete(
     try:
         result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
-        from deltaexplore.core.operations.write import _discard
-
         for adds in written:
             _discard(t, adds)
         raise

@@ -14,24 +14,24 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arguments import count
-from deltaexplore.core.arrow_rows import take_rows
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
-from deltaexplore.core.predicates import parse_predicate
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.operations.write import _discard
+from deltaexplore.core.protocol.action_codec import _map
+from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = ["OptimizePlan", "optimize", "plan_optimize", "purge_deletion_vectors", "zorder_indices"]
 
@@ -181,8 +181,6 @@ def plan_optimize(
 
 def _partition_ids(files: pa.Table) -> np.ndarray:
     """A group id per file: equal for files with equal partition values (vectorized)."""
-    from deltaexplore.core.action_codec import _map
-
     maps = files.column("partitionValues").combine_chunks()
     text = pc.fill_null(_map(maps), "{}") if len(maps) else pa.array([], pa.string())
     return pc.dictionary_encode(text).indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -270,8 +268,6 @@ def optimize(
             txn.add_files(adds)
         result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
-        from deltaexplore.core.operations.write import _discard
-
         for adds in written:
             _discard(t, adds)
         raise

@@ -12,24 +12,24 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.operations._common import metrics_table, open_for_write
-from deltaexplore.core.replay import dv_unique_id
-from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.core.write_rules import protocol_for
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.scan.data_file import resolve_data_path
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.action_rules import protocol_for
+from deltaexplore.core.write.checkpoint_writer import checkpoint_tables, write_checkpoint
+from deltaexplore.core.write.log_cleanup import cleanup_log
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = ["RestorePlan", "checkpoint", "cleanup_metadata", "restore", "restore_actions"]
 
@@ -179,8 +179,6 @@ def checkpoint(
         One row: operation, version, dry_run, kind, path, num_actions, num_add_files,
         size_in_bytes, written (False when that checkpoint already existed).
     """
-    from deltaexplore.core.checkpoint_writer import checkpoint_tables, write_checkpoint
-
     t = open_for_write(table, storage_options, catalog)
     snap = t.snapshot(version)
     if dry_run:
@@ -206,6 +204,4 @@ def cleanup_metadata(
     catalog: CatalogClient | None = None,
 ) -> pa.Table:
     """Delete expired log files now (see `core.log_cleanup`)."""
-    from deltaexplore.core.log_cleanup import cleanup_log
-
     return cleanup_log(open_for_write(table, storage_options, catalog), dry_run=dry_run)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.data_rules import enforce, evaluate_sql, generated_columns, identity_columns
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite
 from deltaexplore.core.operations.delete import (
     _condition,
@@ -29,14 +28,14 @@ from deltaexplore.core.operations.delete import (
     plan_delete,
     write_deletion_vector_file,
 )
-from deltaexplore.core.schema import to_arrow_type
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.operations.write import _discard
+from deltaexplore.core.protocol.schema import to_arrow_type
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import enforce, evaluate_sql, generated_columns, identity_columns
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = ["resolve_assignments", "update"]
 
@@ -247,8 +246,6 @@ def update(
             metrics["num_added_change_files"] = cdc.num_rows
         result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
-        from deltaexplore.core.operations.write import _discard
-
         for adds in written:
             if "modificationTime" in adds.column_names:
                 _discard(t, adds)

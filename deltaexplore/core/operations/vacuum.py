@@ -30,15 +30,15 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from deltaexplore.core.arguments import number
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
-from deltaexplore.core.features import check_writable
-from deltaexplore.core.json_log import read_log_files
+from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.operations._common import metrics_table, open_for_write
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.protocol.features import check_writable
 from deltaexplore.core.snapshot import CATALOG_FEATURES
 from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
 
 if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
+    from deltaexplore.core.log.catalog import CatalogClient
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
     from deltaexplore.storage import Storage

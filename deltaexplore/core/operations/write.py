@@ -16,26 +16,24 @@ import os
 import time
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import Metadata, Protocol
-from deltaexplore.core.data_rules import as_arrow_table, conform, enforce, evaluate_sql
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.operations._common import metrics_table, open_for_write
-from deltaexplore.core.predicates import parse_predicate
-from deltaexplore.core.schema import StructType, parse_schema
-from deltaexplore.core.schema_evolution import assign_column_mapping, max_column_id, schema_from_arrow, schema_json
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.core.write_rules import protocol_for
+from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.protocol.schema import StructType, parse_schema
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.action_rules import protocol_for
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import as_arrow_table, conform, enforce, evaluate_sql
+from deltaexplore.core.write.schema_evolution import assign_column_mapping, max_column_id, schema_from_arrow, schema_json
+from deltaexplore.core.write.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, TableNotFoundError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = [
     "WRITE_METRICS",
