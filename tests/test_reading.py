@@ -537,3 +537,30 @@ def test_variant_nulls_and_shredded_files(tmp_path):
     _variant_table(tmp_path / "broken", broken, ["variantType"])
     with pytest.raises(dx.StorageError, match=r"part-0\.parquet, column v: malformed variant"):
         dx.open_table(str(tmp_path / "broken")).snapshot().to_arrow()
+
+
+def test_local_log_reads_are_a_storage_capability(tmp_path, monkeypatch):
+    """The JSON log is read in one buffer with OS calls where the storage says its files are on
+    this machine (`Storage.local_root`), through the storage interface elsewhere: same lines."""
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    from deltaexplore.core.log import json_log
+    from deltaexplore.core.log.segment import list_log
+    from deltaexplore.storage import LocalStorage
+    from deltaexplore.storage.fsspec_store import FsspecStorage
+
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a.parquet", 10, 1)])
+    for v in range(1, 6):
+        write_commit(tmp_path, v, [commit_info(), add(f"f{v}.parquet", 10 * v, v)])
+    fast = []
+    read_local = json_log._read_local
+    monkeypatch.setattr(json_log, "_read_local", lambda root, files: fast.append(root) or read_local(root, files))
+    local, generic = LocalStorage(tmp_path), FsspecStorage(f"file://{tmp_path}", {"auto_mkdir": False})
+    assert local.local_root == str(tmp_path) and generic.local_root is None
+    lines = {}
+    for storage in (local, generic):
+        files = [f for _, f in sorted(list_log(storage).commits.items())]
+        got = json_log.read_log_files(storage, files)
+        lines[storage.local_root] = list(got.objects("add"))
+    assert fast == [str(tmp_path)]  # only the local storage took the one-buffer path
+    assert lines[str(tmp_path)] == lines[None] and len(lines[None]) == 6

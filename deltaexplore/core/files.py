@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.actions import STRING_MAP
+from deltaexplore.core.scan.partition_values import physical_partition_names
 from deltaexplore.core.scan.stats import num_records
 
 __all__ = ["FILES_SCHEMA", "format_files", "translate_map_keys"]
@@ -63,22 +64,6 @@ def translate_map_keys(maps: pa.Array | pa.ChunkedArray, mapping: dict[str, str]
     return pa.MapArray.from_arrays(maps.offsets, renamed, maps.items.cast(pa.string()), type=STRING_MAP, mask=mask)
 
 
-def partition_key_mapping(snapshot: TableState) -> dict[str, str]:
-    """physical name -> logical name of the partition columns (empty without column mapping)."""
-    if not snapshot.has_metadata or snapshot.column_mapping_mode == "none":
-        return {}
-    try:
-        schema = snapshot.schema
-    except Exception:  # noqa: BLE001 - a schemaless table still lists its files
-        return {}
-    out = {}
-    for name in snapshot.partition_columns:
-        f = schema.get(name)
-        if f is not None and f.physical_name != name:
-            out[f.physical_name] = f.name
-    return out
-
-
 def format_files(snapshot: TableState) -> pa.Table:
     """`Snapshot.files()`: the active add actions as a flat table (`FILES_SCHEMA`)."""
     adds = snapshot.add_actions()
@@ -87,7 +72,8 @@ def format_files(snapshot: TableState) -> pa.Table:
     def dv_field(name: str, typ: pa.DataType) -> pa.ChunkedArray:
         return pc.cast(pc.struct_field(dv, name), typ) if len(dv) else pa.chunked_array([], typ)
 
-    pv = translate_map_keys(adds.column("partitionValues"), partition_key_mapping(snapshot))
+    logical = {physical: name for name, physical in physical_partition_names(snapshot).items() if physical != name}
+    pv = translate_map_keys(adds.column("partitionValues"), logical)
     columns = [
         adds.column("path"),
         adds.column("size"),

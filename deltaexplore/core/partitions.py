@@ -1,6 +1,7 @@
 """The old path of `deltaexplore.core.protocol.partitions`, kept for existing imports."""
 
 from deltaexplore.core.protocol.partitions import (
+    HIVE_NULL,
     map_column_values,
     parse_partition_column,
     parse_timestamp,
@@ -8,4 +9,11 @@ from deltaexplore.core.protocol.partitions import (
     uniform_map_values,
 )
 
-__all__ = ["map_column_values", "parse_partition_column", "parse_timestamp", "serialize_partition_value", "uniform_map_values"]
+__all__ = [
+    "HIVE_NULL",
+    "map_column_values",
+    "parse_partition_column",
+    "parse_timestamp",
+    "serialize_partition_value",
+    "uniform_map_values",
+]

@@ -10,6 +10,7 @@ from deltaexplore.core.protocol.predicates import (
     Or,
     PredicateError,
     parse_predicate,
+    typed_literal,
 )
 
-__all__ = ["And", "Cmp", "Expr", "In", "IsNull", "Not", "Or", "PredicateError", "parse_predicate"]
+__all__ = ["And", "Cmp", "Expr", "In", "IsNull", "Not", "Or", "PredicateError", "parse_predicate", "typed_literal"]

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.arrow import take_rows
 from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.protocol.features import features_of
+from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect._common import (
@@ -32,7 +33,6 @@ from deltaexplore.inspect._common import (
     conform,
     dv_cardinality,
     dv_ids,
-    partition_keys,
     table_cache,
     table_of,
 )
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from deltaexplore.core.table import Table
 
 __all__ = ["diff", "diff_files", "diff_rows", "resolve_versions"]
-
-_SIDE_COLUMNS = ["path", "dv", "size", "num_records", "card", "partition", "mtime"]
 
 
 def resolve_versions(obj: Table | Snapshot, v1: int | None, v2: int | None) -> tuple[int, int]:

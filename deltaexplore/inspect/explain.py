@@ -16,11 +16,12 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import take_rows
 from deltaexplore.core.protocol.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
+from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.skipping import prune_by_partitions
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.errors import ColumnNotFoundError
-from deltaexplore.inspect._common import InspectError, combined, conform, partition_keys, snapshot_of
+from deltaexplore.inspect._common import InspectError, combined, conform, snapshot_of
 from deltaexplore.inspect.schemas import EXPLAIN_SCHEMA
 
 if TYPE_CHECKING:

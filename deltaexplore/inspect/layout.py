@@ -25,11 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import ArrayType, MapType, leaf_paths, to_arrow_type
+from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.core.scan.stats_columns import physical_path, stats_columns
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect._common import conform, partition_keys, snapshot_of
+from deltaexplore.inspect._common import conform, snapshot_of
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:

@@ -75,10 +75,6 @@ def _decode(paths: pa.Array) -> pa.Array:
     return out.to_arrow().cast(pa.string())
 
 
-def _is_local_relative(paths: pa.Array) -> pa.Array:
-    return pc.invert(pc.or_(pc.match_substring(paths, "://"), pc.starts_with(paths, "/")))
-
-
 @dataclass
 class _Lifetimes:
     """For each retained version: reconstructable or not; for each file: [start, end] versions."""

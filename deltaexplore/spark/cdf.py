@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["changes"]
 
-CHANGE_TYPE = StructField("_change_type", PrimitiveType("string"))
-
 
 def _deleted(storage: Any, dv: dict[str, Any] | None, path: str) -> np.ndarray:
     if not dv:

@@ -107,12 +107,6 @@ class FileValues:
         return sum(len(b) for b in self.bitmaps) if self.bitmaps is not None else 0
 
 
-def key_column(values: FileValues) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col("_metadata.file_size") if values.sizes is not None else F.col("_metadata.file_path")
-
-
 def attach(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
     """`df` (a scan selecting `KEY_COL`) with `FILE_COL`, the partition columns and `BITMAP_COL`
     instead of `KEY_COL`.

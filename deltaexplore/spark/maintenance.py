@@ -22,16 +22,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.operations import OptimizePlan, open_for_write, plan_optimize, plan_vacuum, total_bytes
 from deltaexplore.core.operations import checkpoint as core_checkpoint
-from deltaexplore.core.operations import plan_optimize, plan_vacuum
 from deltaexplore.core.operations import restore as core_restore
-from deltaexplore.core.operations._common import open_for_write, row_counts
-from deltaexplore.core.operations.optimize import OPTIMIZE_METRICS, OptimizePlan, _partition_ids
 from deltaexplore.core.protocol.schema import PrimitiveType, StructField
+from deltaexplore.core.scan.data_file import row_counts
+from deltaexplore.core.scan.partition_values import partition_groups
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
-from deltaexplore.core.write.transaction import Transaction
-from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.errors import WriteRefusedError
 from deltaexplore.spark.native_write import (
     NativeFile,
     Staging,
@@ -45,7 +44,7 @@ from deltaexplore.spark.native_write import (
 )
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
-from deltaexplore.spark.writer import discard, metrics_table, write_files
+from deltaexplore.spark.writer import write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -153,20 +152,23 @@ def optimize(
         zorder_by=zorder_by,
     )
     operation = "REORG" if _dv_files_only else "OPTIMIZE"
-    removed = plan.files
-    metrics = plan.metrics(operation, dry_run=dry_run)
-    if dry_run or not plan.bins:
-        return metrics_table(metrics, OPTIMIZE_METRICS)
-    native = supports_native(snapshot) and not _python_writer
-    if snapshot.config.row_tracking_enabled and not native:
-        raise WriteRefusedError(
-            f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
-            "(use deltaexplore.core.operations.optimize)"
-        )
-    txn = Transaction(table, operation=operation, parameters=plan.commit_parameters(partition_filter), read_snapshot=snapshot)
     stagings: list[Staging] = []
-    try:
-        with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+
+    def discard_stagings() -> None:  # files of jobs that succeeded before a failure
+        for staging in stagings:
+            discard_staging(spark, table, staging)
+
+    with plan.start(table, operation, partition_filter=partition_filter, dry_run=dry_run) as op:
+        if dry_run or not plan.bins:
+            return op.result()
+        native = supports_native(snapshot) and not _python_writer
+        if snapshot.config.row_tracking_enabled and not native:
+            raise WriteRefusedError(
+                f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
+                "(use deltaexplore.core.operations.optimize)"
+            )
+        op.on_failure(discard_stagings)
+        with progress(spark, f"deltaexplore {operation} {table.uri}"), spark_errors(operation, path=table.uri):
             if native:
                 adds = rewrite_native(
                     spark,
@@ -180,26 +182,11 @@ def optimize(
                 )
             else:
                 adds = _rewrite_python(spark, table, snapshot, plan, storage_options)
-    except BaseException:
-        for staging in stagings:  # files of jobs that succeeded before the failure
-            discard_staging(spark, table, staging)
-        raise
-    try:
-        txn.remove_files(removed, data_change=False)
-        txn.add_files(adds)
-        result = txn.commit(max_retries=max_retries)
-    except DeltaExploreError:
-        discard(table, adds)
-        for staging in stagings:
-            discard_staging(spark, table, staging)
-        raise
-    metrics.update(
-        version=result.version,
-        num_files_added=adds.num_rows,
-        bytes_added=int(pc.sum(adds.column("size")).as_py() or 0) if adds.num_rows else 0,
-        spark_seconds=round(tracker.summary.seconds, 3),
-    )
-    return metrics_table(metrics, OPTIMIZE_METRICS)
+        op.written(adds)
+        op.txn.remove_files(plan.files, data_change=False)
+        op.txn.add_files(adds)
+        op.metrics.update(num_files_added=adds.num_rows, bytes_added=total_bytes(adds))
+        return op.commit(max_retries=max_retries)
 
 
 def _live_rows(snapshot: Snapshot, files: pa.Table) -> np.ndarray:
@@ -266,9 +253,10 @@ def _bin_frame(
     return rows.select(*physical_columns(fields, mode), *kept).coalesce(1)
 
 
-def pack_bins(files: pa.Table, target_size: int) -> list[pa.Table]:
-    """Files grouped by partition and packed (in order) into bins of about `target_size`."""
-    groups = _partition_ids(files)
+def pack_bins(snapshot: Snapshot, files: pa.Table, target_size: int) -> list[pa.Table]:
+    """Files (add rows of `snapshot`) grouped by partition and packed (in order) into bins of
+    about `target_size`."""
+    groups = partition_groups(snapshot, files)
     sizes = files.column("size").to_pylist()
     bins: list[list[int]] = []
     current: dict[int, tuple[int, int]] = {}  # partition -> (bin index, bytes)

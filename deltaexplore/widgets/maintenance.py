@@ -317,8 +317,8 @@ def run(op: str, table: Table, progress: Progress, **params: Any) -> dict[str, A
     after = table.latest_version()
     progress(1.0, "done")
     out: dict[str, Any] = {"backend": backend, "version_before": before, "version_after": after}
+    if isinstance(result, pa.Table):  # an operation's metrics row (Spark's as the core's)
+        result = _rows(result)
     if isinstance(result, dict):
         out["result"] = {k: v for k, v in result.items() if isinstance(v, (int, float, str, bool)) or v is None}
-    elif isinstance(result, pa.Table):
-        out["result"] = {"rows": result.num_rows}
     return out

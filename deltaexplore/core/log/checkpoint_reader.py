@@ -20,7 +20,7 @@ from deltaexplore.core.log.file_names import SIDECAR_DIR, LogFile, LogKind
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
-from deltaexplore.storage import FileInfo, Storage
+from deltaexplore.storage import Storage
 
 __all__ = ["Checkpoint", "CheckpointReader", "NonFileActions"]
 
@@ -413,7 +413,3 @@ def group_checkpoints(files: list[LogFile]) -> dict[int, list[Checkpoint]]:
         # Prefer V2 (uuid) and classic single files over multi-part ones: fewer reads.
         cps.sort(key=lambda c: (c.kind == "multipart", c.parts[0].name))
     return by_version
-
-
-def file_info_of(f: LogFile) -> FileInfo:
-    return FileInfo(f.path, f.size, f.modification_time)

@@ -26,7 +26,7 @@ from deltaexplore.core.arrow import text_buffers
 from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
 from deltaexplore.errors import InvalidLogError
-from deltaexplore.storage import LocalStorage, Storage
+from deltaexplore.storage import Storage
 
 __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 
@@ -36,11 +36,10 @@ __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 #: same parse); the system allocator gave steady times. Only this parse: nothing process-wide.
 PARSE_POOL = pa.system_memory_pool()
 _KIND_RE = r'^\s*\{\s*"(?P<k>[A-Za-z_][A-Za-z0-9_]*)"'
-_MAP_FIELDS = ("partitionValues", "tags")
 
 
 def _read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
-    if len(files) <= 4 or storage.__class__.__name__ == "LocalStorage":  # local reads: threads only add overhead
+    if len(files) <= 4 or storage.local_root is not None:  # local reads: threads only add overhead
         return [_read_one(storage, f) for f in files]
     with ThreadPoolExecutor(max_workers=min(32, len(files))) as pool:
         return list(pool.map(lambda f: _read_one(storage, f), files))
@@ -407,7 +406,7 @@ def _check_unrecognised(lines: LogLines) -> None:
         )
 
 
-def _read_local(storage: LocalStorage, files: Sequence[LogFile]) -> tuple[bytearray, list[int]] | None:
+def _read_local(root: str, files: Sequence[LogFile]) -> tuple[bytearray, list[int]] | None:
     """Read local files straight into one buffer (sizes from the listing): no per-file copies,
     three system calls per file (open relative to the open log directory, one read, close).
 
@@ -428,10 +427,10 @@ def _read_local(storage: LocalStorage, files: Sequence[LogFile]) -> tuple[bytear
             try:
                 if relative:
                     if folder not in folders:
-                        folders[folder] = os.open(storage.location(folder) if folder else storage.root, os.O_RDONLY)
+                        folders[folder] = os.open(os.path.join(root, folder) if folder else root, os.O_RDONLY)
                     fd = os.open(name, os.O_RDONLY, dir_fd=folders[folder])
                 else:
-                    fd = os.open(storage.location(f.path), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                    fd = os.open(os.path.join(root, f.path), os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 try:
                     got = os.readv(fd, [view[pos : pos + f.size + 1]]) if f.size else len(os.read(fd, 1))
                 finally:
@@ -458,8 +457,9 @@ def _read_local(storage: LocalStorage, files: Sequence[LogFile]) -> tuple[bytear
 
 def read_log_files(storage: Storage, files: Sequence[LogFile], versions: Sequence[int] | None = None) -> LogLines:
     """Read JSON log files (in parallel for object stores) and split them into lines."""
-    if isinstance(storage, LocalStorage) and files:
-        local = _read_local(storage, files)
+    root = storage.local_root
+    if root is not None and files:
+        local = _read_local(root, files)
         if local is not None:
             return lines_from_buffer(files, local[0], local[1], versions)
     return lines_from_bytes(files, _read_all(storage, files), versions)

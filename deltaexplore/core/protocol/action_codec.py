@@ -217,13 +217,3 @@ def _action_lines_slow(kind: str, table: pa.Table) -> list[str]:
 def action_line(kind: str, body: dict[str, Any]) -> str:
     """One JSON line for a non-file action."""
     return json_text({kind: body})
-
-
-def has_nulls(table: pa.Table, column: str) -> bool:
-    return table.num_rows > 0 and table.column(column).null_count > 0
-
-
-def sum_column(table: pa.Table, column: str) -> int:
-    if table.num_rows == 0:
-        return 0
-    return int(pc.sum(table.column(column)).as_py() or 0)

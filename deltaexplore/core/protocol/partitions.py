@@ -18,12 +18,17 @@ from deltaexplore.core.protocol.schema import DataType, DecimalType, PrimitiveTy
 from deltaexplore.errors import InvalidLogError
 
 __all__ = [
+    "HIVE_NULL",
     "map_column_values",
     "parse_partition_column",
     "parse_timestamp",
     "serialize_partition_value",
     "uniform_map_values",
 ]
+
+
+#: how a null partition value is written in directory names and partition keys
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 def map_column_values(maps: pa.Array, key: str) -> pa.Array:
@@ -135,13 +140,6 @@ def parse_partition_column(raw: pa.Array, dtype: DataType, *, column: str = "") 
         return pc.cast(pc.utf8_trim_whitespace(strings), target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, ArithmeticError) as exc:
         raise InvalidLogError(f"partition column {column!r}: cannot parse values as {name}: {exc}") from exc
-
-
-def empty_is_null(raw: pa.Array) -> pa.Array:
-    """The spec's rule for every type, strings included: an empty partition value is null."""
-    if isinstance(raw, pa.ChunkedArray):
-        raw = raw.combine_chunks()
-    return pc.if_else(pc.equal(raw, ""), pa.scalar(None, raw.type), raw)
 
 
 def serialize_partition_value(value: Any, dtype: DataType) -> str | None:

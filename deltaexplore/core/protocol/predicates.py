@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.errors import DeltaExploreError
 
-__all__ = ["And", "Cmp", "Expr", "In", "IsNull", "Not", "Or", "PredicateError", "parse_predicate"]
+__all__ = ["And", "Cmp", "Expr", "In", "IsNull", "Not", "Or", "PredicateError", "parse_predicate", "typed_literal"]
 
 
 class PredicateError(DeltaExploreError, ValueError):
@@ -62,7 +62,7 @@ class Cmp(Expr):
 
     def to_arrow(self, types: dict[str, pa.DataType]) -> pc.Expression:
         field = _field(self.column)
-        lit = _literal(self.value, types.get(self.column))
+        lit = typed_literal(self.value, types.get(self.column))
         return {
             "=": field == lit,
             "!=": field != lit,
@@ -77,7 +77,7 @@ class Cmp(Expr):
         if stats is None:
             return env.all_true()
         lo, hi, _, _ = stats
-        lit = _literal(self.value, lo.type)
+        lit = typed_literal(self.value, lo.type)
         if self.op == "=":
             keep = pc.and_kleene(pc.less_equal(lo, lit), pc.greater_equal(hi, lit))
         elif self.op == "!=":
@@ -110,7 +110,9 @@ class In(Expr):
     def to_arrow(self, types: dict[str, pa.DataType]) -> pc.Expression:
         typ = types.get(self.column)
         values = (
-            pa.array([_literal(v, typ).as_py() for v in self.values], typ) if typ is not None else pa.array(list(self.values))
+            pa.array([typed_literal(v, typ).as_py() for v in self.values], typ)
+            if typ is not None
+            else pa.array(list(self.values))
         )
         expr = pc.field(*self.column.split(".")).isin(values)
         return ~expr if self.negated else expr
@@ -245,7 +247,13 @@ def _field(column: str) -> pc.Expression:
     return pc.field(*column.split(".")) if "." in column else pc.field(column)
 
 
-def _literal(value: Any, typ: pa.DataType | None) -> pa.Scalar:
+def typed_literal(value: Any, typ: pa.DataType | None) -> pa.Scalar:
+    """A predicate's literal as a scalar of the column's type `typ` (ISO text for dates and
+    timestamps; a float stays a float against an integer column, compared numerically).
+
+    Raises:
+        PredicateError: the value cannot be compared with such a column.
+    """
     if isinstance(value, pa.Scalar):
         scalar = value
     elif typ is not None and pa.types.is_timestamp(typ) and isinstance(value, str):

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import (
     PARQUET_FIELD_ID,
     ArrayType,
@@ -26,10 +27,19 @@ from deltaexplore.core.protocol.schema import (
     StructType,
     to_arrow_type,
 )
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError, StorageError, UnsupportedFeatureError
 from deltaexplore.storage import check_relative
 
-__all__ = ["constant_column", "count_rows", "open_parquet", "project_column", "read_data_file", "resolve_data_path"]
+__all__ = [
+    "constant_column",
+    "count_rows",
+    "open_parquet",
+    "project_column",
+    "read_data_file",
+    "resolve_data_path",
+    "row_counts",
+]
 
 
 def resolve_data_path(storage: Any, raw_path: str) -> str:
@@ -254,5 +264,15 @@ def count_rows(storage: Any, location: str, *, path: str) -> int:
     return open_parquet(storage, location, path=path).metadata.num_rows
 
 
-def is_valid_mask(arr: pa.Array) -> np.ndarray:
-    return pc.is_valid(arr).to_numpy(zero_copy_only=False)
+def row_counts(snapshot: TableState, adds: pa.Table) -> np.ndarray:
+    """Physical rows of each file of `adds` (numRecords from its stats, else its parquet footer)."""
+    counts = num_records(adds)
+    if counts.null_count == 0:
+        return counts.to_numpy(zero_copy_only=False).astype(np.int64)
+    out = []
+    storage = snapshot.storage
+    for value, path in zip(counts.to_pylist(), adds.column("path").to_pylist()):
+        if value is None:
+            value = count_rows(storage, storage.location(resolve_data_path(storage, path)), path=path)
+        out.append(value)
+    return np.asarray(out, dtype=np.int64)

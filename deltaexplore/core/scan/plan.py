@@ -18,31 +18,14 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.protocol.partitions import map_column_values, parse_partition_column
 from deltaexplore.core.protocol.predicates import Expr, parse_predicate
 from deltaexplore.core.protocol.schema import StructField, StructType, to_arrow_type
 from deltaexplore.core.scan.data_file import constant_column, read_data_file, resolve_data_path
+from deltaexplore.core.scan.partition_values import partition_table
 from deltaexplore.core.scan.skipping import prune_by_partitions, prune_by_stats
-from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError, InvalidLogError
+from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError
 
-__all__ = ["ScanPlan", "partition_table", "plan_scan", "resolve_columns"]
-
-
-def partition_table(snapshot: TableState, adds: pa.Table) -> pa.Table:
-    """Typed partition values of each add (logical column names)."""
-    schema = snapshot.schema
-    maps = adds.column("partitionValues").combine_chunks()
-    cols = {}
-    for name in snapshot.partition_columns:
-        f = schema.get(name)
-        if f is None:
-            raise InvalidLogError(f"partition column {name!r} is not in the schema of {snapshot.uri}")
-        key = f.physical_name if snapshot.column_mapping_mode != "none" else f.name
-        raw = map_column_values(maps, key)
-        if raw.null_count == len(raw) and key != name and len(raw):
-            raw = map_column_values(maps, name)
-        cols[f.name] = parse_partition_column(raw, f.type, column=f.name)
-    return pa.table(cols) if cols else pa.table({"__n": pa.nulls(adds.num_rows)}).drop_columns(["__n"])
+__all__ = ["ScanPlan", "plan_scan", "resolve_columns"]
 
 
 def resolve_columns(schema: StructType, columns: list[str] | None) -> list[StructField]:

@@ -20,7 +20,6 @@ import pyarrow.compute as pc
 from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.protocol.actions import Metadata, Protocol
 from deltaexplore.core.protocol.features import FEATURES, check_writable, features_of
-from deltaexplore.core.protocol.partitions import map_column_values
 from deltaexplore.core.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType
 from deltaexplore.core.write.schema_evolution import check_column_mapping
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
@@ -448,9 +447,3 @@ def check_file_actions(
             f"change data feed is enabled: {operation} rewrites data files and must record the changed rows in cdc files",
             path=path,
         )
-
-
-def partition_value_columns(adds: pa.Table, keys: list[str]) -> dict[str, pa.Array]:
-    """Raw partition strings of some adds by partition key (physical name)."""
-    maps = adds.column("partitionValues").combine_chunks()
-    return {k: map_column_values(maps, k) for k in keys}

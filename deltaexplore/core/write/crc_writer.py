@@ -17,8 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
-from deltaexplore.core.snapshot import Snapshot
-from deltaexplore.errors import DeltaExploreError
 from deltaexplore.storage import Storage
 
 __all__ = ["FILE_SIZE_BINS", "checksum_after_commit", "checksum_from_state", "checksum_path", "write_checksum"]
@@ -199,23 +197,3 @@ def write_checksum(storage: Storage, version: int, checksum: dict[str, Any]) -> 
     """Write `<version>.crc` unless it exists. Returns True when this call wrote it."""
     data = json.dumps(checksum, separators=(",", ":")).encode("utf-8")
     return storage.put_if_absent(checksum_path(version), data)
-
-
-def write_snapshot_checksum(snapshot: Snapshot) -> bool:
-    """Write the checksum file of a snapshot's version from its full state (if absent).
-
-    Raises:
-        DeltaExploreError: the state cannot be read.
-    """
-    ict = snapshot.timestamp_ms if snapshot.clock.uses_ict(snapshot.version) else None
-    obj = checksum_from_state(
-        snapshot.protocol,
-        snapshot.metadata,
-        snapshot.add_actions(),
-        txns=snapshot.txns(),
-        domains=snapshot.domain_metadata(),
-        ict=ict,
-    )
-    if obj is None:
-        raise DeltaExploreError(f"cannot write the checksum of version {snapshot.version}: a file size is missing")
-    return write_checksum(snapshot.storage, snapshot.version, obj)

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltaexplore.core.protocol.actions import ADD_FIELDS, CDC_FIELDS, Metadata, Protocol
-from deltaexplore.core.protocol.partitions import serialize_partition_value
+from deltaexplore.core.protocol.partitions import HIVE_NULL, serialize_partition_value
 from deltaexplore.core.protocol.schema import StructType, to_arrow_schema
 from deltaexplore.core.scan.stats_columns import StatsColumn, stats_columns
 from deltaexplore.errors import StorageError, WriteRefusedError
@@ -50,7 +50,6 @@ __all__ = [
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 STRING_PREFIX = 32
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPE = set("\"#%'*/:=?\\{[]^") | {chr(c) for c in range(0x20)} | {"\x7f"}
 
 
