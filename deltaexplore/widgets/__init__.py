@@ -73,3 +73,15 @@ def register_display() -> None:
 
 
 register_display()
+
+
+def _register_table_display() -> None:
+    """In an IPython session, show deltaexplore's Arrow tables as formatted HTML tables
+    (`widgets.tables`); outside one, nothing is imported."""
+    if "IPython" in sys.modules:
+        from deltaexplore.widgets.tables import register_table_display
+
+        register_table_display()
+
+
+_register_table_display()
