@@ -28,6 +28,7 @@ PACKAGES: dict[str, set[str]] = {
     "viz": {"errors", "storage", "core", "inspect"},
     "widgets": {"errors", "storage", "core", "inspect", "viz", "spark"},
     "magics": {"errors", "storage", "core", "inspect", "viz", "widgets", "spark"},
+    "labserver": {"errors", "storage", "core"},  # the Jupyter server extension: which folders are tables
 }
 FRONT_DOOR = {"deltaexplore", "deltaexplore._accessors", "deltaexplore.cli"}
 
@@ -156,6 +157,13 @@ def test_packages_import_only_the_layers_below_them():
             if target_package not in PACKAGES[package]:
                 wrong.append(f"{module} -> {target}")
     assert wrong == []
+
+
+def test_every_package_has_its_place():
+    placed = set(PACKAGES) | {m.split(".")[1] for m in FRONT_DOOR if "." in m}
+    assert {_module_name(p).split(".")[1] for p in PACKAGE.glob("*.py") if p.name != "__init__.py"} | {
+        p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()
+    } <= placed
 
 
 def test_the_core_rooms_import_only_their_floor_and_below():

@@ -113,4 +113,4 @@ def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_by
     except DeltaExploreError:
         mode = "unknown"
     rows.append(metric("protocol", "column_mapping", mode))
-    return metrics_table(rows)
+    return metrics_table(rows, "overview")

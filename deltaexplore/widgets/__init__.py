@@ -7,6 +7,7 @@ constructor raises `MissingDependencyError` naming the `widgets` extra.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from deltaexplore.errors import MissingDependencyError
@@ -73,3 +74,15 @@ def register_display() -> None:
 
 
 register_display()
+
+
+def _register_table_display() -> None:
+    """In an IPython session, show deltaexplore's Arrow tables as formatted HTML tables
+    (`widgets.tables`); outside one, nothing is imported."""
+    if "IPython" in sys.modules:
+        from deltaexplore.widgets.tables import register_table_display
+
+        register_table_display()
+
+
+_register_table_display()
