@@ -41,7 +41,7 @@ def _shown(path: object) -> str:
 sys.path.insert(0, str(ROOT))
 
 import deltaexplore as dx  # noqa: E402
-from deltaexplore.core.deletion_vectors import z85_encode  # noqa: E402
+from deltaexplore.core.protocol.deletion_vectors import z85_encode  # noqa: E402
 from deltaexplore.inspect import deletion_vectors, diff, layout  # noqa: E402
 from deltaexplore.inspect.diff import _compute  # noqa: E402
 
@@ -126,7 +126,7 @@ def make_dv_variant(src: Path, dst: Path, *, share: float = 0.3, dv_files: int =
 
 
 def _kernel() -> bool:
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     return stats_search.KERNEL is not None
 

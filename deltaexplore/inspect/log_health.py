@@ -20,8 +20,8 @@ from deltaexplore.inspect.formatting import human_bytes, tag_schema
 from deltaexplore.inspect.schemas import LOG_FILES_SCHEMA, METRICS_SCHEMA
 
 if TYPE_CHECKING:
-    from deltaexplore.core.log_path import LogFile
-    from deltaexplore.core.log_segment import LogListing
+    from deltaexplore.core.log.file_names import LogFile
+    from deltaexplore.core.log.segment import LogListing
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 

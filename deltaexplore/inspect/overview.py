@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.features import features_of
+from deltaexplore.core.protocol.features import features_of
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect._common import snapshot_of
 from deltaexplore.inspect.files import files as files_table
@@ -33,7 +33,7 @@ def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_by
     """
     snap = snapshot_of(obj, version)
     rows: list[dict[str, Any]] = []
-    md = snap._state.metadata
+    md = snap.metadata_or_none
     rows.append(metric("table", "uri", snap.table.uri))
     rows.append(metric("table", "version", snap.version, unit="version"))
     rows.append(

@@ -87,7 +87,7 @@ FILTERS = [
 def test_filters_match_the_core(spark, tmp_path):
     from pyspark.sql import functions as F
 
-    from deltaexplore.core.predicates import parse_predicate
+    from deltaexplore.core.protocol.predicates import parse_predicate
     from deltaexplore.spark import read
     from deltaexplore.spark.filters import to_spark_filter
 
@@ -200,7 +200,7 @@ def test_bitmap_literals_are_primitive_arrays(spark):
 def test_sql_type_text_says_exactly_the_spark_type():
     """Projections are SQL text where the type's text is exact; anything it cannot say (a
     non-nullable element or value) is left to the Column API (None)."""
-    from deltaexplore.core.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
+    from deltaexplore.core.protocol.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
     from deltaexplore.spark.types import quoted, sql_type
 
     nested = StructType(
