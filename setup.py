@@ -1,5 +1,5 @@
-"""Build hooks: the stats search kernel of `deltaexplore.core.stats_search` (the one compiled
-part), and the explorer's front end (`frontend/`, bundled into `deltaexplore/widgets/static/`).
+"""Build hooks: the stats search kernel of `deltaexplore.core.scan.stats_search` (the one
+compiled part), and the explorer's front end (`frontend/`, bundled into `deltaexplore/widgets/static/`).
 
 Everything else is configured in pyproject.toml. The C extension is optional: without a C
 compiler the package installs all the same and `stats_search` uses its numpy/polars path (same
@@ -63,8 +63,8 @@ setup(
     cmdclass={"build_py": BuildPyWithFrontend},
     ext_modules=[
         Extension(
-            "deltaexplore.core._stats_kernel",
-            ["deltaexplore/core/_stats_kernel.c"],
+            "deltaexplore.core.scan._stats_kernel",
+            ["deltaexplore/core/scan/_stats_kernel.c"],
             extra_compile_args=["-O3"],
             optional=True,
         )

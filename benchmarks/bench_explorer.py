@@ -98,7 +98,7 @@ class Lab:
         }
         built = ROOT / "extension" / "build"
         extra = [f"--LabApp.extra_labextensions_path={built}"] if (built / "deltaexplore-jupyterlab").exists() else []
-        self.log = open(home / "lab.log", "w")  # noqa: SIM115 - closed in stop()
+        self.log = open(home / "lab.log", "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--port=0", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
              f"--ServerApp.root_dir={root}", "--allow-root", "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True", *extra],
@@ -280,7 +280,7 @@ def main() -> None:
     args = ap.parse_args()
     path = table_path(args.table)
     runs = []
-    for i in range(args.runs):
+    for _ in range(args.runs):
         r = one_run(path, prefetch=not args.no_prefetch)
         runs.append(r)
         print(json.dumps(r, indent=1), flush=True)

@@ -2,34 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.partitions import map_column_values, uniform_map_values
-from deltaexplore.core.replay import dv_unique_id
+from deltaexplore.core.log.replay import dv_unique_id
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
 
-if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
 __all__ = [
-    "HIVE_NULL",
     "InspectError",
     "conform",
     "dv_cardinality",
     "live_rows",
-    "partition_keys",
     "remember",
     "snapshot_cache",
     "snapshot_of",
     "table_of",
 ]
-
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 class InspectError(DeltaExploreError, ValueError):
@@ -52,10 +45,7 @@ def table_cache(table: Table) -> dict[str, Any]:
 
 def table_of(obj: Table | Snapshot) -> Table:
     """The `Table` of a table or snapshot."""
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
-    if isinstance(obj, Snapshot):
+    if isinstance(obj, Snapshot) and isinstance(obj.table, Table):
         return obj.table
     if isinstance(obj, Table):
         return obj
@@ -71,7 +61,7 @@ def remember(snapshot: Snapshot) -> Snapshot:
     """Keep `snapshot` among its table's recent snapshots (`snapshot_of` returns it for its version)."""
     from collections import OrderedDict
 
-    recent = table_cache(snapshot.table).setdefault("recent", OrderedDict())
+    recent = table_cache(table_of(snapshot)).setdefault("recent", OrderedDict())
     recent[snapshot.version] = snapshot
     recent.move_to_end(snapshot.version)
     while len(recent) > RECENT_SNAPSHOTS:
@@ -96,12 +86,10 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
     so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once; so are the
     last `RECENT_SNAPSHOTS` other versions asked for (see `remember`).
     """
-    from deltaexplore.core.snapshot import Snapshot
-
     if isinstance(obj, Snapshot):
         if version is None or version == obj.version:
             return obj
-        return snapshot_of(obj.table, version)
+        return snapshot_of(table_of(obj), version)
     table = table_of(obj)
     if version is not None:
         cached = table_cache(table).get("latest")
@@ -184,56 +172,6 @@ def dv_ids(adds: pa.Table) -> pa.Array:
 
 def live_rows(num_records: pa.Array, deleted: pa.Array) -> pa.Array:
     return pc.subtract(num_records, deleted)
-
-
-def partition_keys(snapshot: Snapshot, adds: pa.Table) -> pa.Array:
-    """`col=value/col2=value2` per add (logical names, partition order; '' when unpartitioned)."""
-    n = adds.num_rows
-    cols = snapshot.partition_columns
-    if not cols:
-        return pa.repeat(pa.scalar("", pa.string()), n)
-    maps = combined(adds.column("partitionValues"))
-    mapping = _physical_partition_names(snapshot)
-    pieces = []
-    uniform = uniform_map_values(maps, [mapping.get(c, c) for c in cols])
-    for i, name in enumerate(cols):
-        key = mapping.get(name, name)
-        if uniform is not None:
-            values = uniform[i]
-        else:
-            values = map_column_values(maps, key) if n else pa.array([], pa.string())
-            if key != name and n and values.null_count == n:
-                values = map_column_values(maps, name)
-        if len(cols) == 1:
-            # one column: the text of each distinct value once, then gathered (a million
-            # files share a few hundred partitions)
-            encoded = pc.dictionary_encode(combined(values), null_encoding="encode")
-            return _hive_pair(name, encoded.dictionary).take(encoded.indices)
-        pieces.append(_hive_pair(name, values))
-    return pc.binary_join_element_wise(*pieces, "/")
-
-
-def _hive_pair(name: str, values: pa.Array) -> pa.Array:
-    """`name=value` per value (null and empty values as Hive's default partition)."""
-    values = pc.fill_null(values, HIVE_NULL)
-    values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
-    return pc.binary_join_element_wise(pa.scalar(name), values, "=")
-
-
-def _physical_partition_names(snapshot: Snapshot) -> dict[str, str]:
-    """logical -> physical name of each partition column (identity without column mapping)."""
-    if snapshot.column_mapping_mode == "none":
-        return {}
-    try:
-        schema = snapshot.schema
-    except DeltaExploreError:
-        return {}
-    out = {}
-    for name in snapshot.partition_columns:
-        f = schema.get(name)
-        if f is not None:
-            out[name] = f.physical_name
-    return out
 
 
 def relative_to_root(paths: pa.Array, root: str) -> pa.Array:

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltaexplore.core.timestamps import CommitClock
+from deltaexplore.core.log.timestamps import CommitClock
 from deltaexplore.errors import InvalidLogError, VersionNotFoundError
 from deltaexplore.inspect._common import snapshot_of, table_of
 from deltaexplore.inspect.schemas import COMMIT_INFOS_SCHEMA, TS
 
 if TYPE_CHECKING:
-    from deltaexplore.core.log_path import LogFile
+    from deltaexplore.core.log.file_names import LogFile
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
     from deltaexplore.storage.base import Storage

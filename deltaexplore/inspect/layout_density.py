@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.schema import to_arrow_type
+from deltaexplore.core.protocol.schema import to_arrow_type
 from deltaexplore.inspect._common import InspectError, snapshot_of
 from deltaexplore.inspect.layout import _bounds, _keys, _resolve
 from deltaexplore.inspect.schemas import layout_density_schema

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.features import features_of
+from deltaexplore.core.protocol.features import features_of
+from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import dv_cardinality, partition_keys, snapshot_of
+from deltaexplore.inspect._common import dv_cardinality, snapshot_of
 from deltaexplore.inspect.files import files as files_table
 from deltaexplore.inspect.files import small_file_threshold
 from deltaexplore.inspect.formatting import human_bytes
@@ -71,7 +72,7 @@ def overview(
     """
     snap = snapshot_of(obj, version)
     out: list[dict[str, Any]] = []
-    md = snap._state.metadata
+    md = snap.metadata_or_none
     out.append(metric("table", "uri", snap.table.uri))
     out.append(metric("table", "version", snap.version, unit="version"))
     out.append(
@@ -184,4 +185,4 @@ def overview(
     except DeltaExploreError:
         mode = "unknown"
     out.append(metric("protocol", "column_mapping", mode))
-    return metrics_table(out)
+    return metrics_table(out, "overview")

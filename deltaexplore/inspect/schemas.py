@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from deltaexplore.core.actions import STRING_MAP
 from deltaexplore.core.files import FILES_SCHEMA as CORE_FILES_SCHEMA
 from deltaexplore.core.history import HISTORY_SCHEMA as CORE_HISTORY_SCHEMA
+from deltaexplore.core.protocol.actions import STRING_MAP
 from deltaexplore.inspect.formatting import UNIT_FROM_KEY, tag_schema, with_units
 
 __all__ = [

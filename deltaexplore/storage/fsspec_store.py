@@ -56,6 +56,9 @@ class FsspecStorage(Storage):
             raise MissingDependencyError("fsspec is required for URIs", extra="core") from exc
         scheme = uri.split("://", 1)[0].lower()
         options = dict(storage_options or {})
+        #: the options the table was opened with: maintenance hands them on to other engines
+        #: (Spark executors open their own filesystem)
+        self.storage_options: dict[str, Any] = dict(options)
         self.unsafe_commits_allowed = bool(options.pop(UNSAFE_OPTION, False))
         try:
             fs, path = fsspec.core.url_to_fs(uri, **options)

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.viz._data import as_inspect_table, frame
 
@@ -28,42 +29,36 @@ def _partitions(data: Any) -> Any:
 
 
 def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> alt.Chart:
-    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...); `small` counts the bin's files
-    that are small. `data` is `inspect.files()` output (or any table with `size`) or a
-    Table/Snapshot. Small files are inspect's (`is_small`: `delta.targetFileSize` / 2, else
-    128 MiB), or those under `small_file_bytes` when given (or when the table has no `is_small`).
-    Binned with numpy first: the spec holds one row per bin, never per file."""
-    from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
-
+    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins whose files are all small
+    coloured as small: under `small_file_bytes` when given, else as `inspect.files()` says
+    (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.files()` output
+    (or any table with `size`) or a Table/Snapshot. Binned with numpy first: the spec holds one
+    row per bin, never per file."""
     f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
     sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
-    if small_file_bytes is None and "is_small" in f.column_names:
-        small_mask = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
+    if small_file_bytes is not None or "is_small" not in f.column_names:
+        is_small = sizes < (small_file_bytes if small_file_bytes is not None else DEFAULT_SMALL_FILE_BYTES)
     else:
-        limit = DEFAULT_SMALL_FILE_BYTES if small_file_bytes is None else small_file_bytes
-        small_mask = sizes < limit
-    keep = ~np.isnan(sizes)
-    sizes, small_mask = sizes[keep], small_mask[keep]
+        is_small = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
+    known = ~np.isnan(sizes)
+    sizes, is_small = sizes[known], is_small[known]
     exp = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
     if len(exp):
         uniq, counts = np.unique(exp, return_counts=True)
         bytes_per = np.bincount(exp - uniq.min(), weights=sizes)[uniq - uniq.min()]
-        small_per = np.bincount(exp - uniq.min(), weights=small_mask.astype(np.float64))[uniq - uniq.min()]
+        small_per = np.bincount(exp - uniq.min(), weights=is_small)[uniq - uniq.min()]
     else:
-        uniq, counts, bytes_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        small_per = np.zeros(0)
+        uniq, counts, bytes_per, small_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     lo = (2.0**uniq).astype(np.int64)
     hi = (2.0 ** (uniq + 1)).astype(np.int64)
     labels = [f"{human_bytes(a)}-{human_bytes(b)}" for a, b in zip(lo, hi)]
-    # a bin is small when most of its files are
-    small = [bool(s * 2 > c) for s, c in zip(small_per, counts)]
+    small = [bool(n_small == n) for n_small, n in zip(small_per, counts)]
     table = pa.table(
         {
             "bin": pa.array(labels, pa.string()),
             "bin_start": pa.array(lo, pa.int64()),
             "files": pa.array(counts, pa.int64()),
             "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
-            "small_files": pa.array(small_per.astype(np.int64), pa.int64()),
             "small": pa.array(small, pa.bool_()),
         }
     )
@@ -74,12 +69,7 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             x=alt.X("bin:O", sort=alt.SortField("bin_start"), title="file size"),
             y=alt.Y("files:Q", title="files"),
             color=alt.Color("small:N", title="small file", scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"])),
-            tooltip=[
-                "bin:N",
-                alt.Tooltip("files:Q", format=","),
-                alt.Tooltip("bytes:Q", format=","),
-                alt.Tooltip("small_files:Q", format=",", title="small files"),
-            ],
+            tooltip=["bin:N", alt.Tooltip("files:Q", format=","), alt.Tooltip("bytes:Q", format=","), "small:N"],
         )
     )
 

@@ -71,7 +71,8 @@ def test_inspection_tables_carry_the_schema_tag(tmp_path) -> None:
     table = dx.open_table(str(tmp_path))
     assert fmt.table_name(table.inspect.history().schema) == "history"
     assert fmt.table_name(table.inspect.files().schema) == "files"
-    assert fmt.table_name(table.inspect.overview().schema) == "metrics"
+    assert fmt.table_name(table.inspect.overview().schema) == "overview"
+    assert fmt.table_name(table.inspect.log_health().schema) == "log_health"
     assert fmt.unit_of(table.inspect.history().schema.field("timestamp")) == "timestamp"
 
 

@@ -96,6 +96,23 @@ def test_file_size_histogram_bins(parted):
     assert len(rows) <= 31 and sum(r["files"] for r in rows) == 200_000
 
 
+def test_file_size_histogram_small_files_follow_the_inspection(tmp_path):
+    """Without `small_file_bytes`, a bin is small when `inspect.files()` says its files are
+    (`delta.targetFileSize` / 2 here: 300 bytes), not by a default of the chart's own."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    fields = [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]
+    md = metadata({"type": "struct", "fields": fields}, configuration={"delta.targetFileSize": "600"})
+    sizes = [100, 300, 1000, 50]
+    write_commit(tmp_path, 0, [commit_info(), protocol(), md, *[add(f"f{i}.parquet", s, 1) for i, s in enumerate(sizes)]])
+    table = dx.open_table(str(tmp_path))
+    assert table.inspect.files().column("is_small").to_pylist() == [True, False, False, True]
+    for data in (table, table.snapshot(), table.inspect.files()):
+        _, _, _, rows = spec(viz.file_size_histogram(data))
+        assert {r["bin_start"]: r["small"] for r in rows} == {32: True, 64: True, 256: False, 512: False}
+
+
 def test_partition_skew_chart(parted):
     _, mark, enc, rows = spec(viz.partition_skew_chart(parted, top=2))
     assert mark == "bar" and enc["x"]["field"] == "bytes" and enc["y"]["field"] == "partition"

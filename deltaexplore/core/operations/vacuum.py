@@ -30,15 +30,15 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from deltaexplore.core.arguments import number
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
-from deltaexplore.core.features import check_writable
-from deltaexplore.core.json_log import read_log_files
-from deltaexplore.core.operations._common import metrics_table, open_for_write
+from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.operations.engine import VACUUM_METRICS, metrics_table, open_for_write
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.protocol.features import check_writable
 from deltaexplore.core.snapshot import CATALOG_FEATURES
 from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
 
 if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
+    from deltaexplore.core.log.catalog import CatalogClient
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
     from deltaexplore.storage import Storage
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 __all__ = ["VacuumPlan", "plan_vacuum", "vacuum"]
 
 _TMP = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
-VACUUM_METRICS = {"version": pa.int64(), "retention_hours": pa.float64(), "num_files": pa.int64(), "num_bytes": pa.int64()}
 
 
 @dataclass
