@@ -87,8 +87,7 @@ def test_local_and_spark_operations_return_the_same_metrics(spark, tmp_path):
     # the explorer's maintenance reports the Spark operation's own metrics row
     from deltaexplore.widgets import maintenance
 
-    backend, _, _ = maintenance.find_runner("checkpoint")
-    assert backend == "spark"
-    out = maintenance.run("checkpoint", dx.open_table(uri), lambda *_: None)
-    assert out["result"]["operation"] == "CHECKPOINT" and set(out["result"]) <= set(METRICS["CHECKPOINT"].names)
-    assert out["result"]["num_add_files"] == dx.open_table(uri).snapshot().num_files
+    out = maintenance.run("optimize", dx.open_table(uri), lambda *_: None, engine="spark")
+    assert out["backend"] == "spark"
+    assert out["metrics"].schema.names == METRICS["OPTIMIZE"].names
+    assert out["result"]["operation"] == "OPTIMIZE" and out["result"]["version"] == dx.open_table(uri).latest_version()
