@@ -183,6 +183,15 @@ def _join_skipping_nulls(parts: list[pa.Array], sep: str) -> pa.Array:
     return pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), values), sep)
 
 
+def map_json(arr: pa.Array) -> pa.Array:
+    """`{"k":"v",...}` per row of a map<string,string> (null maps stay null), whatever the
+    strings hold (rows with rare control characters are encoded by `json`)."""
+    try:
+        return _map(arr)
+    except _Fallback:
+        return pa.array([None if m is None else json.dumps(dict(m), separators=(",", ":")) for m in arr.to_pylist()], pa.string())
+
+
 def _map(arr: pa.Array) -> pa.Array:
     """`{"k":"v",...}` per row of a map<string,string> (null maps stay null)."""
     keys = _quoted(arr.keys)

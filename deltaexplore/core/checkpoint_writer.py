@@ -33,6 +33,7 @@ from deltaexplore.core.snapshot import CATALOG_FEATURES
 from deltaexplore.errors import WriteRefusedError
 
 if TYPE_CHECKING:
+    from deltaexplore.core.checkpoint import Checkpoint
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
@@ -290,6 +291,9 @@ def write_checkpoint(
         raise WriteRefusedError(f"{root} lacks the v2Checkpoint feature: V2 checkpoints need it", path=root)
     if snapshot.protocol.has(*CATALOG_FEATURES) and v not in snapshot.table.listing(refresh=False).commits:
         raise WriteRefusedError(f"version {v} of catalog-managed {root} is not published yet: cannot checkpoint it", path=root)
+    existing = snapshot.table.listing(refresh=True).checkpoints.get(v)
+    if existing:  # one checkpoint per version is enough (V2 names are unique: never write a second)
+        return _existing(snapshot, existing[0])
     actions = checkpoint_tables(snapshot, now_ms=now_ms)
     if kind == "classic":
         result = _write_classic(storage, v, actions)
@@ -298,6 +302,23 @@ def write_checkpoint(
     if result.written:
         write_last_checkpoint(storage, result)
     return result
+
+
+def _existing(snapshot: Snapshot, found: Checkpoint) -> CheckpointResult:
+    """The result for a checkpoint already there (`written=False`); counts from
+    `_last_checkpoint` when it describes that checkpoint, else 0."""
+    lc = snapshot.table.listing(refresh=False).last_checkpoint
+    described = lc.usable and lc.version == found.version
+    return CheckpointResult(
+        found.version,
+        found.kind,
+        found.parts[0].path,
+        (),
+        (lc.size or 0) if described else 0,
+        (lc.num_of_add_files or 0) if described else 0,
+        found.size,
+        False,
+    )
 
 
 def _non_file_columns(actions: _Actions) -> dict[str, tuple[pa.DataType, pa.Array | None]]:

@@ -88,7 +88,7 @@ def _checksum(
 def read_crc_file(storage: Any, version: int) -> dict[str, Any] | None:
     try:
         obj = json.loads(storage.read_bytes(checksum_path(version)))
-    except (FileNotFoundError, ValueError, DeltaExploreError):
+    except (FileNotFoundError, ValueError, RecursionError, DeltaExploreError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -165,6 +165,14 @@ def run_post_commit(
             checksum_written = write_checksum(table.storage, version, obj)
     except (DeltaExploreError, OSError) as exc:
         errors.append(f"checksum file for version {version}: {exc}")
+    try:  # temporary files a killed writer left in the log (from the listing the commit read)
+        from deltaexplore.core.log_cleanup import stale_temp_files
+
+        listing = table.listing(refresh=False)
+        for f in stale_temp_files(table, int(time.time() * 1000), listing=listing):
+            table.storage.delete(f.path)
+    except (DeltaExploreError, OSError) as exc:
+        errors.append(f"removing temporary log files: {exc}")
     checkpoint = None
     config = TableConfig(protocol, metadata)
     if published and version > 0 and version % config.checkpoint_interval == 0:

@@ -13,15 +13,24 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.files import num_records_of
 from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.errors import WriteRefusedError
+from deltaexplore.errors import CommitConflictError, DeltaExploreError, UnsupportedFeatureError, WriteRefusedError
 
 if TYPE_CHECKING:
     from deltaexplore.core.catalog import CatalogClient
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
+    from deltaexplore.core.transaction import CommitResult, Transaction
     from deltaexplore.storage import Storage
 
-__all__ = ["metrics_table", "open_for_write", "read_files_for_rewrite", "row_counts"]
+__all__ = [
+    "commit_or_discard",
+    "discard_files",
+    "metrics_table",
+    "open_for_write",
+    "read_files_for_rewrite",
+    "refuse_copy_from_outside",
+    "row_counts",
+]
 
 
 def open_for_write(
@@ -70,6 +79,49 @@ def row_counts(snapshot: Snapshot, adds: pa.Table) -> np.ndarray:
             value = count_rows(storage, storage.location(rel), path=path)
         out.append(value)
     return np.asarray(out, dtype=np.int64)
+
+
+def discard_files(table: Table, paths: list[str]) -> None:
+    """Best effort: delete the files (log paths) an operation wrote for a commit that did not
+    happen: data, change data and deletion vector files (else they wait for VACUUM)."""
+    from urllib.parse import unquote
+
+    for path in paths:
+        try:
+            table.storage.delete(unquote(path))
+        except (DeltaExploreError, OSError):
+            pass
+
+
+def commit_or_discard(table: Table, txn: Transaction, written: list[str], *, max_retries: int | None) -> CommitResult:
+    """Commit `txn`; when the commit surely did not happen (a conflict, a refusal), delete the
+    files written for it (`written`, log paths). A storage failure while creating the commit
+    file may hide a commit that landed: then the files stay (VACUUM removes them if not)."""
+    try:
+        return txn.commit(max_retries=max_retries)
+    except (CommitConflictError, WriteRefusedError, UnsupportedFeatureError):
+        discard_files(table, written)
+        raise
+
+
+def refuse_copy_from_outside(snapshot: Snapshot, files: pa.Table, operation: str) -> None:
+    """Refuse an operation that would copy rows of data files outside the table root into it
+    (the protocol lets a table refer to them; maintenance leaves them where they are).
+
+    Raises:
+        WriteRefusedError: some of `files` (add rows) lie outside the root.
+    """
+    if files.num_rows == 0:
+        return
+    outside = snapshot.storage.outside(files.column("path"))
+    if outside.any():
+        first = files.column("path")[int(np.flatnonzero(outside)[0])].as_py()
+        raise WriteRefusedError(
+            f"{operation} would copy rows of {int(outside.sum())} data file(s) outside the table root "
+            f"{snapshot.table.uri} (e.g. {first}) into the table: refused; "
+            "use deletion vectors (delta.enableDeletionVectors, without change data feed) to delete from them",
+            path=first,
+        )
 
 
 def read_files_for_rewrite(snapshot: Snapshot, files: pa.Table) -> tuple[pa.Table, list[str]]:

@@ -34,7 +34,15 @@ from deltaexplore.core.deletion_vectors import (
     read_deletion_vector,
     z85_encode,
 )
-from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
+from deltaexplore.core.operations._common import (
+    commit_or_discard,
+    discard_files,
+    metrics_table,
+    open_for_write,
+    read_files_for_rewrite,
+    refuse_copy_from_outside,
+    row_counts,
+)
 from deltaexplore.core.predicates import Expr, PredicateError, parse_predicate
 from deltaexplore.core.read import constant_column, read_data_file
 from deltaexplore.core.scan import resolve_data_path
@@ -140,7 +148,9 @@ def _loosen(stats: str | None) -> str | None:
         return stats
     try:
         obj = json.loads(stats)
-    except ValueError:
+    except (ValueError, RecursionError):
+        return stats
+    if not isinstance(obj, dict):
         return stats
     obj["tightBounds"] = False
     return json.dumps(obj, separators=(",", ":"))
@@ -318,8 +328,31 @@ def delete(
         txn.read_files(predicate=plan.predicate)
     else:
         txn.read_whole_table()  # no predicate, or one we cannot prune with
+    written: list[str] = []  # files this DELETE created: removed again when it does not commit
+    try:
+        staged = _stage_delete(t, snapshot, plan, txn, metrics, written, dry_run, target_file_size)
+    except DeltaExploreError:
+        discard_files(t, written)
+        raise
+    if not staged:
+        return metrics_table(metrics, DELETE_METRICS)
+    metrics["version"] = commit_or_discard(t, txn, written, max_retries=max_retries).version
+    return metrics_table(metrics, DELETE_METRICS)
+
+
+def _stage_delete(
+    t: Table,
+    snapshot: Snapshot,
+    plan: DeletePlan,
+    txn: Transaction,
+    metrics: dict[str, Any],
+    written: list[str],
+    dry_run: bool,
+    target_file_size: int,
+) -> bool:
+    """The row work of `delete`, staged on `txn` (False: nothing to commit); every file it
+    creates is appended to `written` before it is written."""
     cdc_rows: list[pa.Table] = []
-    written: list[pa.Table] = []
     storage = t.storage
     md = snapshot.metadata
     if plan.whole_files:
@@ -327,6 +360,7 @@ def delete(
         live = counts - _dv_cardinality(plan.files)
         metrics.update(num_deleted_rows=int(live.sum()), num_removed_files=plan.files.num_rows)
         if plan.change_data_feed and plan.files.num_rows and not dry_run:
+            refuse_copy_from_outside(snapshot, plan.files, "DELETE (change data feed)")
             rows, _ = read_files_for_rewrite(snapshot, plan.files)
             cdc_rows.append(rows.select(snapshot.schema.names))
         if not dry_run and plan.files.num_rows:
@@ -342,6 +376,8 @@ def delete(
         files = plan.files.filter(pa.array(hit)) if len(hit) else plan.files
         hits = [m for m in matched if len(m)]
         metrics["num_deleted_rows"] = int(sum(len(m) for m in hits))
+        if plan.change_data_feed:
+            refuse_copy_from_outside(snapshot, files, "DELETE (change data feed)")
         if plan.use_deletion_vectors:
             update = deletion_vector_update(snapshot, files, hits)
             metrics.update(
@@ -349,10 +385,13 @@ def delete(
                 num_deletion_vectors_added=update.adds.num_rows,
             )
             if not dry_run and update.removes.num_rows:
+                if update.dv_path is not None:
+                    written.append(update.dv_path)
                 write_deletion_vector_file(storage, update)
                 txn.remove_files(update.removes)
                 txn.add_files(update.adds)
         elif files.num_rows:
+            refuse_copy_from_outside(snapshot, files, "DELETE")
             rows, extra = read_files_for_rewrite(snapshot, files)
             gone = _condition(plan, rows)
             survivors = rows.filter(pc.invert(gone))
@@ -368,12 +407,12 @@ def delete(
                     target_file_size=target_file_size,
                     extra_columns=extra,
                 )
-                written.append(adds)
+                written.extend(adds.column("path").to_pylist())
                 metrics["num_added_files"] = adds.num_rows
                 txn.remove_files(files)
                 txn.add_files(adds)
     if dry_run or (metrics["num_deleted_rows"] == 0 and metrics["num_removed_files"] == 0):
-        return metrics_table(metrics, DELETE_METRICS)
+        return False
     if cdc_rows:
         changes = pa.concat_tables([r.select(snapshot.schema.names) for r in cdc_rows], promote_options="permissive")
         changes = changes.append_column("_change_type", pa.array(["delete"] * changes.num_rows, pa.string()))
@@ -386,18 +425,10 @@ def delete(
             configuration=md.configuration,
             kind="cdc",
         )
+        written.extend(cdc.column("path").to_pylist())
         txn.add_cdc_files(cdc)
         metrics["num_added_change_files"] = cdc.num_rows
-    try:
-        result = txn.commit(max_retries=max_retries)
-    except DeltaExploreError:
-        from deltaexplore.core.operations.write import _discard
-
-        for adds in written:
-            _discard(t, adds)
-        raise
-    metrics["version"] = result.version
-    return metrics_table(metrics, DELETE_METRICS)
+    return True
 
 
 def _dv_cardinality(files: pa.Table) -> np.ndarray:

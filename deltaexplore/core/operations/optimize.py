@@ -23,7 +23,14 @@ import pyarrow.compute as pc
 from deltaexplore.core.arguments import count
 from deltaexplore.core.arrow_rows import take_rows
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite, row_counts
+from deltaexplore.core.operations._common import (
+    commit_or_discard,
+    discard_files,
+    metrics_table,
+    open_for_write,
+    read_files_for_rewrite,
+    row_counts,
+)
 from deltaexplore.core.predicates import parse_predicate
 from deltaexplore.core.transaction import Transaction
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
@@ -98,9 +105,10 @@ def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
         return size
     value = snapshot.properties.get("delta.targetFileSize")
     try:
-        return int(value) if value else DEFAULT_TARGET_FILE_SIZE
+        size = int(value) if value else DEFAULT_TARGET_FILE_SIZE
     except ValueError:
         return DEFAULT_TARGET_FILE_SIZE
+    return size if 0 < size < 1 << 63 else DEFAULT_TARGET_FILE_SIZE
 
 
 def plan_optimize(
@@ -138,6 +146,9 @@ def plan_optimize(
         if f.name.lower() in parts:
             raise WriteRefusedError(f"Z-order column {c!r} is a partition column: Z-order by data columns only")
     files = snapshot.scan(where=expr).files
+    outside = snapshot.storage.outside(files.column("path"))
+    if outside.any():  # data outside the root is read, never copied into the table
+        files = files.filter(pa.array(~outside))
     plan = OptimizePlan(snapshot, target_size=target, considered_files=files.num_rows, zorder_by=zorder)
     if files.num_rows == 0:
         return plan
@@ -181,10 +192,10 @@ def plan_optimize(
 
 def _partition_ids(files: pa.Table) -> np.ndarray:
     """A group id per file: equal for files with equal partition values (vectorized)."""
-    from deltaexplore.core.action_codec import _map
+    from deltaexplore.core.action_codec import map_json
 
     maps = files.column("partitionValues").combine_chunks()
-    text = pc.fill_null(_map(maps), "{}") if len(maps) else pa.array([], pa.string())
+    text = pc.fill_null(map_json(maps), "{}") if len(maps) else pa.array([], pa.string())
     return pc.dictionary_encode(text).indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
@@ -268,13 +279,10 @@ def optimize(
             written.append(adds)
             txn.remove_files(files, data_change=False)
             txn.add_files(adds)
-        result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
-        from deltaexplore.core.operations.write import _discard
-
-        for adds in written:
-            _discard(t, adds)
+        discard_files(t, [p for adds in written for p in adds.column("path").to_pylist()])
         raise
+    result = commit_or_discard(t, txn, [p for adds in written for p in adds.column("path").to_pylist()], max_retries=max_retries)
     added = pa.concat_tables(written) if written else None
     metrics.update(
         version=result.version,

@@ -21,7 +21,14 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.data_rules import enforce, evaluate_sql, generated_columns, identity_columns
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.operations._common import metrics_table, open_for_write, read_files_for_rewrite
+from deltaexplore.core.operations._common import (
+    commit_or_discard,
+    discard_files,
+    metrics_table,
+    open_for_write,
+    read_files_for_rewrite,
+    refuse_copy_from_outside,
+)
 from deltaexplore.core.operations.delete import (
     _condition,
     _matches,
@@ -152,7 +159,7 @@ def update(
         txn.read_whole_table()
     old_rows: list[pa.Table] = []
     new_rows: list[pa.Table] = []
-    written: list[pa.Table] = []
+    written: list[str] = []  # files this UPDATE created: removed again when it does not commit
     storage = t.storage
 
     def write(rows: pa.Table, extra: list[str], **kw: Any) -> pa.Table:
@@ -167,7 +174,7 @@ def update(
             extra_columns=extra,
             **kw,
         )
-        written.append(adds)
+        written.extend(adds.column("path").to_pylist())
         return adds
 
     try:
@@ -190,6 +197,7 @@ def update(
                     )
                 old_rows.append(rows)
             files = plan.files.take(pa.array(keep, pa.int64()))
+            refuse_copy_from_outside(snapshot, files, "UPDATE")
             metrics["num_updated_rows"] = int(sum(len(p) for p in positions))
             if metrics["num_updated_rows"] and not dry_run:
                 dv = deletion_vector_update(snapshot, files, positions)
@@ -201,6 +209,8 @@ def update(
                 if tracked:  # updated rows: a new commit version
                     news = news.set_column(news.column_names.index(tracked[1]), tracked[1], pa.nulls(news.num_rows, pa.int64()))
                 new_rows.append(news)
+                if dv.dv_path is not None:
+                    written.append(dv.dv_path)
                 write_deletion_vector_file(storage, dv)
                 txn.remove_files(dv.removes)
                 txn.add_files(dv.adds)
@@ -227,6 +237,7 @@ def update(
                 new_rows.append(news)
                 copied = pa.concat_tables(copied_parts)
                 files = plan.files.take(pa.array(hit_files, pa.int64()))
+                refuse_copy_from_outside(snapshot, files, "UPDATE")
                 metrics.update(num_updated_rows=olds.num_rows, num_removed_files=files.num_rows, num_copied_rows=copied.num_rows)
                 if not dry_run:
                     adds = write(pa.concat_tables([copied, news.cast(copied.schema)]), extra)
@@ -245,13 +256,8 @@ def update(
             cdc = write(changes, [], kind="cdc")
             txn.add_cdc_files(cdc)
             metrics["num_added_change_files"] = cdc.num_rows
-        result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
-        from deltaexplore.core.operations.write import _discard
-
-        for adds in written:
-            if "modificationTime" in adds.column_names:
-                _discard(t, adds)
+        discard_files(t, written)
         raise
-    metrics["version"] = result.version
+    metrics["version"] = commit_or_discard(t, txn, written, max_retries=max_retries).version
     return metrics_table(metrics, UPDATE_METRICS)

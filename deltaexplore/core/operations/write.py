@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.actions import Metadata, Protocol
 from deltaexplore.core.data_rules import as_arrow_table, conform, enforce, evaluate_sql
 from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.operations._common import metrics_table, open_for_write
+from deltaexplore.core.operations._common import commit_or_discard, discard_files, metrics_table, open_for_write
 from deltaexplore.core.predicates import parse_predicate
 from deltaexplore.core.schema import StructType, parse_schema
 from deltaexplore.core.schema_evolution import assign_column_mapping, max_column_id, schema_from_arrow, schema_json
@@ -120,7 +120,7 @@ def write_table(
     storage_options: dict[str, Any] | None = None,
     catalog: CatalogClient | None = None,
     user_metadata: str | None = None,
-    max_retries: int = 10,
+    max_retries: int | None = None,
 ) -> pa.Table:
     """Write Arrow data (table, batches, polars/pandas frame) to a Delta table, creating it.
 
@@ -136,6 +136,8 @@ def write_table(
         app_id / app_version: idempotent write; skipped when the table already recorded
             `app_version` or later for `app_id`.
         dry_run: plan only: nothing is written.
+        max_retries: lost commit races tolerated (default: 10, or 100 for a blind append,
+            which cannot conflict; each lost race waits a random back-off).
 
     Returns:
         One row of metrics: operation, version (null for a dry run or skip), dry_run, skipped,
@@ -225,14 +227,15 @@ def write_table(
         target_file_size=target_file_size,
         max_rows_per_file=max_rows_per_file,
     )
+    written = adds.column("path").to_pylist()
     try:
         if to_remove.num_rows:
             txn.remove_files(to_remove)
         txn.add_files(adds)
-        result = txn.commit(max_retries=max_retries)
     except DeltaExploreError:
-        _discard(t, adds)
+        discard_files(t, written)
         raise
+    result = commit_or_discard(t, txn, written, max_retries=max_retries)
     metrics.update(
         version=result.version,
         num_added_files=adds.num_rows,
@@ -243,13 +246,7 @@ def write_table(
 
 def _discard(table: Table, adds: pa.Table) -> None:
     """Best effort: delete data files of a commit that failed (else VACUUM removes them)."""
-    from urllib.parse import unquote
-
-    for path in adds.column("path").to_pylist() if adds.num_rows else []:
-        try:
-            table.storage.delete(unquote(path))
-        except (DeltaExploreError, OSError):
-            pass
+    discard_files(table, adds.column("path").to_pylist() if adds.num_rows else [])
 
 
 def set_table_properties(
