@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # the install is redone when what it builds from changes (the compiled stats kernel included)
-INSTALL_INPUTS := pyproject.toml setup.py deltaexplore/core/_stats_kernel.c
+INSTALL_INPUTS := pyproject.toml setup.py deltaexplore/core/scan/_stats_kernel.c
 STAMP  := $(VENV)/.installed-$(shell cat $(INSTALL_INPUTS) | cksum | cut -d' ' -f1)
 
 .PHONY: setup setup-ui setup-extension extension demo lab summary test test-fast lint typecheck bench corpus clean
@@ -41,9 +41,15 @@ $(EXT_STAMP): $(STAMP)
 	cd extension/ui-tests && npm ci --no-audit --no-fund --loglevel=error
 	@rm -f extension/build/.built-*; touch $@
 
+## JupyterLab refuses to run as root unless told: decided by who runs make.
+LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+## The deltaexplore server extension (which folders are Delta tables) and the built lab extension.
+LAB_FLAGS := --LabApp.extra_labextensions_path=extension/build \
+	'--ServerApp.jpserver_extensions={"deltaexplore.labserver": True}' $(LAB_ROOT_FLAG)
+
 ## The main job: set up, then open the tour notebook in JupyterLab (explorer, %delta, charts).
 demo: setup-extension
-	$(BIN)/jupyter lab notebooks/00_tour.ipynb --LabApp.extra_labextensions_path=extension/build
+	$(BIN)/jupyter lab notebooks/00_tour.ipynb $(LAB_FLAGS)
 
 ## JupyterLab on the notebooks/ directory, with the deltaexplore extension.
 lab: demo

@@ -29,6 +29,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+def _shown(path: object) -> str:
+    """A path as written in committed results: relative to the checkout (no machine paths)."""
+    p = Path(str(path)).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name
+
+
 def table_path(arg: str | None) -> Path:
     if arg:
         return Path(arg)
@@ -120,7 +126,7 @@ def main() -> None:
     lines = [
         "# Explorer first render on a 1M-file table",
         "",
-        f"Table: `{path}`: version {ov['version']}, {ov['num_files']:,} active files, {ov['size']}, "
+        f"Table: `{_shown(path)}`: version {ov['version']}, {ov['num_files']:,} active files, {ov['size']}, "
         f"{len(table.listing().commits)} commits listed.",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
         "One run, wall clock; reported, not asserted (`benchmarks/bench_explorer.py`).",

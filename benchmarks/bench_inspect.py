@@ -32,10 +32,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shown(path: object) -> str:
+    """A path as written in committed results: relative to the checkout (no machine paths)."""
+    p = Path(str(path)).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name
 sys.path.insert(0, str(ROOT))
 
 import deltaexplore as dx  # noqa: E402
-from deltaexplore.core.deletion_vectors import z85_encode  # noqa: E402
+from deltaexplore.core.protocol.deletion_vectors import z85_encode  # noqa: E402
 from deltaexplore.inspect import deletion_vectors, diff, layout  # noqa: E402
 from deltaexplore.inspect.diff import _compute  # noqa: E402
 
@@ -120,7 +126,7 @@ def make_dv_variant(src: Path, dst: Path, *, share: float = 0.3, dv_files: int =
 
 
 def _kernel() -> bool:
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     return stats_search.KERNEL is not None
 
@@ -200,7 +206,8 @@ def main() -> None:
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"load average at the end {os.getloadavg()[0]:.1f} (the machine is shared: expect noise).",
         "",
-        f"Table: `{src}` ({dx.open_table(str(src)).snapshot().num_files:,} active files, checkpoint at {cp}, latest {latest}); "
+        f"Table: `{_shown(src)}` ({dx.open_table(str(src)).snapshot().num_files:,} active files, "
+        f"checkpoint at {cp}, latest {latest}); "
         f"DV variant: {n_dv:,} files with deletion vectors. {args.repeat} interleaved runs each after one untimed round, "
         "fresh `Table` per run.",
         "",

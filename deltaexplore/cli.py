@@ -6,21 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from deltaexplore.core.schema import ArrayType, DataType, MapType, StructType
+from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect.formatting import human_bytes
 
 __all__ = ["main", "summary"]
-
-
-def _human(n: int | None) -> str:
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def _schema_lines(t: DataType, indent: int = 1) -> list[str]:
@@ -47,7 +37,7 @@ def _schema_lines(t: DataType, indent: int = 1) -> list[str]:
 
 def summary(uri: str, *, version: int | None = None, commits: int = 5, storage_options: dict[str, Any] | None = None) -> str:
     """A text summary of a table: version, protocol, schema, partitioning, files, last commits."""
-    from deltaexplore.core.features import features_of
+    from deltaexplore.core.protocol.features import features_of
     from deltaexplore.core.table import open_table
 
     table = open_table(uri, storage_options)
@@ -86,7 +76,7 @@ def summary(uri: str, *, version: int | None = None, commits: int = 5, storage_o
     rows = files.column("num_records").to_pylist()
     known_rows = [r for r in rows if r is not None]
     lines.append(
-        f"files        {files.num_rows} ({_human(snap.size_in_bytes)})"
+        f"files        {files.num_rows} ({human_bytes(snap.size_in_bytes)})"
         + (
             f", {sum(known_rows)} rows" + (" (some files lack stats)" if len(known_rows) < len(rows) else "")
             if known_rows

@@ -4,7 +4,7 @@ Every table is written action by action with a fixed clock (commit times and fil
 at 2024-01-01T00:00:00Z and advance one hour per commit), fixed ids (table id and file names
 derived from the table name) and fixed contents, so a notebook re-run shows the same versions,
 files and rows. Parquet files are written with pyarrow; deletion vectors with the core's own
-encoder (`deltaexplore.core.deletion_vectors`).
+encoder (`deltaexplore.core.protocol.deletion_vectors`).
 
     from demo_tables import build_sales
     path = build_sales("tables/sales")
@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltaexplore.core.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
+from deltaexplore.core.protocol.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
 
 __all__ = ["DemoWriter", "build_events", "build_hostile", "build_sales"]
 

@@ -6,18 +6,26 @@
 The stored outputs are what `tests/notebooks` (nbval) compares a fresh run against, so
 regenerate after changing a notebook. Cells marked `# NBVAL_IGNORE_OUTPUT` show widgets or
 charts (their outputs are kept for readers, not compared).
+
+What is written is what a reader of the repository can use: no widget state (a saved widget
+model goes stale with the next release of its front end), widget outputs reduced to their
+static fallback (HTML/text), and no path of the machine that ran them (the checkout's location
+is cut, so tables read `tables/...`, as the cells name them; `tests/notebooks` fails otherwise).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 IGNORE = "# NBVAL_IGNORE_OUTPUT\n"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def md(text: str) -> nbformat.NotebookNode:
@@ -325,11 +333,37 @@ def build(name: str) -> Path:
     nb.metadata["language_info"] = {"name": "python"}
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
     out = HERE / f"{name}.ipynb"
+    nb.metadata.pop("widgets", None)
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{name[:2]}-{i:02d}"  # stable cell ids: clean diffs
         cell.get("metadata", {}).pop("execution", None)
+        cell["outputs"] = [_portable(o) for o in cell.get("outputs", []) if _portable(o) is not None]
     nbformat.write(nb, out)
     return out
+
+
+def _without_machine_paths(value: Any) -> Any:
+    """Strings with this checkout's location cut (`<root>/notebooks/tables/x` -> `tables/x`)."""
+    if isinstance(value, str):
+        for prefix in (f"{HERE}/", f"{ROOT}/", str(ROOT)):
+            value = value.replace(prefix, "")
+        return value
+    if isinstance(value, list):
+        return [_without_machine_paths(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_machine_paths(v) for k, v in value.items()}
+    return value
+
+
+def _portable(output: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """An output as stored: widget views reduced to their static fallback (None when a widget
+    has none: a bare progress bar), machine paths cut."""
+    data = output.get("data")
+    if data is not None and WIDGET_VIEW in data:
+        data.pop(WIDGET_VIEW)
+        if not set(data) - {"text/plain"} and "Widget" in data.get("text/plain", "Widget"):
+            return None  # only ipywidgets' own "SomeWidget(...)" repr was left
+    return nbformat.from_dict(_without_machine_paths(dict(output)))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 from helpers import add, commit_info, metadata, protocol, remove, simple_table, write_commit, write_data
 
 import deltaexplore as dx
-from deltaexplore.core.deletion_vectors import encode_bitmap, z85_encode
+from deltaexplore.core.protocol.deletion_vectors import encode_bitmap, z85_encode
 
 DV_PROTOCOL = protocol(3, 7, ["deletionVectors"], ["deletionVectors"])
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 import deltaexplore as dx
-from deltaexplore.core.last_checkpoint import canonicalize, checksum_of, loads_exact, parse_last_checkpoint
+from deltaexplore.core.log.last_checkpoint import canonicalize, checksum_of, loads_exact, parse_last_checkpoint
 
 SPEC_JSON = '{"k0":"\'v 0\'", "checksum": "adsaskfljadfkjadfkj", "k1":{"k2": 2, "k3": ["v3", [1, 2], {"k4": "v4", "k5": ["v5", "v6", "v7"]}]}}'
 
@@ -136,8 +136,8 @@ def test_checkpoint_read_in_small_batches_equals_json_replay(tmp_path, monkeypat
     the one the JSON commits alone give, including rows a later commit removes or re-adds."""
     from helpers import add, commit_info, metadata, protocol, remove, write_commit
 
-    from deltaexplore.core import checkpoint as ckpt
-    from deltaexplore.core.checkpoint_writer import write_checkpoint
+    from deltaexplore.core.log import checkpoint_reader as ckpt
+    from deltaexplore.core.write.checkpoint_writer import write_checkpoint
 
     root = tmp_path / "t"
     write_commit(root, 0, [commit_info(), protocol(), metadata(partition_columns=["p"])])
@@ -194,7 +194,7 @@ def test_take_rows_equals_table_take(rows, layout):
 
     import pyarrow as pa
 
-    from deltaexplore.core.arrow_rows import take_rows
+    from deltaexplore.core.arrow import take_rows
 
     ids = list(range(30))
     texts = [f"s{i}" * (i % 4) for i in ids]

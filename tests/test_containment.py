@@ -36,7 +36,6 @@ from write_helpers import sample
 
 import deltaexplore as dx
 from deltaexplore import inspect as dxi
-from deltaexplore.core.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
 from deltaexplore.core.operations import (
     checkpoint,
     cleanup_metadata,
@@ -49,6 +48,7 @@ from deltaexplore.core.operations import (
     write_table,
 )
 from deltaexplore.core.operations.vacuum import plan_vacuum
+from deltaexplore.core.protocol.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
 
 DAY = 86400.0
 CONF = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
@@ -285,7 +285,7 @@ def _v2_json_checkpoint(root: Path) -> tuple[Path, dict[str, Any]]:
     from deltaexplore.core.operations import set_table_properties
 
     set_table_properties(str(root), {"delta.checkpointPolicy": "v2"})
-    from deltaexplore.core.checkpoint_writer import write_checkpoint
+    from deltaexplore.core.write.checkpoint_writer import write_checkpoint
 
     result = write_checkpoint(dx.open_table(str(root)), v2_format="json")
     top = root / result.path

@@ -23,7 +23,7 @@ from write_helpers import sample
 import deltaexplore as dx
 from deltaexplore import inspect as dxi
 from deltaexplore.core.operations import checkpoint, optimize, vacuum, write_table
-from deltaexplore.core.schema import parse_schema
+from deltaexplore.core.protocol.schema import parse_schema
 
 
 def _address_space() -> int:

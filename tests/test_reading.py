@@ -14,8 +14,8 @@ import pytest
 from helpers import add, commit_info, mapped_field, metadata, protocol, remove, write_commit, write_data
 
 import deltaexplore as dx
-from deltaexplore.core.partitions import parse_partition_column
-from deltaexplore.core.schema import DecimalType, PrimitiveType
+from deltaexplore.core.protocol.partitions import parse_partition_column
+from deltaexplore.core.protocol.schema import DecimalType, PrimitiveType
 
 UTC = dt.UTC
 
@@ -324,7 +324,7 @@ def test_fsspec_memory_storage():
 
 
 def test_date_and_timestamp_are_column_names_too():
-    from deltaexplore.core.predicates import Cmp, IsNull, parse_predicate
+    from deltaexplore.core.protocol.predicates import Cmp, IsNull, parse_predicate
 
     assert parse_predicate("date = '2024-01-01'") == Cmp("date", "=", "2024-01-01")
     assert parse_predicate("Date >= DATE '2024-01-01' AND Timestamp IS NULL").children == (
@@ -352,7 +352,7 @@ def test_num_records_from_any_position_and_out_of_range(tmp_path):
 def test_json_file_action_rows_equal_a_filter(typ):
     """File-action fields are cut out of the one JSON parse of all lines without copying text
     when the dropped rows (other kinds' lines) are empty; anything else is a plain filter."""
-    from deltaexplore.core.json_log import _rows_of
+    from deltaexplore.core.log.json_log import _rows_of
 
     values = pa.array(["a", None, "", "bcd", None, "ef", "", "ghij"], typ)
     cases = {
@@ -391,8 +391,8 @@ def test_json_adds_keep_their_stats_among_other_actions(tmp_path):
 def test_local_log_read_matches_the_files(tmp_path, change):
     """Local commits are read straight into one buffer using the listed sizes; a file whose size
     changed since the listing is read again the plain way, so the lines are always the files'."""
-    from deltaexplore.core.json_log import read_log_files
-    from deltaexplore.core.log_segment import list_log
+    from deltaexplore.core.log.json_log import read_log_files
+    from deltaexplore.core.log.segment import list_log
 
     write_commit(tmp_path, 0, [commit_info("WRITE"), protocol(), metadata(), add("a.parquet", 10)])
     write_commit(tmp_path, 1, [commit_info("WRITE"), add("b.parquet", 20)])
@@ -459,7 +459,7 @@ def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
     from corpus_paths import corpus_catalog
 
     from deltaexplore.core.history import COUNT_FIELDS
-    from deltaexplore.core.json_log import read_log_files
+    from deltaexplore.core.log.json_log import read_log_files
 
     checked = 0
     for row in corpus_catalog():
@@ -537,3 +537,30 @@ def test_variant_nulls_and_shredded_files(tmp_path):
     _variant_table(tmp_path / "broken", broken, ["variantType"])
     with pytest.raises(dx.StorageError, match=r"part-0\.parquet, column v: malformed variant"):
         dx.open_table(str(tmp_path / "broken")).snapshot().to_arrow()
+
+
+def test_local_log_reads_are_a_storage_capability(tmp_path, monkeypatch):
+    """The JSON log is read in one buffer with OS calls where the storage says its files are on
+    this machine (`Storage.local_root`), through the storage interface elsewhere: same lines."""
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    from deltaexplore.core.log import json_log
+    from deltaexplore.core.log.segment import list_log
+    from deltaexplore.storage import LocalStorage
+    from deltaexplore.storage.fsspec_store import FsspecStorage
+
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a.parquet", 10, 1)])
+    for v in range(1, 6):
+        write_commit(tmp_path, v, [commit_info(), add(f"f{v}.parquet", 10 * v, v)])
+    fast = []
+    read_local = json_log._read_local
+    monkeypatch.setattr(json_log, "_read_local", lambda root, files: fast.append(root) or read_local(root, files))
+    local, generic = LocalStorage(tmp_path), FsspecStorage(f"file://{tmp_path}", {"auto_mkdir": False})
+    assert local.local_root == str(tmp_path) and generic.local_root is None
+    lines = {}
+    for storage in (local, generic):
+        files = [f for _, f in sorted(list_log(storage).commits.items())]
+        got = json_log.read_log_files(storage, files)
+        lines[storage.local_root] = list(got.objects("add"))
+    assert fast == [str(tmp_path)]  # only the local storage took the one-buffer path
+    assert lines[str(tmp_path)] == lines[None] and len(lines[None]) == 6

@@ -1,25 +1,28 @@
-"""core.stats_search: one column's bounds located by substring search must equal the core's JSON parse,
-on every corpus table and on documents built to break it."""
+"""core.scan.stats_search: one column's bounds located by substring search must equal the core's JSON
+parse, on every corpus table and on documents built to break it; core.scan.stats.num_records, the one
+numRecords reader, agrees with what the search reads on its way."""
 
 from __future__ import annotations
 
 import json
 import warnings
 
+import numpy as np
 import pytest
 from corpus_paths import CORPUS, tables_with_stats
 from helpers import add, commit_info, mapped_field, metadata, protocol, write_commit
 
 import deltaexplore as dx
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.stats import stats_columns, stats_for_adds
-from deltaexplore.core.stats_search import column_bounds, num_records
+from deltaexplore.core.scan.stats import column_bounds, num_records
+from deltaexplore.core.scan.stats_columns import stats_columns
+from deltaexplore.core.scan.stats_parse import stats_for_adds
+from deltaexplore.core.scan.stats_search import search_bounds
 
 
 @pytest.fixture(params=["kernel", "numpy"])
 def search(request, monkeypatch):
     """Run a test with the compiled search and with the polars/numpy one."""
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     if request.param == "numpy":
         monkeypatch.setattr(stats_search, "KERNEL", None)
@@ -32,14 +35,15 @@ def _compare(snap) -> int:
     adds = snap.add_actions()
     used = 0
     for col in stats_columns(snap.schema, snap.column_mapping_mode, snap.partition_columns, None):
-        fast = column_bounds(snap, adds, col)
+        fast = search_bounds(snap, adds, col)
         if fast is None:
             continue
         used += 1
         core = stats_for_adds(snap, adds, [col.name])
         for key, prefix in (("min", "min."), ("max", "max."), ("null_count", "null_count.")):
             expected = core.column(prefix + col.name).combine_chunks()
-            assert fast[key].to_pylist() == expected.cast(fast[key].type).to_pylist(), (col.name, key)
+            got = getattr(fast, key)
+            assert got.to_pylist() == expected.cast(got.type).to_pylist(), (col.name, key)
     return used
 
 
@@ -108,9 +112,10 @@ def test_hostile_documents(search, tmp_path):
     snap = dx.open_table(str(tmp_path)).snapshot()
     assert _compare(snap) == 4  # id, s, ts and nested.id2 (its leaf name is unique)
     col = next(c for c in stats_columns(snap.schema, "none", [], None) if c.name == "id")
-    got = column_bounds(snap, snap.add_actions(), col)
-    assert got["min"].to_pylist() == [1, None, 4, -7, 1, None, None]
-    assert got["null_count"].to_pylist() == [0, 2, 0, 0, 0, None, None]
+    got = search_bounds(snap, snap.add_actions(), col)
+    assert got is not None
+    assert got.min.to_pylist() == [1, None, 4, -7, 1, None, None]
+    assert got.null_count.to_pylist() == [0, 2, 0, 0, 0, None, None]
 
 
 TYPED_SCHEMA = {
@@ -163,7 +168,7 @@ def test_typed_and_odd_documents_equal_core(search, tmp_path, monkeypatch, block
     than the scale), keys in an unknown object, nulls, truncated and escaped strings. Also in
     tiny blocks of values per numpy pass (block boundaries anywhere), and with the text buffer
     cut in 16-byte slices for string views (as a buffer over 2 GiB is)."""
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     monkeypatch.setattr(stats_search, "BLOCK", block)
     monkeypatch.setattr(stats_search, "VIEW_SLICE_BITS", view_slice_bits)
@@ -205,15 +210,22 @@ def test_typed_and_odd_documents_equal_core(search, tmp_path, monkeypatch, block
     # every leaf but s and outer.s (the name `s` is not unique in the schema) takes the fast path
     assert _compare(snap) == 11
     cols = {c.name: c for c in stats_columns(snap.schema, "none", [], None)}
-    assert column_bounds(snap, snap.add_actions(), cols["outer.s"]) is None
-    assert column_bounds(snap, snap.add_actions(), cols["s"]) is None
-    got = column_bounds(snap, snap.add_actions(), cols["i"])
-    assert got["min"].to_pylist()[:3] == [-5, -5, -5]
-    assert got["min"].to_pylist()[6:10] == [None, 1, 4, 4]
-    assert got["null_count"].to_pylist()[6:9] == [10, 0, 3]
-    expected_records = num_records_of(snap.add_actions()).to_pylist()
-    assert got["num_records"].to_pylist() == expected_records
-    assert num_records(snap.add_actions()).to_pylist() == expected_records
+    assert search_bounds(snap, snap.add_actions(), cols["outer.s"]) is None
+    assert search_bounds(snap, snap.add_actions(), cols["s"]) is None
+    got = column_bounds(snap, snap.add_actions(), ["i"])["i"]
+    assert got.min.to_pylist()[:3] == [-5, -5, -5]
+    assert got.min.to_pylist()[6:10] == [None, 1, 4, 4]
+    assert got.null_count.to_pylist()[6:9] == [10, 0, 3]
+    # numRecords read by the search on its way (the quoted and missing ones by num_records)
+    expected_records = stats_for_adds(snap, snap.add_actions(), ["i"]).column("num_records").to_pylist()
+    assert got.num_records.to_pylist() == num_records(snap.add_actions()).to_pylist()
+    assert [r for r, e in zip(got.num_records.to_pylist(), expected_records) if e is not None] == [
+        e for e in expected_records if e is not None
+    ]
+    everyone = num_records(snap.add_actions()).to_pylist()
+    for rows in ([0, 3, 6, 7, len(everyone) - 1], [len(everyone) - 1], list(range(len(everyone))), []):
+        picked = num_records(snap.add_actions(), np.array(rows, dtype=np.int64)).to_pylist()
+        assert picked == [everyone[i] for i in rows], rows
 
 
 def test_column_mapping_physical_names_equal_core(search, tmp_path):
@@ -239,13 +251,14 @@ def test_column_mapping_physical_names_equal_core(search, tmp_path):
     snap = dx.open_table(str(tmp_path)).snapshot()
     assert _compare(snap) == 2
     col = next(c for c in stats_columns(snap.schema, snap.column_mapping_mode, [], None) if c.name == "id")
-    assert column_bounds(snap, snap.add_actions(), col)["min"].to_pylist() == [1, None]
+    got = search_bounds(snap, snap.add_actions(), col)
+    assert got is not None and got.min.to_pylist() == [1, None]
 
 
 def test_many_rows_in_parallel_chunks_equal_core(search, tmp_path, monkeypatch):
     """Several chunks (one per commit), sliced into runs searched by the thread pool; long
     strings need wider windows."""
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     monkeypatch.setattr(stats_search, "PARALLEL_ROWS", 10)
     monkeypatch.setattr(stats_search, "BLOCK", 37)
@@ -265,6 +278,10 @@ def test_many_rows_in_parallel_chunks_equal_core(search, tmp_path, monkeypatch):
     snap = dx.open_table(str(tmp_path)).snapshot()
     assert snap.add_actions().column("stats").num_chunks >= 1
     assert _compare(snap) == 4
+    adds = snap.add_actions()
+    assert num_records(adds).to_pylist() == [i for _ in range(1, 4) for i in range(200)]
+    rows = np.array([0, 199, 200, 401, 599], dtype=np.int64)  # across the commits' chunks
+    assert num_records(adds, rows).to_pylist() == [0, 199, 0, 1, 199]
 
 
 # -- the compiled kernel against the numpy/polars search -------------------------------------
@@ -337,7 +354,7 @@ def _c_compiler() -> str | None:
 def test_kernel_is_built():
     """Where a C compiler exists the README's setup compiles the kernel (setup.py); a broken
     build would silently fall back to the slower search."""
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     if _c_compiler() is None:
         pytest.skip("no C compiler: the package runs the polars/numpy search")
@@ -348,7 +365,7 @@ def test_kernel_is_built():
 def kernel(request, tmp_path_factory):
     """The kernel as installed (SSE2 on x86-64), and compiled again without SSE2 (the portable
     byte loops other CPUs run)."""
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     if stats_search.KERNEL is None:
         pytest.skip("the kernel is not built")
@@ -378,7 +395,7 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
     """Per file, the compiled `locate` and the polars/numpy search agree on which values exist,
     where each starts and ends, and which files go to the core; and the bounds of both paths
     equal the core's parse."""
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     docs = _fuzz_docs(seed, 1500)
     actions = [commit_info("WRITE"), protocol(), metadata(schema=SCHEMA)]
@@ -417,13 +434,14 @@ def test_kernel_locates_what_the_numpy_search_locates(tmp_path, monkeypatch, see
             assert _compare(snap) == 4
         monkeypatch.undo()
     assert all(seen[0::3]) and any(seen[1::3]) and any(seen[2::3])  # the fuzz reaches every case
-    assert num_records(snap.add_actions()).to_pylist() == num_records_of(snap.add_actions()).to_pylist()
+    adds = snap.add_actions()
+    assert column_bounds(snap, adds, ["id"])["id"].num_records.to_pylist() == num_records(adds).to_pylist()
 
 
 def test_quotes_before_counts_the_quotes_up_to_each_position():
     import numpy as np
 
-    from deltaexplore.core.stats_search import _quotes_before
+    from deltaexplore.core.scan.stats_search import _quotes_before
 
     rng = np.random.default_rng(3)
     data = rng.choice(np.frombuffer(b'"ab{}', dtype=np.uint8), 1000)
@@ -435,12 +453,12 @@ def test_quotes_before_counts_the_quotes_up_to_each_position():
 @pytest.mark.corpus
 @pytest.mark.parametrize("row", _tables())
 def test_corpus_data_skipping_same_by_search_and_by_parse(row, monkeypatch):
-    """`scan.prune_by_stats` reads a few columns' bounds by the search; forced to the core's
+    """`skipping.prune_by_stats` reads a few columns' bounds by the search; forced to the core's
     full parse it keeps exactly the same files."""
     import pyarrow.compute as pc
 
-    from deltaexplore.core import scan, stats_search
-    from deltaexplore.core.predicates import parse_predicate
+    from deltaexplore.core.protocol.predicates import parse_predicate
+    from deltaexplore.core.scan import skipping, stats
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -467,9 +485,9 @@ def test_corpus_data_skipping_same_by_search_and_by_parse(row, monkeypatch):
             predicates.append(f"({predicates[0]}) AND ({predicates[-1]})")
         for text in predicates:
             expr = parse_predicate(text)
-            searched = scan.prune_by_stats(snap, expr, adds)
-            monkeypatch.setattr(stats_search, "column_limit", lambda: 0)
-            parsed = scan.prune_by_stats(snap, expr, adds)
+            searched = skipping.prune_by_stats(snap, expr, adds)
+            monkeypatch.setattr(stats, "column_limit", lambda: 0)
+            parsed = skipping.prune_by_stats(snap, expr, adds)
             monkeypatch.undo()
             assert searched.tolist() == parsed.tolist(), text
 
@@ -479,7 +497,7 @@ def test_kernel_on_junk_text_agrees_with_the_numpy_search_and_the_core(tmp_path,
     crash, no read outside a document, and the same answers as the numpy search and the core."""
     import random
 
-    from deltaexplore.core import stats_search
+    from deltaexplore.core.scan import stats_search
 
     rng = random.Random(11)
     pieces = [

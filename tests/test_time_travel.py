@@ -28,7 +28,7 @@ def test_version_time_travel(tmp_path):
 
 def test_timestamp_time_travel(tmp_path):
     table = _table(tmp_path, [T0, T0 + 1000, T0 + 2000])
-    at = dx.core.timestamps.to_datetime  # noqa: F841 - module is importable
+    at = dx.core.log.timestamps.to_datetime  # noqa: F841 - module is importable
     assert table.snapshot(timestamp=T0 + 1500).version == 1
     assert table.snapshot(timestamp=dt.datetime.fromtimestamp((T0 + 1000) / 1000, dt.UTC)).version == 1
     iso = dt.datetime.fromtimestamp((T0 + 2500) / 1000, dt.UTC).isoformat().replace("+00:00", "Z")

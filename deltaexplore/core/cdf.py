@@ -9,26 +9,23 @@ file are only counted if they were live in it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import Metadata
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.json_log import LogLines, read_log_files
-from deltaexplore.core.partitions import parse_partition_column
-from deltaexplore.core.read import constant_column, open_parquet, read_data_file
-from deltaexplore.core.scan import resolve_columns, resolve_data_path
-from deltaexplore.core.schema import PrimitiveType, StructField, to_arrow_type
+from deltaexplore.core.log.json_log import LogLines, read_log_files
+from deltaexplore.core.log.state import TableState, read_log
+from deltaexplore.core.protocol.actions import Metadata
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.protocol.partitions import parse_partition_column
+from deltaexplore.core.protocol.schema import PrimitiveType, StructField, to_arrow_type
+from deltaexplore.core.scan.data_file import constant_column, open_parquet, read_data_file, resolve_data_path
+from deltaexplore.core.scan.plan import resolve_columns
 from deltaexplore.errors import DeltaProtocolError, VersionNotFoundError
 
-if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
-__all__ = ["change_commits", "changes"]
+__all__ = ["CHANGE_COLUMNS", "change_commits", "read_changes"]
 
 CHANGE_COLUMNS = [
     pa.field("_change_type", pa.string()),
@@ -41,42 +38,44 @@ def _cdf_enabled(md: Metadata) -> bool:
     return str(md.configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
-def change_commits(end_snap: Snapshot, start_version: int) -> LogLines:
+def change_commits(end_snap: TableState, start_version: int) -> LogLines:
     """The commits `start_version`..`end_snap.version` read as lines, for a change data feed.
 
     Raises:
         VersionNotFoundError: the start is outside the table, or a commit of the range is gone.
         DeltaProtocolError: change data feed is not enabled at some version of the range.
     """
-    table = end_snap.table
     end = end_snap.version
     if start_version < 0 or start_version > end:
-        raise VersionNotFoundError(f"start version {start_version} is outside 0..{end} of {table.uri}")
-    listing = table.listing(refresh=False)
+        raise VersionNotFoundError(f"start version {start_version} is outside 0..{end} of {end_snap.uri}")
+    listing = end_snap.listing
     versions = list(range(start_version, end + 1))
     missing = [v for v in versions if listing.commit(v) is None]
     if missing:
         raise VersionNotFoundError(
-            f"change data feed of {table.uri} needs commits {start_version}..{end}; {len(missing)} are no longer in the log "
+            f"change data feed of {end_snap.uri} needs commits {start_version}..{end}; {len(missing)} are no longer in the log "
             f"(first missing: {missing[0]})"
         )
-    lines = read_log_files(table.storage, [listing.commit(v) for v in versions], versions)  # type: ignore[misc]
+    lines = read_log_files(end_snap.storage, [listing.commit(v) for v in versions], versions)  # type: ignore[misc]
     # CDF must be enabled at every version of the range (metadata may change inside it).
-    metadata = (end_snap if start_version == end else table.snapshot(start_version)).metadata
+    start_snap = (
+        end_snap if start_version == end else TableState(end_snap.storage, read_log(end_snap.storage, listing, start_version))
+    )
+    metadata = start_snap.metadata
     metadata_at = {version: Metadata.from_json(body) for _, version, body in lines.objects("metaData")}
     for v in versions:
         metadata = metadata_at.get(v, metadata)
         if not _cdf_enabled(metadata):
             raise DeltaProtocolError(
-                f"change data feed is not enabled on {table.uri} at version {v} "
+                f"change data feed is not enabled on {end_snap.uri} at version {v} "
                 "(set delta.enableChangeDataFeed = true; changes before that cannot be read)"
             )
     return lines
 
 
-def changes(table: Table, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
-    """Change data feed rows for versions start..end (see the module docstring)."""
-    end_snap = table.snapshot(end_version)
+def read_changes(end_snap: TableState, start_version: int, *, columns: list[str] | None = None) -> pa.Table:
+    """Change data feed rows for versions `start_version`..`end_snap.version` (see the module
+    docstring)."""
     end = end_snap.version
     lines = change_commits(end_snap, start_version)
 
@@ -107,7 +106,9 @@ def _dv_of(row: dict[str, Any]) -> DeletionVectorDescriptor | None:
     return DeletionVectorDescriptor.from_dict(dv) if dv else None
 
 
-def _file_changes(snap: Snapshot, adds: pa.Table, removes: pa.Table, fields: list[Any], version: int, ts: int) -> list[pa.Table]:
+def _file_changes(
+    snap: TableState, adds: pa.Table, removes: pa.Table, fields: list[Any], version: int, ts: int
+) -> list[pa.Table]:
     storage = snap.storage
     out = []
     removed = {r["path"]: r for r in removes.to_pylist()}
@@ -144,7 +145,7 @@ def _deleted(storage: Any, dv: DeletionVectorDescriptor | None, path: str) -> np
     return read_deletion_vector(storage, dv, data_file=path)
 
 
-def _partition_arrays(snap: Snapshot, row: dict[str, Any], fields: list[Any], n: int) -> dict[str, pa.Array]:
+def _partition_arrays(snap: TableState, row: dict[str, Any], fields: list[Any], n: int) -> dict[str, pa.Array]:
     parts = set(snap.partition_columns)
     pv = row.get("partitionValues") or []
     pv_map = dict(pv)
@@ -160,7 +161,7 @@ def _partition_arrays(snap: Snapshot, row: dict[str, Any], fields: list[Any], n:
 
 
 def _read_rows(
-    snap: Snapshot,
+    snap: TableState,
     row: dict[str, Any],
     fields: list[Any],
     *,
@@ -190,7 +191,7 @@ def _read_rows(
     return pa.table(cols)
 
 
-def _read_cdc(snap: Snapshot, action: pa.Table, fields: list[Any], version: int, ts: int) -> pa.Table:
+def _read_cdc(snap: TableState, action: pa.Table, fields: list[Any], version: int, ts: int) -> pa.Table:
     storage = snap.storage
     row = action.to_pylist()[0]
     path = row["path"]

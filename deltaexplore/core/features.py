@@ -1,20 +1,19 @@
-"""Table features as data: one `FeatureInfo` per feature, and the checks built on them.
+"""The old path of `deltaexplore.core.protocol.features`, kept for existing imports."""
 
-Legacy protocols (reader < 3, writer < 7) imply features by version; table-feature protocols
-list them. A reader refuses a table that needs a reader feature (or version) it lacks; writer-only
-features never block reading.
-"""
-
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
-
-import pyarrow as pa
-
-from deltaexplore.errors import UnsupportedFeatureError
+from deltaexplore.core.protocol.features import (
+    CATALOG_FEATURES,
+    FEATURES,
+    MAX_READER_VERSION,
+    MAX_WRITER_VERSION,
+    FeatureInfo,
+    check_readable,
+    check_writable,
+    feature_table,
+    features_of,
+)
 
 __all__ = [
+    "CATALOG_FEATURES",
     "FEATURES",
     "MAX_READER_VERSION",
     "MAX_WRITER_VERSION",
@@ -24,155 +23,3 @@ __all__ = [
     "feature_table",
     "features_of",
 ]
-
-MAX_READER_VERSION = 3
-MAX_WRITER_VERSION = 7
-
-
-@dataclass(frozen=True, slots=True)
-class FeatureInfo:
-    """What the protocol says about one feature, and what this library does with it.
-
-    `reader_writer`: listed in readerFeatures too (else writers only). `min_reader`/`min_writer`:
-    the legacy protocol versions that imply it (None: only via table features). `read`/`write`:
-    whether this library supports reading/writing tables that have it. `property`: the table
-    property that activates it, when it has one.
-    """
-
-    name: str
-    reader_writer: bool
-    min_reader: int | None
-    min_writer: int | None
-    read: bool
-    write: bool
-    property: str | None = None
-    description: str = ""
-    canonical: str | None = None  # for -preview spellings: the stable name
-
-
-def _f(*args: object, **kw: object) -> FeatureInfo:
-    return FeatureInfo(*args, **kw)  # type: ignore[arg-type]
-
-
-_FEATURE_LIST = [
-    _f("appendOnly", False, None, 2, True, True, "delta.appendOnly", "table only grows"),
-    _f("invariants", False, None, 2, True, True, None, "column invariants (delta.invariants)"),
-    _f("checkConstraints", False, None, 3, True, True, None, "CHECK constraints (delta.constraints.*)"),
-    _f("changeDataFeed", False, None, 4, True, True, "delta.enableChangeDataFeed", "change data files"),
-    _f("generatedColumns", False, None, 4, True, True, None, "generated columns"),
-    _f("columnMapping", True, 2, 5, True, True, "delta.columnMapping.mode", "physical column names / ids"),
-    _f("identityColumns", False, None, 6, True, True, None, "identity columns"),
-    _f("deletionVectors", True, None, None, True, True, "delta.enableDeletionVectors", "soft-deleted rows"),
-    _f("rowTracking", False, None, None, True, True, "delta.enableRowTracking", "row ids and commit versions"),
-    _f("timestampNtz", True, None, None, True, True, None, "timestamp without time zone"),
-    _f("domainMetadata", False, None, None, True, True, None, "named metadata domains"),
-    _f("v2Checkpoint", True, None, None, True, True, "delta.checkpointPolicy", "V2 checkpoints with sidecars"),
-    _f("icebergCompatV1", False, None, None, True, False, "delta.enableIcebergCompatV1", "Iceberg compatibility V1"),
-    _f("icebergCompatV2", False, None, None, True, False, "delta.enableIcebergCompatV2", "Iceberg compatibility V2"),
-    _f("icebergWriterCompatV1", False, None, None, True, False, None, "Iceberg writer compatibility"),
-    _f("inCommitTimestamp", False, None, None, True, True, "delta.enableInCommitTimestamps", "commit time in the log"),
-    _f("vacuumProtocolCheck", True, None, None, True, True, None, "VACUUM checks the whole protocol"),
-    _f("typeWidening", True, None, None, True, True, "delta.enableTypeWidening", "widened column types"),
-    _f("typeWidening-preview", True, None, None, True, True, "delta.enableTypeWidening", "", "typeWidening"),
-    _f("variantType", True, None, None, True, True, None, "variant columns"),
-    _f("variantType-preview", True, None, None, True, True, None, "", "variantType"),
-    _f("variantShredding", True, None, None, True, False, None, "shredded variant columns (shredded values not read yet)"),
-    _f("variantShredding-preview", True, None, None, True, False, None, "", "variantShredding"),
-    _f("clustering", False, None, None, True, False, None, "liquid clustering (delta.clustering domain)"),
-    _f("collations", True, None, None, True, False, None, "collated strings"),
-    _f("collations-preview", False, None, None, True, False, None, "", "collations"),
-    _f("catalogManaged", True, None, None, True, True, None, "commits go through a catalog"),
-    _f("catalogOwned-preview", True, None, None, True, False, None, "", "catalogManaged"),
-    _f("allowColumnDefaults", False, None, None, True, False, None, "column DEFAULT values"),
-    _f("materializePartitionColumns", False, None, None, True, False, None, "partition columns also in files"),
-    _f("checkpointProtection", False, None, None, True, False, None, "protects checkpoints from cleanup"),
-    _f("geospatial", True, None, None, True, False, None, "geometry/geography columns (WKB)"),
-]
-
-#: Every feature we know, by name.
-FEATURES: dict[str, FeatureInfo] = {f.name: f for f in _FEATURE_LIST}
-
-
-def features_of(protocol: Any) -> tuple[list[str], list[str]]:
-    """(reader features, writer features) that a protocol enables, legacy versions included."""
-    rv = int(protocol.min_reader_version)
-    wv = int(protocol.min_writer_version)
-    reader: list[str] = []
-    writer: list[str] = []
-    if rv >= 3:
-        reader = list(protocol.reader_features or [])
-    else:
-        reader = [f.name for f in _FEATURE_LIST if f.reader_writer and f.min_reader is not None and f.min_reader <= rv]
-    if wv >= 7:
-        writer = list(protocol.writer_features or [])
-    else:
-        writer = [f.name for f in _FEATURE_LIST if f.min_writer is not None and f.min_writer <= wv]
-    return reader, writer
-
-
-def check_readable(protocol: Any, *, path: str | None = None) -> None:
-    """Refuse a protocol that needs more than we can read.
-
-    Raises:
-        UnsupportedFeatureError: naming the reader version or reader feature.
-    """
-    rv = int(protocol.min_reader_version)
-    if rv > MAX_READER_VERSION or rv < 1:
-        raise UnsupportedFeatureError(
-            f"table needs reader version {rv}; deltaexplore reads versions 1 to {MAX_READER_VERSION}",
-            feature=f"readerVersion={rv}",
-            needed_by="readers",
-            path=path,
-        )
-    if rv == 3:
-        for name in protocol.reader_features or []:
-            info = FEATURES.get(name)
-            if info is None or not info.read:
-                raise UnsupportedFeatureError(
-                    f"table needs reader feature {name!r}, which deltaexplore does not support",
-                    feature=name,
-                    needed_by="readers",
-                    path=path,
-                )
-
-
-def check_writable(protocol: Any, *, path: str | None = None) -> None:
-    """Refuse to write a table whose protocol needs writer features we do not implement.
-
-    Raises:
-        UnsupportedFeatureError: naming the writer version or feature.
-    """
-    check_readable(protocol, path=path)
-    wv = int(protocol.min_writer_version)
-    if wv > MAX_WRITER_VERSION or wv < 1:
-        raise UnsupportedFeatureError(
-            f"table needs writer version {wv}; deltaexplore writes versions 1 to {MAX_WRITER_VERSION}",
-            feature=f"writerVersion={wv}",
-            needed_by="writers",
-            path=path,
-        )
-    for name in features_of(protocol)[1]:
-        info = FEATURES.get(name)
-        if info is None or not info.write:
-            raise UnsupportedFeatureError(
-                f"table needs writer feature {name!r}, which deltaexplore cannot write",
-                feature=name,
-                needed_by="writers",
-                path=path,
-            )
-
-
-def feature_table() -> pa.Table:
-    """Every known feature as an Arrow table (name, kind, versions, support, property)."""
-    return pa.table(
-        {
-            "name": [f.name for f in _FEATURE_LIST],
-            "kind": ["reader-writer" if f.reader_writer else "writer" for f in _FEATURE_LIST],
-            "legacy_min_reader": pa.array([f.min_reader for f in _FEATURE_LIST], pa.int32()),
-            "legacy_min_writer": pa.array([f.min_writer for f in _FEATURE_LIST], pa.int32()),
-            "read_supported": [f.read for f in _FEATURE_LIST],
-            "write_supported": [f.write for f in _FEATURE_LIST],
-            "property": [f.property for f in _FEATURE_LIST],
-            "description": [f.description for f in _FEATURE_LIST],
-        }
-    )

@@ -18,19 +18,15 @@ Schema (one row per logical file):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import STRING_MAP
-from deltaexplore.core.arrow_text import text_buffers
+from deltaexplore.core.log.state import TableState
+from deltaexplore.core.protocol.actions import STRING_MAP
+from deltaexplore.core.scan.partition_values import physical_partition_names
+from deltaexplore.core.scan.stats import num_records
 
-if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
-
-__all__ = ["FILES_SCHEMA", "format_files", "num_records_of", "translate_map_keys"]
+__all__ = ["FILES_SCHEMA", "format_files", "translate_map_keys"]
 
 FILES_SCHEMA = pa.schema(
     [
@@ -53,71 +49,6 @@ FILES_SCHEMA = pa.schema(
 )
 
 
-_PREFIX = np.frombuffer(b'{"numRecords":', dtype=np.uint8)
-
-
-def _leading_num_records(stats: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """numRecords of stats strings that start with `{"numRecords":<digits>`, read with numpy.
-
-    Returns (values, found mask). Writers almost always put numRecords first; the rest go
-    through a regex. One gather per byte position keeps memory at one int64 per row.
-    """
-    n = len(stats)
-    values = np.zeros(n, dtype=np.int64)
-    found = np.zeros(n, dtype=bool)
-    if n == 0 or stats.buffers()[2] is None or stats.null_count == n or stats.buffers()[2].size == 0:
-        return values, found
-    offsets, data = text_buffers(stats)
-    starts, ends = offsets[:-1], offsets[1:]
-    active = (ends - starts) > len(_PREFIX)
-    if stats.null_count:
-        active &= pc.is_valid(stats).to_numpy(zero_copy_only=False)
-    last = len(data) - 1
-    for k, byte in enumerate(_PREFIX):
-        active &= data[np.minimum(starts + k, last)] == byte
-    rows = np.flatnonzero(active)
-    starts, ends = starts[rows], ends[rows]
-    number = np.zeros(len(rows), dtype=np.int64)
-    digits = np.zeros(len(rows), dtype=np.int64)
-    going = np.ones(len(rows), dtype=bool)
-    for k in range(len(_PREFIX), len(_PREFIX) + 19):
-        pos = starts + k
-        d = data[np.minimum(pos, last)].astype(np.int64) - 48
-        going &= (pos < ends) & (d >= 0) & (d <= 9)
-        if not going.any():
-            break
-        number = np.where(going, number * 10 + d, number)
-        digits += going
-    # A number still going after 19 digits is not trusted: leave it to the regex.
-    ok = (digits > 0) & ~going
-    found[rows[ok]] = True
-    values[rows[ok]] = number[ok]
-    return values, found
-
-
-def num_records_of(adds: pa.Table) -> pa.ChunkedArray:
-    """numRecords of each add: from the stats JSON, else from `stats_parsed`."""
-    stats = adds.column("stats")
-    chunks = []
-    for chunk in stats.chunks:
-        values, found = _leading_num_records(chunk)
-        out = pa.array(values, mask=~found)
-        missed = pc.and_(pc.invert(pa.array(found)), pc.is_valid(chunk))
-        if pc.any(missed).as_py():
-            pattern = r'"numRecords"\s*:\s*(?P<n>-?\d+)'
-            text = pc.struct_field(pc.extract_regex(chunk, pattern), "n")
-            fits = pc.less_equal(pc.utf8_length(text), 18)  # beyond int64: not a usable count
-            full = pc.cast(pc.if_else(fits, text, pa.scalar(None, text.type)), pa.int64())
-            out = pc.coalesce(out, full)
-        chunks.append(out)
-    result = pa.chunked_array(chunks, type=pa.int64())
-    if "stats_parsed" in adds.column_names and result.null_count:
-        parsed = adds.column("stats_parsed")
-        if pa.types.is_struct(parsed.type) and parsed.type.get_field_index("numRecords") >= 0:
-            result = pc.coalesce(result, pc.cast(pc.struct_field(parsed, "numRecords"), pa.int64()))
-    return result
-
-
 def translate_map_keys(maps: pa.Array | pa.ChunkedArray, mapping: dict[str, str]) -> pa.Array | pa.ChunkedArray:
     """Rename the keys of a map<string,string> column (physical -> logical names)."""
     if not mapping or len(maps) == 0:
@@ -133,37 +64,23 @@ def translate_map_keys(maps: pa.Array | pa.ChunkedArray, mapping: dict[str, str]
     return pa.MapArray.from_arrays(maps.offsets, renamed, maps.items.cast(pa.string()), type=STRING_MAP, mask=mask)
 
 
-def partition_key_mapping(snapshot: Snapshot) -> dict[str, str]:
-    """physical name -> logical name of the partition columns (empty without column mapping)."""
-    if not snapshot.has_metadata or snapshot.column_mapping_mode == "none":
-        return {}
-    try:
-        schema = snapshot.schema
-    except Exception:  # noqa: BLE001 - a schemaless table still lists its files
-        return {}
-    out = {}
-    for name in snapshot.partition_columns:
-        f = schema.get(name)
-        if f is not None and f.physical_name != name:
-            out[f.physical_name] = f.name
-    return out
-
-
-def format_files(snapshot: Snapshot) -> pa.Table:
+def format_files(snapshot: TableState) -> pa.Table:
+    """`Snapshot.files()`: the active add actions as a flat table (`FILES_SCHEMA`)."""
     adds = snapshot.add_actions()
     dv = adds.column("deletionVector")
 
     def dv_field(name: str, typ: pa.DataType) -> pa.ChunkedArray:
         return pc.cast(pc.struct_field(dv, name), typ) if len(dv) else pa.chunked_array([], typ)
 
-    pv = translate_map_keys(adds.column("partitionValues"), partition_key_mapping(snapshot))
+    logical = {physical: name for name, physical in physical_partition_names(snapshot).items() if physical != name}
+    pv = translate_map_keys(adds.column("partitionValues"), logical)
     columns = [
         adds.column("path"),
         adds.column("size"),
         pc.cast(adds.column("modificationTime"), pa.timestamp("ms", tz="UTC")),
         adds.column("dataChange"),
         pv,
-        num_records_of(adds),
+        num_records(adds),
         adds.column("stats"),
         dv_field("storageType", pa.string()),
         dv_field("pathOrInlineDv", pa.string()),

@@ -24,22 +24,22 @@ Schema:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import STRING_MAP, Metadata, Protocol
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.json_log import read_log_files
-from deltaexplore.core.timestamps import CommitClock, ict_config
+from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.log.segment import LogListing
+from deltaexplore.core.log.state import read_log
+from deltaexplore.core.log.timestamps import CommitClock, IctConfig, ict_config
+from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
+from deltaexplore.storage import Storage
 
-if TYPE_CHECKING:
-    from deltaexplore.core.table import Table
-
-__all__ = ["HISTORY_SCHEMA", "history"]
+__all__ = ["COUNT_FIELDS", "HISTORY_SCHEMA", "read_history"]
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -103,7 +103,7 @@ def _group_sum(versions: np.ndarray, values: np.ndarray | None, order: np.ndarra
     return out
 
 
-def _latest_ict_config(table: Table, listing: Any) -> Any:
+def _latest_ict_config(storage: Storage, listing: LogListing) -> IctConfig | None:
     """In-commit timestamp config of the latest version, reading commits newest first in small
     batches and stopping as soon as protocol and metadata are found (else the checkpoint)."""
     latest = listing.latest_version
@@ -114,7 +114,8 @@ def _latest_ict_config(table: Table, listing: Any) -> Any:
     try:
         for start in range(0, len(versions), 64):
             batch = versions[start : start + 64]
-            lines = read_log_files(table.storage, [listing.commit(v) for v in batch], batch)
+            files = [f for f in (listing.commit(v) for v in batch) if f is not None]
+            lines = read_log_files(storage, files, batch)
             for _, _, body in lines.objects("protocol"):
                 protocol = protocol or body
             for _, _, body in lines.objects("metaData"):
@@ -122,8 +123,8 @@ def _latest_ict_config(table: Table, listing: Any) -> Any:
             if protocol is not None and metadata is not None:
                 break
         if protocol is None or metadata is None:
-            snap = table.snapshot()
-            return ict_config(snap.protocol, snap._state.metadata)
+            log = read_log(storage, listing, listing.latest_version or 0)
+            return ict_config(log.protocol, log.metadata)
         return ict_config(Protocol.from_json(protocol), Metadata.from_json(metadata))
     except DeltaExploreError:
         return None
@@ -132,12 +133,17 @@ def _latest_ict_config(table: Table, listing: Any) -> Any:
 COUNT_FIELDS = ("size", "stats", "deletionVector")
 
 
-def history(
-    table: Table, *, limit: int | None = None, start_version: int | None = None, end_version: int | None = None
+def read_history(
+    storage: Storage,
+    listing: LogListing,
+    *,
+    limit: int | None = None,
+    start_version: int | None = None,
+    end_version: int | None = None,
 ) -> pa.Table:
-    """The commits of `table` in [start_version, end_version], newest first, at most `limit`."""
-    listing = table.listing()
-    versions = table.versions()
+    """The commits of a table's log `listing` in [start_version, end_version], newest first, at
+    most `limit`."""
+    versions = listing.versions()
     if end_version is not None:
         versions = [v for v in versions if v <= end_version]
     if start_version is not None:
@@ -147,7 +153,7 @@ def history(
     if limit is not None:
         versions = versions[-limit:] if limit > 0 else []
     files = [listing.commit(v) for v in versions]
-    lines = read_log_files(table.storage, [f for f in files if f is not None], versions)
+    lines = read_log_files(storage, [f for f in files if f is not None], versions)
     n = len(versions)
     index = {v: i for i, v in enumerate(versions)}
 
@@ -174,9 +180,9 @@ def history(
         except DeltaExploreError:
             ict = None
     else:
-        ict = _latest_ict_config(table, listing)
+        ict = _latest_ict_config(storage, listing)
     known = {v: int(b["inCommitTimestamp"]) for v, b in infos.items() if _int(b.get("inCommitTimestamp")) is not None}
-    clock = CommitClock(table.storage, listing, ict, known_ict=known)
+    clock = CommitClock(storage, listing, ict, known_ict=known)
     timestamps = [clock.timestamp(v) for v in versions]
 
     # the counts need sizes, numRecords and DV cardinalities only (not partition values or tags)
@@ -229,7 +235,7 @@ def _action_counts(adds: pa.Table, removes: pa.Table, cdc_versions: np.ndarray, 
     r_size = pc.fill_null(r_size_col, 0).to_numpy()
 
     def live_rows(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        records = num_records_of(t)
+        records = num_records(t)
         dv = t.column("deletionVector").combine_chunks()
         deleted = (
             pc.fill_null(dv.field("cardinality"), 0)

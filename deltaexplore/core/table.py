@@ -9,12 +9,14 @@ from typing import Any
 import pyarrow as pa
 
 from deltaexplore.core.arguments import count
-from deltaexplore.core.catalog import CatalogClient
-from deltaexplore.core.log_path import LogFile, LogKind
-from deltaexplore.core.log_segment import LogListing, list_log
+from deltaexplore.core.cdf import read_changes
+from deltaexplore.core.history import read_history
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.log.file_names import LogFile, LogKind
+from deltaexplore.core.log.segment import LogListing, list_log
+from deltaexplore.core.log.timestamps import to_millis
 from deltaexplore.core.snapshot import Snapshot, build_snapshot
-from deltaexplore.core.timestamps import to_millis
-from deltaexplore.errors import DeltaExploreError, InvalidArgumentError, VersionNotFoundError
+from deltaexplore.errors import DeltaExploreError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import Storage, storage_for
 
 __all__ = ["Table", "open_table"]
@@ -77,8 +79,6 @@ class Table:
                 )
         listing.catalog_latest = ratified.latest_version
         if listing.latest_version is None:
-            from deltaexplore.errors import TableNotFoundError
-
             raise TableNotFoundError(
                 f"not a Delta table: {self.uri} has no commits (catalog says latest {ratified.latest_version})", path=self.uri
             )
@@ -92,11 +92,7 @@ class Table:
 
     def versions(self) -> list[int]:
         """Versions that have a commit file (published or ratified), oldest first."""
-        listing = self.listing()
-        vs = sorted(set(listing.commits) | set(listing.ratified))
-        if listing.catalog_latest is not None:
-            vs = [v for v in vs if v <= listing.catalog_latest]
-        return vs
+        return self.listing().versions()
 
     # -- snapshots ---------------------------------------------------------------------------
     def snapshot(self, version: int | None = None, *, timestamp: str | dt.datetime | dt.date | int | None = None) -> Snapshot:
@@ -129,11 +125,9 @@ class Table:
     # -- history and changes ---------------------------------------------------------------------
     def history(self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None) -> pa.Table:
         """One row per commit, newest first (see `deltaexplore.core.history.HISTORY_SCHEMA`)."""
-        from deltaexplore.core.history import history
-
         limit = count(limit, "limit")
         start_version, end_version = count(start_version, "start_version"), count(end_version, "end_version")
-        return history(self, limit=limit, start_version=start_version, end_version=end_version)
+        return read_history(self.storage, self.listing(), limit=limit, start_version=start_version, end_version=end_version)
 
     def changes(self, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
         """The change data feed of versions `start_version..end_version` (inclusive).
@@ -145,11 +139,9 @@ class Table:
             DeltaProtocolError: change data feed was not enabled for part of the range.
             VersionNotFoundError: the range is outside the retained log.
         """
-        from deltaexplore.core.cdf import changes
-
         start = count(start_version, "start_version", allow_none=False)
         assert start is not None
-        return changes(self, start, count(end_version, "end_version"), columns=columns)
+        return read_changes(self.snapshot(count(end_version, "end_version")), start, columns=columns)
 
 
 def open_table(

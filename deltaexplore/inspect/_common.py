@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.partitions import map_column_values, uniform_map_values
-from deltaexplore.core.replay import dv_unique_id
+from deltaexplore.core.log.replay import dv_unique_id
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
 
-if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
 __all__ = [
-    "HIVE_NULL",
     "InspectError",
     "conform",
     "dv_cardinality",
     "live_rows",
-    "partition_keys",
     "snapshot_of",
     "table_of",
 ]
-
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 class InspectError(DeltaExploreError, ValueError):
@@ -50,10 +43,7 @@ def table_cache(table: Table) -> dict[str, Any]:
 
 def table_of(obj: Table | Snapshot) -> Table:
     """The `Table` of a table or snapshot."""
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
-    if isinstance(obj, Snapshot):
+    if isinstance(obj, Snapshot) and isinstance(obj.table, Table):
         return obj.table
     if isinstance(obj, Table):
         return obj
@@ -66,8 +56,6 @@ def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
     The latest snapshot of a table is cached (per table object) while the table does not move,
     so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once.
     """
-    from deltaexplore.core.snapshot import Snapshot
-
     if isinstance(obj, Snapshot):
         if version is None or version == obj.version:
             return obj
@@ -152,56 +140,6 @@ def live_rows(num_records: pa.Array, deleted: pa.Array) -> pa.Array:
     return pc.subtract(num_records, deleted)
 
 
-def partition_keys(snapshot: Snapshot, adds: pa.Table) -> pa.Array:
-    """`col=value/col2=value2` per add (logical names, partition order; '' when unpartitioned)."""
-    n = adds.num_rows
-    cols = snapshot.partition_columns
-    if not cols:
-        return pa.repeat(pa.scalar("", pa.string()), n)
-    maps = combined(adds.column("partitionValues"))
-    mapping = _physical_partition_names(snapshot)
-    pieces = []
-    uniform = uniform_map_values(maps, [mapping.get(c, c) for c in cols])
-    for i, name in enumerate(cols):
-        key = mapping.get(name, name)
-        if uniform is not None:
-            values = uniform[i]
-        else:
-            values = map_column_values(maps, key) if n else pa.array([], pa.string())
-            if key != name and n and values.null_count == n:
-                values = map_column_values(maps, name)
-        if len(cols) == 1:
-            # one column: the text of each distinct value once, then gathered (a million
-            # files share a few hundred partitions)
-            encoded = pc.dictionary_encode(combined(values), null_encoding="encode")
-            return _hive_pair(name, encoded.dictionary).take(encoded.indices)
-        pieces.append(_hive_pair(name, values))
-    return pc.binary_join_element_wise(*pieces, "/")
-
-
-def _hive_pair(name: str, values: pa.Array) -> pa.Array:
-    """`name=value` per value (null and empty values as Hive's default partition)."""
-    values = pc.fill_null(values, HIVE_NULL)
-    values = pc.if_else(pc.equal(values, ""), HIVE_NULL, values)
-    return pc.binary_join_element_wise(pa.scalar(name), values, "=")
-
-
-def _physical_partition_names(snapshot: Snapshot) -> dict[str, str]:
-    """logical -> physical name of each partition column (identity without column mapping)."""
-    if snapshot.column_mapping_mode == "none":
-        return {}
-    try:
-        schema = snapshot.schema
-    except DeltaExploreError:
-        return {}
-    out = {}
-    for name in snapshot.partition_columns:
-        f = schema.get(name)
-        if f is not None:
-            out[name] = f.physical_name
-    return out
-
-
 def relative_to_root(paths: pa.Array, root: str) -> pa.Array:
     """Absolute paths (or `file:` URIs) under the table root made table-relative; others unchanged."""
     if len(paths) == 0:
@@ -227,14 +165,3 @@ def to_ts(values: Any) -> pa.Array:
     """int64 milliseconds -> timestamp[ms, UTC]."""
     arr = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
     return pc.cast(arr.cast(pa.int64()), pa.timestamp("ms", tz="UTC"))
-
-
-def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(value) < 1024 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltaexplore.core.log_path import STAGED_DIR, LogKind, parse_log_file
+from deltaexplore.core.log.file_names import STAGED_DIR, LogKind, parse_log_file
 from deltaexplore.inspect._common import conform, table_of
 from deltaexplore.inspect.schemas import CATALOG_SCHEMA
 

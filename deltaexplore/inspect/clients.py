@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from deltaexplore.core.features import FEATURES, MAX_READER_VERSION, MAX_WRITER_VERSION
+from deltaexplore.core.protocol.features import FEATURES, MAX_READER_VERSION, MAX_WRITER_VERSION
 from deltaexplore.inspect._common import conform
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
 

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect._common import combined, conform, snapshot_of, sorted_rows, to_ts
 from deltaexplore.inspect.layout import clustering_view
@@ -130,7 +130,7 @@ def row_tracking(obj: Table | Snapshot, *, version: int | None = None) -> pa.Tab
     adds = snap.add_actions()
     n = adds.num_rows
     base = combined(adds.column("baseRowId")).cast(pa.int64())
-    records = num_records_of(adds)
+    records = num_records(adds)
     last = pc.subtract(pc.add(base, records), 1)
     overlaps = np.zeros(n, dtype=bool)
     valid = pc.and_(pc.is_valid(base), pc.is_valid(last)).to_numpy(zero_copy_only=False).astype(bool) if n else np.zeros(0, bool)

@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltaexplore.core.actions import FILE_ACTION_FIELDS
-from deltaexplore.core.checkpoint import CheckpointReader
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.json_log import LogLines, read_log_files
-from deltaexplore.core.log_path import LogFile, LogKind
-from deltaexplore.core.timestamps import CommitClock, ict_config
+from deltaexplore.core.log.checkpoint_reader import CheckpointReader
+from deltaexplore.core.log.file_names import LogFile, LogKind
+from deltaexplore.core.log.json_log import LogLines, read_log_files
+from deltaexplore.core.log.timestamps import CommitClock, ict_config
+from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
 from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, table_of, to_ts
 from deltaexplore.inspect.schemas import COMMITS_SCHEMA
@@ -42,7 +42,7 @@ def _clock(table: Table) -> CommitClock:
     ict = None
     try:
         latest = table.snapshot()
-        ict = ict_config(latest.protocol, latest._state.metadata)
+        ict = ict_config(latest.protocol, latest.metadata_or_none)
     except DeltaExploreError:
         ict = None
     return CommitClock(table.storage, listing, ict)
@@ -79,7 +79,7 @@ def _json_rows(lines: LogLines, sources: list[str]) -> dict[str, Any]:
             "partition_values": combined(t.column("partitionValues")),
         }
         if k != "cdc":
-            values["num_records"] = num_records_of(t)
+            values["num_records"] = num_records(t)
             values["deletion_vector"] = dv_ids(t)
             dv = combined(t.column("deletionVector"))
             values["dv_cardinality"] = (
@@ -180,7 +180,7 @@ def _parquet_rows(table: Table, path: str, source: str, version: int) -> dict[st
             "data_change": combined(t.column("dataChange")),
             "size": combined(t.column("size")).cast(pa.int64()),
             "partition_values": combined(t.column("partitionValues")),
-            "num_records": num_records_of(t),
+            "num_records": num_records(t),
             "deletion_vector": dv_ids(t),
         }
         dv = combined(t.column("deletionVector"))

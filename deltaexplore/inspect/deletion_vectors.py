@@ -15,10 +15,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.stats_search import num_records
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.scan.partition_values import partition_keys
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError
-from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, partition_keys, snapshot_of, sorted_rows
+from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, snapshot_of, sorted_rows
 from deltaexplore.inspect.schemas import DELETED_ROWS_SCHEMA, DV_FILES_SCHEMA, DV_SCHEMA
 
 if TYPE_CHECKING:

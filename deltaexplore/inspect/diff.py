@@ -21,10 +21,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow_rows import take_rows
-from deltaexplore.core.features import features_of
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.json_log import read_log_files
+from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.protocol.features import features_of
+from deltaexplore.core.scan.partition_values import partition_keys
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect._common import (
     InspectError,
@@ -32,7 +33,6 @@ from deltaexplore.inspect._common import (
     conform,
     dv_cardinality,
     dv_ids,
-    partition_keys,
     table_cache,
     table_of,
 )
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from deltaexplore.core.table import Table
 
 __all__ = ["diff", "diff_files", "diff_rows", "resolve_versions"]
-
-_SIDE_COLUMNS = ["path", "dv", "size", "num_records", "card", "partition", "mtime"]
 
 
 def resolve_versions(obj: Table | Snapshot, v1: int | None, v2: int | None) -> tuple[int, int]:
@@ -84,7 +82,7 @@ def _side(snapshot: Snapshot, adds: pa.Table) -> pl.DataFrame:
             "path": combined(adds.column("path")).cast(pa.string()),
             "dv": dv_ids(adds),
             "size": combined(adds.column("size")).cast(pa.int64()),
-            "num_records": num_records_of(adds),
+            "num_records": num_records(adds),
             "card": dv_cardinality(adds),
             "partition": partition_keys(snapshot, adds),
             "mtime": combined(adds.column("modificationTime")).cast(pa.int64()),
@@ -299,8 +297,8 @@ def _file_rows(changes: pa.Table) -> list[dict]:
 
 def _metadata_rows(a: Snapshot, b: Snapshot) -> list[dict]:
     out: list[dict] = []
-    ma = a._state.metadata
-    mb = b._state.metadata
+    ma = a.metadata_or_none
+    mb = b.metadata_or_none
     # schema
     try:
         sa = ma.schema if ma is not None and ma.schema_string else None

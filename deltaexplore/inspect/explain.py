@@ -14,12 +14,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow_rows import take_rows
-from deltaexplore.core.files import num_records_of
-from deltaexplore.core.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
-from deltaexplore.core.scan import partition_table, predicate_bounds, prune_by_partitions
+from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.protocol.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
+from deltaexplore.core.scan.partition_values import partition_keys
+from deltaexplore.core.scan.plan import partition_table
+from deltaexplore.core.scan.skipping import prune_by_partitions
+from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.errors import ColumnNotFoundError
-from deltaexplore.inspect._common import InspectError, combined, conform, partition_keys, snapshot_of
+from deltaexplore.inspect._common import InspectError, combined, conform, snapshot_of
 from deltaexplore.inspect.schemas import EXPLAIN_SCHEMA
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
         "path": combined(adds.column("path")).cast(pa.string()),
         "partition": partition_keys(snap, adds),
         "size": adds.column("size"),
-        "num_records": num_records_of(adds),
+        "num_records": num_records(adds),
         "stage": stage_arr,
         "selected": pc.equal(stage_arr, "read"),
         "reason": pa.array(reason.tolist(), pa.string()),
@@ -168,7 +170,7 @@ def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.
     n = adds.num_rows
     if not wanted:
         return FileEnv(n, lambda column: None), np.zeros(n, dtype=bool)
-    bounds = predicate_bounds(snap, adds, wanted)
+    bounds = column_bounds(snap, adds, wanted)
 
     def lookup(column: str) -> Any:
         return bounds.get(column)

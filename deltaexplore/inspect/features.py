@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltaexplore.core.features import FEATURES, features_of
-from deltaexplore.core.schema import ArrayType, DataType, MapType, StructType
+from deltaexplore.core.protocol.features import FEATURES, features_of
+from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect._common import conform, snapshot_of
 from deltaexplore.inspect.clients import CLIENTS, STRICT_PROTOCOL_CLIENTS, client_features

@@ -13,7 +13,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.inspect._common import conform, dv_cardinality, partition_keys, snapshot_of
+from deltaexplore.core.scan.partition_values import partition_keys
+from deltaexplore.inspect._common import conform, dv_cardinality, snapshot_of
 from deltaexplore.inspect.schemas import FILES_SCHEMA, PARTITIONS_SCHEMA
 
 if TYPE_CHECKING:

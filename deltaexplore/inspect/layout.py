@@ -24,12 +24,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.scan import partition_table
-from deltaexplore.core.schema import ArrayType, MapType, leaf_paths, to_arrow_type
-from deltaexplore.core.stats import physical_path, stats_columns, stats_for_adds
-from deltaexplore.core.stats_search import column_bounds, column_limit, num_records
+from deltaexplore.core.protocol.schema import ArrayType, MapType, leaf_paths, to_arrow_type
+from deltaexplore.core.scan.partition_values import partition_keys
+from deltaexplore.core.scan.plan import partition_table
+from deltaexplore.core.scan.stats import column_bounds, num_records
+from deltaexplore.core.scan.stats_columns import physical_path, stats_columns
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect._common import conform, partition_keys, snapshot_of
+from deltaexplore.inspect._common import conform, snapshot_of
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:
@@ -181,16 +182,8 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
     """Per requested column: typed min, max, null_count, and the stats table's num_records."""
     resolved = [_resolve(snap, c) for c in columns]
     out: dict[str, dict[str, Any]] = {}
-    stat_cols = [(name, col) for name, col, is_part in resolved if not is_part]
-    fast: dict[str, dict[str, pa.Array]] = {}
-    if 0 < len(stat_cols) <= column_limit():
-        # one targeted scan per column beats a full JSON parse for a few columns
-        for name, col in stat_cols:
-            got = column_bounds(snap, adds, col)
-            if got is not None:
-                fast[name] = got
-    stat_names = [name for name, _ in stat_cols if name not in fast]
-    stats = stats_for_adds(snap, adds, stat_names) if stat_names else None
+    stat_names = [name for name, _, is_part in resolved if not is_part]
+    stats = column_bounds(snap, adds, stat_names) if stat_names else {}
     parts = partition_table(snap, adds) if any(is_part for _, _, is_part in resolved) else None
     for name, col, is_part in resolved:
         if is_part:
@@ -204,22 +197,13 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
                 "physical": col.physical_name,
                 "partition": True,
             }
-        elif name in fast:
-            out[name] = {
-                "num_records": fast[name].get("num_records"),
-                "min": fast[name]["min"],
-                "max": fast[name]["max"],
-                "null_count": fast[name]["null_count"],
-                "type": col.field.type,
-                "physical": ".".join(col.physical),
-                "partition": False,
-            }
         else:
-            assert stats is not None
+            b = stats[name]
             out[name] = {
-                "min": stats.column(f"min.{name}").combine_chunks(),
-                "max": stats.column(f"max.{name}").combine_chunks(),
-                "null_count": stats.column(f"null_count.{name}").combine_chunks(),
+                "num_records": b.num_records,
+                "min": b.min,
+                "max": b.max,
+                "null_count": b.null_count,
                 "type": col.field.type,
                 "physical": ".".join(col.physical),
                 "partition": False,

@@ -15,12 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import conform, human_bytes, snapshot_of, table_of, to_ts
+from deltaexplore.inspect._common import conform, snapshot_of, table_of, to_ts
+from deltaexplore.inspect.formatting import human_bytes, tag_schema
 from deltaexplore.inspect.schemas import LOG_FILES_SCHEMA, METRICS_SCHEMA
 
 if TYPE_CHECKING:
-    from deltaexplore.core.log_path import LogFile
-    from deltaexplore.core.log_segment import LogListing
+    from deltaexplore.core.log.file_names import LogFile
+    from deltaexplore.core.log.segment import LogListing
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
@@ -54,8 +55,9 @@ def metric(
     }
 
 
-def metrics_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return conform({f.name: [r[f.name] for r in rows] for f in METRICS_SCHEMA}, METRICS_SCHEMA)
+def metrics_table(rows: list[dict[str, Any]], name: str = "metrics") -> pa.Table:
+    """A `METRICS_SCHEMA` table of `rows`, tagged as the inspection table `name` (overview, log_health)."""
+    return conform({f.name: [r[f.name] for r in rows] for f in METRICS_SCHEMA}, tag_schema(METRICS_SCHEMA, name))
 
 
 def _versions(listing: LogListing) -> list[int]:
@@ -290,7 +292,7 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table
     rows.extend(_tombstone_rows(snap))
     # -- crc
     rows.extend(_crc_rows(snap))
-    return metrics_table(rows)
+    return metrics_table(rows, "log_health")
 
 
 def _last_checkpoint_rows(listing: LogListing, cp_versions: list[int]) -> list[dict[str, Any]]:

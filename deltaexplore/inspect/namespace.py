@@ -55,8 +55,13 @@ class InspectNamespace:
 
     # -- how it got there ------------------------------------------------------------------
     def history(self, limit: int | None = None, *, start_version: int | None = None) -> pa.Table:
-        """One row per commit, newest first (core `HISTORY_SCHEMA`), up to this snapshot."""
-        return self._table.history(limit, start_version=start_version, end_version=self._snapshot_version)
+        """One row per commit, newest first (`schemas.HISTORY_SCHEMA`: the core's with display
+        units), up to this snapshot."""
+        from deltaexplore.inspect.schemas import annotate_core
+
+        return annotate_core(
+            self._table.history(limit, start_version=start_version, end_version=self._snapshot_version), "history"
+        )
 
     def commits(self, start: int | None = None, end: int | None = None, *, checkpoints: bool = False) -> pa.Table:
         """Every action of commits start..end (see `inspect.commits.commits`)."""

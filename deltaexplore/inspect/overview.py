@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.features import features_of
+from deltaexplore.core.protocol.features import features_of
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import human_bytes, snapshot_of
+from deltaexplore.inspect._common import snapshot_of
 from deltaexplore.inspect.files import files as files_table
+from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.inspect.log_health import metric, metrics_table
 
 if TYPE_CHECKING:
@@ -32,12 +33,16 @@ def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_by
     """
     snap = snapshot_of(obj, version)
     rows: list[dict[str, Any]] = []
-    md = snap._state.metadata
+    md = snap.metadata_or_none
     rows.append(metric("table", "uri", snap.table.uri))
     rows.append(metric("table", "version", snap.version, unit="version"))
     rows.append(
         metric(
-            "table", "timestamp", snap.timestamp.isoformat(timespec="milliseconds"), number=float(snap.timestamp_ms), unit="ms"
+            "table",
+            "timestamp",
+            snap.timestamp.isoformat(timespec="milliseconds"),
+            number=float(snap.timestamp_ms),
+            unit="timestamp",
         )
     )
     if md is not None:
@@ -108,4 +113,4 @@ def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_by
     except DeltaExploreError:
         mode = "unknown"
     rows.append(metric("protocol", "column_mapping", mode))
-    return metrics_table(rows)
+    return metrics_table(rows, "overview")

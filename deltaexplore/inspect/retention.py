@@ -21,16 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arguments import number
-from deltaexplore.core.config import DEFAULT_DELETED_FILE_RETENTION_MS, DEFAULT_LOG_RETENTION_MS
-from deltaexplore.core.json_log import read_log_files
+from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.operations.vacuum import MAX_RETENTION_HOURS, list_vacuumable, plan_vacuum, vacuum_partition_names
+from deltaexplore.core.protocol.config import DEFAULT_DELETED_FILE_RETENTION_MS, DEFAULT_LOG_RETENTION_MS
 from deltaexplore.errors import DeltaExploreError, UnsupportedFeatureError, WriteRefusedError
 from deltaexplore.inspect._common import InspectError, combined, conform, relative_to_root, snapshot_of, table_of, to_ts
 from deltaexplore.inspect.deletion_vectors import _dv_paths
 from deltaexplore.inspect.schemas import VACUUM_SCHEMA, VERSIONS_SCHEMA
 
 if TYPE_CHECKING:
-    from deltaexplore.core.log_segment import LogListing
+    from deltaexplore.core.log.segment import LogListing
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
@@ -56,10 +56,6 @@ def _decode(paths: pa.Array) -> pa.Array:
     lookup = uniq.with_columns(pl.Series("d", [unquote(p) for p in uniq.get_column("p").to_list()], dtype=pl.String))
     out = frame.join(lookup, on="p", how="left", maintain_order="left").select(pl.coalesce("d", "p")).to_series()
     return out.to_arrow().cast(pa.string())
-
-
-def _is_local_relative(paths: pa.Array) -> pa.Array:
-    return pc.invert(pc.or_(pc.match_substring(paths, "://"), pc.starts_with(paths, "/")))
 
 
 @dataclass
@@ -166,7 +162,7 @@ def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: 
     if dv.null_count < n:
         st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
         dv_path = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
-        from deltaexplore.core.replay import dv_unique_id
+        from deltaexplore.core.log.replay import dv_unique_id
 
         dv_id = dv_unique_id(dv).cast(pa.string())
     else:
@@ -285,7 +281,7 @@ def _core_plan(table: Table, retention_hours: float) -> pa.Table | None:
 def _own_plan(snap: Snapshot, tomb_frame: pl.DataFrame, cutoff: int) -> pl.DataFrame:
     """VACUUM's rules applied here: not referenced by the snapshot, modified before the cut-off,
     not a tombstone younger than it, not hidden."""
-    table = snap.table
+    table = table_of(snap)
     root = table.storage.root
     listed = list_vacuumable(table.storage, vacuum_partition_names(snap)).rename_columns(["path", "size", "mtime"])
     adds = snap.add_actions()

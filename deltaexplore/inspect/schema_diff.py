@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from deltaexplore.core.schema import ArrayType, DataType, DecimalType, MapType, StructField, StructType
+from deltaexplore.core.protocol.schema import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 
 __all__ = ["SchemaChange", "is_widening", "schema_changes"]
 

@@ -55,5 +55,9 @@ class DeltaMagics(Magics):
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register `%delta` (and `DeltaMagics` for `%config`)."""
+    """Register `%delta` (and `DeltaMagics` for `%config`) and the notebook display of
+    deltaexplore's Arrow tables (formatted HTML tables; the values stay Arrow)."""
+    from deltaexplore.widgets.tables import register_table_display
+
     ipython.register_magics(DeltaMagics)
+    register_table_display(ipython)

@@ -2,7 +2,9 @@
 
 Every command takes a `Context` (the magics' configuration and the user namespace) and its
 argument list, and returns an object: an Arrow table, a `Report`, a chart or a widget. Errors are
-`DeltaExploreError`s; `DeltaMagics` turns them into short `UsageError`s.
+`DeltaExploreError`s; `DeltaMagics` turns them into short `UsageError`s. Arrow results are
+inspection tables (or rows/schemas tagged here) with a title naming the table and version: the
+notebook shows them as formatted HTML tables (`widgets.tables`) while the value stays Arrow.
 
 Commands backed by a layer that is not installed or not built yet still exist and say so.
 """
@@ -17,10 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect.formatting import TABLE_KEY, human_bytes
 from deltaexplore.magics.report import Report
+from deltaexplore.widgets.tables import TITLE_KEY, titled
 
 __all__ = ["COMMANDS", "CommandError", "Context", "run_command"]
 
@@ -105,6 +110,20 @@ def open_table(ctx: Context, ref: str | None) -> Any:
     return open_table(ref, ctx.storage_options or None)
 
 
+def _short_name(table: Any) -> str:
+    """The table's folder name (never the whole location: outputs are saved with notebooks)."""
+    return str(table.uri).rstrip("/").rsplit("/", 1)[-1] or str(table.uri)
+
+
+def _title(label: str, table: Any, version: int | None = None) -> str:
+    return f"{label} · {_short_name(table)}" + (f" @ v{version}" if version is not None else "")
+
+
+def _named(result: pa.Table, label: str, table: Any, version: int | None = None, *, name: str | None = None) -> pa.Table:
+    """`result` (no copy) titled for display; tagged as `name` when it is not an inspection table."""
+    return titled(result, _title(label, table, version), name=name)
+
+
 def _chart(name: str, data: Any, **kwargs: Any) -> Any:
     """`deltaexplore.viz.<name>(data)` shown offline: an `alt.JupyterChart` (its `.chart` is the Altair chart)."""
     try:
@@ -142,8 +161,8 @@ def cmd_history(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
     table = open_table(ctx, args.table)
-    h = table.history(limit=None if args.all else (args.limit or ctx.limit))
-    return _chart("history_chart", h) if args.chart else h
+    h = inspect.history(table, None if args.all else (args.limit or ctx.limit))
+    return _chart("history_chart", h) if args.chart else _named(h, "History", table)
 
 
 @command("versions", "which versions can still be read (log retained, data files present)")
@@ -153,17 +172,17 @@ def cmd_versions(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--retention-hours", type=float, default=None, help="VACUUM retention to evaluate")
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
-    out = inspect.reconstructable_versions(
-        open_table(ctx, args.table), check_data=not args.no_data_check, vacuum_retention_hours=args.retention_hours
-    )
-    return _chart("versions_chart", out) if args.chart else out
+    table = open_table(ctx, args.table)
+    out = inspect.reconstructable_versions(table, check_data=not args.no_data_check, vacuum_retention_hours=args.retention_hours)
+    return _chart("versions_chart", out) if args.chart else _named(out, "Versions", table)
 
 
 @command("overview", "key facts: size, rows, layout, protocol")
 def cmd_overview(ctx: Context, argv: list[str]) -> Any:
     p = parser("overview", "Key facts about one version.")
     args = p.parse_args(argv)
-    return inspect.overview(open_table(ctx, args.table).snapshot(args.version))
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    return _named(inspect.overview(snap), "Overview", snap.table, snap.version)
 
 
 @command("commits", "every action of commits START..END, raw and parsed")
@@ -174,7 +193,10 @@ def cmd_commits(ctx: Context, argv: list[str]) -> Any:
     ref, versions = _table_and_versions(p, args.items, required=0, most=2)
     start = versions[0] if versions else None
     end = versions[1] if len(versions) > 1 else start
-    return inspect.commits(open_table(ctx, ref), start, end)
+    table = open_table(ctx, ref)
+    out = inspect.commits(table, start, end)
+    span = "" if start is None else (f" v{start}" if end == start else f" v{start}..v{end}")
+    return titled(out, f"Commits · {_short_name(table)}{span}")
 
 
 @command("files", "active files, or per-partition aggregates with --partitions")
@@ -190,7 +212,8 @@ def cmd_files(ctx: Context, argv: list[str]) -> Any:
     out = inspect.partitions(snap) if args.partitions else inspect.files(snap)
     if args.chart:
         return _chart("partition_skew_chart" if args.partitions else "file_size_histogram", out)
-    return _sort_limit(out, args.sort, args.asc, args.limit)
+    label = "Partitions" if args.partitions else "Files"
+    return _named(_sort_limit(out, args.sort, args.asc, args.limit), label, snap.table, snap.version)
 
 
 def _sort_limit(t: pa.Table, sort: str | None, asc: bool, limit: int | None) -> pa.Table:
@@ -211,7 +234,9 @@ def cmd_layout(ctx: Context, argv: list[str]) -> Any:
     if args.chart and not args.column:
         raise CommandError("%delta layout --chart needs a column: -c COLUMN")
     out = inspect.layout(snap, args.column) if args.column else inspect.layout_summary(snap)
-    return _chart("layout_chart", out, column=args.column) if args.chart else out
+    if args.chart:
+        return _chart("layout_chart", out, column=args.column)
+    return _named(out, f"Layout of {args.column}" if args.column else "Layout summary", snap.table, snap.version)
 
 
 @command("explain", "which files a query with a predicate reads, and why the others are skipped")
@@ -221,10 +246,15 @@ def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--selected", action="store_true", help="only the files the query reads")
     p.add_argument("--chart", action="store_true", help="the pruning funnel")
     args = p.parse_args(argv)
-    out = inspect.explain(open_table(ctx, args.table).snapshot(args.version), args.where)
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    out = inspect.explain(snap, args.where)
     if args.chart:
         return _chart("explain_funnel", out, predicate=args.where)
-    return out.filter(out.column("selected")) if args.selected else out
+    read = int(pc.sum(out.column("selected")).as_py() or 0) if out.num_rows else 0
+    out = out.filter(out.column("selected")) if args.selected else out
+    return titled(
+        out, f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} reads {read} of {out.num_rows} files"
+    )
 
 
 @command("dv", "deletion vectors: per-file deleted rows, ratio, storage, sharing")
@@ -237,10 +267,16 @@ def cmd_dv(ctx: Context, argv: list[str]) -> Any:
     snap = open_table(ctx, args.table).snapshot(args.version)
     if args.rows:
         rows = inspect.deleted_rows(snap, args.rows)
-        return _chart("deleted_rows_heatmap", rows, path=args.rows) if args.chart else rows
+        return (
+            _chart("deleted_rows_heatmap", rows, path=args.rows)
+            if args.chart
+            else _named(rows, "Deleted rows", snap.table, snap.version)
+        )
     if args.chart:
         return _chart("dv_density_chart", inspect.deletion_vectors(snap))
-    return inspect.dv_files(snap) if args.files else inspect.deletion_vectors(snap)
+    if args.files:
+        return _named(inspect.dv_files(snap), "Deletion vector files", snap.table, snap.version)
+    return _named(inspect.deletion_vectors(snap), "Deletion vectors", snap.table, snap.version)
 
 
 def _table_and_versions(p: _Parser, items: list[str], *, required: int, most: int) -> tuple[str | None, list[int]]:
@@ -267,9 +303,11 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     ref, versions = _table_and_versions(p, args.items, required=1, most=2)
     table = open_table(ctx, ref)
     v1, v2 = versions[0], (versions[1] if len(versions) > 1 else None)
+    span = f"v{v1} → v{v2 if v2 is not None else table.latest_version()}"
     if args.rows:
-        return inspect.diff_rows(table, v1, v2)
-    return (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
+        return titled(inspect.diff_rows(table, v1, v2), f"Changed rows · {_short_name(table)} {span}", name="rows")
+    out = (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
+    return titled(out, f"{'Changed files' if args.files else 'Diff'} · {_short_name(table)} {span}")
 
 
 @command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones, .crc")
@@ -281,7 +319,9 @@ def cmd_health(ctx: Context, argv: list[str]) -> Any:
     snap = open_table(ctx, args.table).snapshot(args.version)
     if args.chart:
         return _chart("log_health_chart", inspect.log_files(snap))
-    return inspect.log_files(snap) if args.log_files else inspect.log_health(snap)
+    if args.log_files:
+        return _named(inspect.log_files(snap), "Log files", snap.table, snap.version)
+    return _named(inspect.log_health(snap), "Log health", snap.table, snap.version)
 
 
 @command("features", "protocol features (--compat: which clients can read/write the table)")
@@ -291,14 +331,19 @@ def cmd_features(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--all", action="store_true", help="every known feature, not only the table's")
     args = p.parse_args(argv)
     snap = open_table(ctx, args.table).snapshot(args.version)
-    return inspect.compatibility(snap) if args.compat else inspect.features(snap, all_known=args.all)
+    if args.compat:
+        return _named(inspect.compatibility(snap), "Compatibility", snap.table, snap.version)
+    return _named(inspect.features(snap, all_known=args.all), "Features", snap.table, snap.version)
 
 
 @command("schema", "columns and types")
 def cmd_schema(ctx: Context, argv: list[str]) -> Any:
     p = parser("schema", "The table schema at a version (Arrow).")
     args = p.parse_args(argv)
-    return open_table(ctx, args.table).snapshot(args.version).arrow_schema
+    snap = open_table(ctx, args.table).snapshot(args.version)
+    schema = snap.arrow_schema
+    md = {**(schema.metadata or {}), TABLE_KEY: b"schema", TITLE_KEY: _title("Schema", snap.table, snap.version).encode()}
+    return schema.with_metadata(md)
 
 
 @command("read", "rows (deletion vectors applied), optionally filtered")
@@ -322,9 +367,11 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
         if reader is None:
             raise CommandError("--spark: deltaexplore.spark has no read() yet")
         return reader(table, version=args.version, columns=cols, where=args.where)
-    rows = table.snapshot(args.version).to_arrow(cols, where=args.where)
+    snap = table.snapshot(args.version)
+    rows = snap.to_arrow(cols, where=args.where)
     limit = ctx.limit if args.limit is None else args.limit
-    return rows.slice(0, limit) if limit else rows
+    rows = rows.slice(0, limit) if limit else rows
+    return _named(rows, "Rows", table, snap.version, name="rows")
 
 
 def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -> Command:
@@ -336,15 +383,41 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -
         mode = p.add_mutually_exclusive_group()
         mode.add_argument("--dry-run", action="store_true", default=True, help="preview only (the default)")
         mode.add_argument("--run", action="store_true", help="really run it")
+        p.add_argument(
+            "--engine",
+            choices=maintenance.ENGINES,
+            default="auto",
+            help="auto (default): Spark when a Spark session is active, else the local engine; "
+            "spark starts one if needed; driver-only work (checkpoint) always runs locally",
+        )
         extra(p)
         args = p.parse_args(argv)
         table = open_table(ctx, args.table)
-        params = {k: v for k, v in vars(args).items() if k not in ("table", "dry_run", "run") and v is not None}
+        params = {k: v for k, v in vars(args).items() if k not in ("table", "dry_run", "run", "engine") and v is not None}
+        label = maintenance.OPERATIONS[name].label
+        backend, why = maintenance.choose_backend(name, args.engine)
         if not args.run:
+            note = f"dry run · --run would use {backend}: {why}"
             if name == "vacuum":
-                return inspect.vacuum_preview(table, retention_hours=args.retention_hours)
-            return Report(f"{name} (dry run)", maintenance.preview(name, ExplorerData(table), **params))
-        return Report(f"{name}", maintenance.run(name, table, lambda f, m: None, **params))
+                files = inspect.vacuum_preview(table, retention_hours=args.retention_hours)
+                total = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
+                return titled(
+                    files,
+                    f"VACUUM (dry run) · {_short_name(table)}: {files.num_rows} files, {human_bytes(total)}"
+                    f" · --run would use {backend}",
+                )
+            return Report(f"{label} · {_short_name(table)}", maintenance.preview(name, ExplorerData(table), **params), note=note)
+        show = maintenance.progress_display(f"{label} · {_short_name(table)}")
+        out = maintenance.run(name, table, show, engine=args.engine, storage_options=ctx.storage_options or None, **params)
+        summary = {
+            "backend": out["backend"],
+            "why": out["backend_reason"],
+            "version_before": out["version_before"],
+            "version_after": out["version_after"],
+            "duration_ms": round(out["seconds"] * 1000),
+        }
+        metrics = out.get("metrics")
+        return Report(f"{label} · {_short_name(table)}", summary, metrics, note=f"done with {out['backend']}")
 
     return cmd
 

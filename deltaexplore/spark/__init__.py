@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "LAPTOP_DEFAULTS",
+    "active_session",
     "changes",
     "checkpoint",
     "delete",
@@ -26,6 +27,7 @@ __all__ = [
     "purge_deletion_vectors",
     "read",
     "read_plan",
+    "report_progress_to",
     "restore",
     "update",
     "vacuum",
@@ -35,10 +37,12 @@ __all__ = [
 _EXPORTS = {
     "LAPTOP_DEFAULTS": "deltaexplore.spark.session",
     "get_spark": "deltaexplore.spark.session",
+    "active_session": "deltaexplore.spark.session",
     "read": "deltaexplore.spark.reader",
     "read_plan": "deltaexplore.spark.reader",
     "changes": "deltaexplore.spark.cdf",
     "progress": "deltaexplore.spark.jobs",
+    "report_progress_to": "deltaexplore.spark.jobs",
     "write": "deltaexplore.spark.writer",
     "delete": "deltaexplore.spark.dml",
     "update": "deltaexplore.spark.dml",

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.cdf import change_commits
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.scan import partition_table, resolve_columns
-from deltaexplore.core.schema import PrimitiveType, StructField
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.protocol.schema import PrimitiveType, StructField
+from deltaexplore.core.scan.plan import partition_table, resolve_columns
 from deltaexplore.spark.file_values import part_col
 from deltaexplore.spark.paths import file_path_key, spark_location
 from deltaexplore.spark.reader import ensure_field_ids, logical_columns, parquet_reader, project, snapshot_of
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["changes"]
-
-CHANGE_TYPE = StructField("_change_type", PrimitiveType("string"))
 
 
 def _deleted(storage: Any, dv: dict[str, Any] | None, path: str) -> np.ndarray:

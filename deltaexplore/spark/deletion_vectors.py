@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.errors import SparkError
 
 if TYPE_CHECKING:
@@ -118,7 +118,6 @@ class DeletedRows:
 
 def _executor_decoder(root: str, storage_options: dict[str, Any] | None) -> Any:
     def decode(batches: Any) -> Any:
-        from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
         from deltaexplore.storage import storage_for
 
         storage = storage_for(root, storage_options)

@@ -19,35 +19,40 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.core.operations import (
+    DELETE_METRICS,
+    UPDATE_METRICS,
+    OperationRun,
+    deletion_vector_update,
+    open_for_write,
+    plan_delete,
+    predicate_text,
+    resolve_assignments,
+    write_deletion_vector_file,
+)
+from deltaexplore.core.scan.data_file import row_counts
+from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE
+from deltaexplore.core.write.row_rules import generated_columns
+from deltaexplore.errors import WriteRefusedError
 from deltaexplore.spark.maintenance import pack_bins, rewrite_native
 from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
-from deltaexplore.spark.writer import discard, metrics_table, write_files
+from deltaexplore.spark.writer import write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["delete", "update"]
 
-DML_METRICS = {
-    "version": pa.int64(),
-    "num_deleted_rows": pa.int64(),
-    "num_updated_rows": pa.int64(),
-    "num_removed_files": pa.int64(),
-    "num_added_files": pa.int64(),
-    "num_deletion_vectors_added": pa.int64(),
-    "num_copied_rows": pa.int64(),
-    "num_added_change_files": pa.int64(),
-}
-
 
 def _refuse_row_tracking(snapshot: Any, what: str) -> None:
     if snapshot.config.row_tracking_enabled:
         raise WriteRefusedError(
-            f"{what} on Spark would rewrite files of {snapshot.table.uri}, which tracks row ids (delta.enableRowTracking): "
+            f"{what} on Spark would rewrite files of {snapshot.uri}, which tracks row ids (delta.enableRowTracking): "
             "not supported on Spark yet; use deltaexplore.core.operations (local) or enable deletion vectors"
         )
 
@@ -61,8 +66,8 @@ def _hits(pairs: pa.Table, n_files: int) -> list[np.ndarray]:
     return [rows[bounds[i] : bounds[i + 1]] for i in range(n_files)]
 
 
-def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], table: Any, snapshot: Any, txn: Any, **kw: Any) -> int:
-    """Write change rows (`(frame, change type)`) as change data files; staged in `txn`."""
+def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], op: OperationRun, snapshot: Any, **kw: Any) -> int:
+    """Write change rows (`(frame, change type)`) as change data files; staged in `op`'s transaction."""
     from pyspark.sql import functions as F
 
     names = snapshot.schema.names
@@ -75,7 +80,7 @@ def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], table: Any, s
     cdc = write_files(
         spark,
         union,
-        table,
+        op.table,
         snapshot.metadata,
         snapshot.protocol,
         kind="cdc",
@@ -84,8 +89,9 @@ def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], table: Any, s
         check_rules=False,
         **kw,
     )
+    op.written(cdc)
     if cdc.num_rows:
-        txn.add_cdc_files(cdc)
+        op.txn.add_cdc_files(cdc)
     return cdc.num_rows
 
 
@@ -104,12 +110,6 @@ def _run(
 ) -> pa.Table:
     from pyspark.sql import functions as F
 
-    from deltaexplore.core.data_rules import generated_columns
-    from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
-    from deltaexplore.core.operations import deletion_vector_update, plan_delete, write_deletion_vector_file
-    from deltaexplore.core.operations._common import open_for_write, row_counts
-    from deltaexplore.core.operations.update import resolve_assignments
-    from deltaexplore.core.transaction import Transaction
     from deltaexplore.spark.filters import to_spark_filter
     from deltaexplore.spark.jobs import progress
     from deltaexplore.spark.types import spark_type
@@ -131,23 +131,21 @@ def _run(
         _refuse_row_tracking(snapshot, operation)
     if operation == "UPDATE" and config.row_tracking_enabled:
         _refuse_row_tracking(snapshot, operation)
-    metrics: dict[str, Any] = {
-        "operation": operation,
-        "version": None,
-        "dry_run": dry_run,
-        "num_deleted_rows": 0,
-        "num_updated_rows": 0,
-        "num_removed_files": 0,
-        "num_added_files": 0,
-        "num_deletion_vectors_added": 0,
-        "num_copied_rows": 0,
-        "num_added_change_files": 0,
-    }
-    text = predicate if isinstance(predicate, str) else (repr(plan.predicate) if plan.predicate is not None else "true")
-    params: dict[str, Any] = {"predicate": json.dumps([text])}
+    schema_of_metrics = DELETE_METRICS if operation == "DELETE" else UPDATE_METRICS
+    params: dict[str, Any] = {"predicate": json.dumps([predicate_text(predicate, plan)])}
     if assignments:
         params["set"] = json.dumps(assignments)
-    txn = Transaction(table, operation=operation, parameters=params, read_snapshot=snapshot)
+    op = OperationRun.start(
+        table,
+        operation,
+        schema_of_metrics,
+        read_snapshot=snapshot,
+        parameters=params,
+        dry_run=dry_run,
+        metrics=dict.fromkeys(schema_of_metrics.names[3:], 0),
+    )
+    metrics, txn = op.metrics, op.txn
+    matched_rows = "num_deleted_rows" if operation == "DELETE" else "num_updated_rows"
     if plan.predicate is not None:
         txn.read_files(predicate=plan.predicate)
     else:
@@ -155,13 +153,18 @@ def _run(
     files = plan.files
     kw: dict[str, Any] = {"storage_options": storage_options}
     target = target_file_size or DEFAULT_TARGET_FILE_SIZE
-    written: list[pa.Table] = []
     md, protocol = snapshot.metadata, snapshot.protocol
     stagings: list[Staging] = []
-    try:
-        with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+
+    def discard_stagings() -> None:  # files of Spark jobs that succeeded before a failure
+        for staging in stagings:
+            discard_staging(spark, table, staging)
+
+    op.on_failure(discard_stagings)
+    with op:
+        with progress(spark, f"deltaexplore {operation} {table.uri}"), spark_errors(operation, path=table.uri):
             if files.num_rows == 0:
-                return metrics_table(metrics, DML_METRICS)
+                return op.result()
             rows = scan_files(
                 spark, snapshot, files, list(schema.fields), partition_values=plan.partition_values, with_ids=True, **kw
             )
@@ -189,18 +192,18 @@ def _run(
                 card = [(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()]
                 metrics.update(num_deleted_rows=int(counts.sum() - sum(card)), num_removed_files=files.num_rows)
                 if dry_run:
-                    return metrics_table(metrics, DML_METRICS)
+                    return op.result()
                 if plan.change_data_feed:
-                    metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], table, snapshot, txn, **kw)
+                    metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], op, snapshot, **kw)
                 txn.remove_files(files)
             else:
                 pairs = rows.where(cond).select(FILE_COL, ROW_COL).toArrow()
                 hits = _hits(pairs, files.num_rows)
                 hit_ids = [i for i, h in enumerate(hits) if len(h)]
                 n_matched = int(pairs.num_rows)
-                metrics["num_deleted_rows" if operation == "DELETE" else "num_updated_rows"] = n_matched
+                metrics[matched_rows] = n_matched
                 if n_matched == 0:
-                    return metrics_table(metrics, DML_METRICS)
+                    return op.result()
                 touched = rows.where(F.col(FILE_COL).isin(hit_ids))
                 hit_files = files.take(pa.array(hit_ids, pa.int64()))
                 if plan.use_deletion_vectors:
@@ -210,27 +213,36 @@ def _run(
                         num_deletion_vectors_added=update.adds.num_rows,
                     )
                     if dry_run:
-                        return metrics_table(metrics, DML_METRICS)
+                        return op.result()
                     new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
                     write_deletion_vector_file(table.storage, update)
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)
                     if new_rows is not None:
-                        adds = write_files(
-                            spark, new_rows.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, identity=False, **kw
+                        adds = op.written(
+                            write_files(
+                                spark,
+                                new_rows.drop(FILE_COL, ROW_COL),
+                                table,
+                                md,
+                                protocol,
+                                target_size=target,
+                                identity=False,
+                                **kw,
+                            )
                         )
-                        written.append(adds)
+                        metrics["num_added_files"] = adds.num_rows
                         txn.add_files(adds)
                 else:
                     keep = touched if operation == "UPDATE" else touched.where(~cond)
                     out = updated(keep) if operation == "UPDATE" else keep
                     if dry_run:
                         metrics.update(num_removed_files=len(hit_ids))
-                        return metrics_table(metrics, DML_METRICS)
+                        return op.result()
                     if native:
                         # DELETE copies the other rows as they are: Spark's parquet writer, one task per
                         # bin of touched files (stable row ids kept); no rule needs checking again.
-                        bins = pack_bins(hit_files, target)
+                        bins = pack_bins(snapshot, hit_files, target)
                         order = {p: i for i, p in enumerate(hit_files.column("path").to_pylist())}
                         dropped = np.array(
                             [len(hits[hit_ids[order[p]]]) for b in bins for p in b.column("path").to_pylist()], np.int64
@@ -251,15 +263,15 @@ def _run(
                         adds = write_files(
                             spark, out.drop(FILE_COL, ROW_COL), table, md, protocol, target_size=target, identity=False, **kw
                         )
-                    written.append(adds)
+                    op.written(adds)
                     txn.remove_files(hit_files)
                     txn.add_files(adds)
-                    copied = sum(int(json.loads(s).get("numRecords", 0)) for s in adds.column("stats").to_pylist() if s)
+                    copied = int(pc.sum(num_records(adds)).as_py() or 0) if adds.num_rows else 0
                     metrics.update(
                         num_removed_files=len(hit_ids),
+                        num_added_files=adds.num_rows,
                         num_copied_rows=copied - (n_matched if operation == "UPDATE" else 0),
                     )
-                metrics["num_added_files"] = sum(w.num_rows for w in written)
                 if plan.change_data_feed:
                     matched = touched.where(cond)
                     frames = (
@@ -270,22 +282,8 @@ def _run(
                             (updated(matched), "update_postimage"),
                         ]
                     )
-                    metrics["num_added_change_files"] = _cdc(spark, frames, table, snapshot, txn, **kw)
-    except BaseException:
-        for staging in stagings:  # files of Spark jobs that succeeded before the failure
-            discard_staging(spark, table, staging)
-        raise
-    try:
-        result = txn.commit(max_retries=max_retries)
-    except DeltaExploreError:
-        for adds in written:
-            discard(table, adds)
-        for staging in stagings:
-            discard_staging(spark, table, staging)
-        raise
-    metrics["version"] = result.version
-    metrics["spark_seconds"] = round(tracker.summary.seconds, 3)
-    return metrics_table(metrics, DML_METRICS)
+                    metrics["num_added_change_files"] = _cdc(spark, frames, op, snapshot, **kw)
+        return op.commit(max_retries=max_retries)
 
 
 def delete(

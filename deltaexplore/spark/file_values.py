@@ -41,8 +41,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.core.schema import DataType, PrimitiveType
+from deltaexplore.core.protocol.schema import DataType, PrimitiveType
+from deltaexplore.core.scan.data_file import resolve_data_path
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -105,12 +105,6 @@ class FileValues:
 
     def bitmap_words(self) -> int:
         return sum(len(b) for b in self.bitmaps) if self.bitmaps is not None else 0
-
-
-def key_column(values: FileValues) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col("_metadata.file_size") if values.sizes is not None else F.col("_metadata.file_path")
 
 
 def attach(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:

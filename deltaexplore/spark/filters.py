@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from deltaexplore.core.predicates import And, Cmp, Expr, In, IsNull, Literal, Or, _literal
-from deltaexplore.core.schema import DataType, StructType, to_arrow_type
+from deltaexplore.core.protocol.predicates import And, Cmp, Expr, In, IsNull, Literal, Or, typed_literal
+from deltaexplore.core.protocol.schema import DataType, StructType, to_arrow_type
 from deltaexplore.errors import ColumnNotFoundError
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def _spark_literal(value: Any, dtype: DataType) -> Column:
     from deltaexplore.spark.types import spark_type
 
     arrow_type = to_arrow_type(dtype)
-    scalar = _literal(value, arrow_type)
+    scalar = typed_literal(value, arrow_type)
     py = scalar.as_py()
     target = spark_type(dtype)
     if isinstance(py, dt.datetime):

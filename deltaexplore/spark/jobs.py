@@ -1,19 +1,26 @@
-"""Progress of long Spark work: a bar per job stage while it runs and a summary at the end.
+"""Progress of long Spark work: one fraction over all stages while it runs, a summary at the end.
 
 `progress(spark, "OPTIMIZE ...")` tags the Spark jobs started inside the block with a job group
-and polls `SparkContext.statusTracker()` from a background thread. In a Jupyter kernel with
-ipywidgets installed each stage gets an `IntProgress` bar; elsewhere progress is printed as
-text lines (only when it changes). ipywidgets and IPython are imported only if already
-present. The summary (jobs, stages, tasks, failures, seconds) is kept on the object.
+and polls `SparkContext.statusTracker()` from a background thread. Its `fraction` is completed
+tasks over the tasks of every stage seen so far, and never moves backwards (a new stage with
+more tasks holds it until the work catches up). In a Jupyter kernel it is one HTML `<progress>`
+bar (updated in place, kept as plain HTML in a saved notebook); elsewhere text lines (only when
+it changes). When a caller already shows progress (maintenance from a cell or the explorer), it
+wraps the work in `report_progress_to(callback)`: the tracker then calls
+`callback(fraction, message)` and draws nothing itself, so there is one display. IPython is
+imported only if already present. The summary (jobs, stages, tasks, failures, seconds) is kept
+on the object.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
+import contextvars
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,7 +29,23 @@ from deltaexplore.errors import DeltaExploreError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SparkProgress", "StageProgress", "progress"]
+__all__ = ["SparkProgress", "StageProgress", "progress", "report_progress_to"]
+
+ProgressCallback = Callable[[float, str], None]
+
+#: where trackers created in this context report (set by `report_progress_to`)
+_SINK: contextvars.ContextVar[ProgressCallback | None] = contextvars.ContextVar("deltaexplore_progress_sink", default=None)
+
+
+@contextlib.contextmanager
+def report_progress_to(callback: ProgressCallback) -> Iterator[None]:
+    """Inside the block, every `progress(...)` tracker reports ``callback(fraction, message)``
+    (fraction in 0..1, never decreasing) instead of drawing its own bars or text."""
+    token = _SINK.set(callback)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
 
 
 @dataclass
@@ -60,10 +83,6 @@ def _in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
-def _has_widgets() -> bool:
-    return "ipywidgets" in sys.modules or importlib.util.find_spec("ipywidgets") is not None
-
-
 class SparkProgress:
     """Context manager tracking the Spark jobs of one operation (see the module docstring)."""
 
@@ -76,16 +95,18 @@ class SparkProgress:
         interval: float = 0.5,
         stream: TextIO | None = None,
     ) -> None:
-        if display not in ("auto", "widget", "text", "none"):
-            raise DeltaExploreError(f"display must be auto, widget, text or none, got {display!r}")
+        if display not in ("auto", "widget", "html", "text", "none"):
+            raise DeltaExploreError(f"display must be auto, html, text or none, got {display!r}")
         self.spark = spark
         self.sc = spark.sparkContext
         self.description = description
         self.interval = interval
         self.stream = stream if stream is not None else sys.stderr
+        self.sink = _SINK.get()
         if display == "auto":
-            display = "widget" if _in_notebook() and _has_widgets() else "text"
-        self.display = display
+            display = "none" if self.sink is not None else ("html" if _in_notebook() else "text")
+        self.display = "html" if display == "widget" else display  # "widget": the old name of html
+        self.fraction = 0.0
         self.group = f"deltaexplore-{uuid.uuid4().hex[:12]}"
         self.summary = Summary(description)
         self._stop = threading.Event()
@@ -93,9 +114,8 @@ class SparkProgress:
         self._previous_group: str | None = None
         self._previous_description: str | None = None
         self._start = 0.0
-        self._printed: dict[int, tuple[int, int]] = {}
-        self._bars: dict[int, Any] = {}
-        self._box: Any = None
+        self._printed: tuple[int, int] | None = None
+        self._handle: Any = None
         self._lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -104,18 +124,22 @@ class SparkProgress:
         self._previous_description = self.sc.getLocalProperty("spark.job.description")
         self.sc.setJobGroup(self.group, self.description, interruptOnCancel=True)
         self._start = time.monotonic()
-        if self.display == "widget":
-            self._open_widget()
+        if self.display == "html":
+            self._open_html()
         self._thread = threading.Thread(target=self._run, name="deltaexplore-progress", daemon=True)
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.poll()
         self.summary.seconds = time.monotonic() - self._start
+        if exc_type is None:
+            self.fraction = 1.0  # stages Spark skipped (reused shuffles) never count their tasks
+            if self.sink is not None:
+                self.sink(1.0, self.summary.text())
         self.sc.setLocalProperty("spark.jobGroup.id", self._previous_group)  # type: ignore[arg-type]
         self.sc.setLocalProperty("spark.job.description", self._previous_description)  # type: ignore[arg-type]
         self._finish()
@@ -153,55 +177,59 @@ class SparkProgress:
             s.stages = len(s.stage_progress)
             s.tasks = sum(p.completed for p in s.stage_progress.values())
             s.failed_tasks = sum(p.failed for p in s.stage_progress.values())
+            total = sum(p.num_tasks for p in s.stage_progress.values())
+            if total:
+                self.fraction = max(self.fraction, min(1.0, s.tasks / total))
             self._render()
         return self.summary
 
-    # -- display --------------------------------------------------------------------------
-    def _open_widget(self) -> None:
-        import ipywidgets
-        from IPython.display import display
+    def message(self) -> str:
+        s = self.summary
+        total = sum(p.num_tasks for p in s.stage_progress.values())
+        failed = f", {s.failed_tasks} failed" if s.failed_tasks else ""
+        return f"{self.description}: {s.tasks}/{total} tasks in {s.stages} stage(s){failed}"
 
-        self._box = ipywidgets.VBox([ipywidgets.HTML(value=f"<b>{_escape(self.description)}</b>")])
-        display(self._box)
+    # -- display --------------------------------------------------------------------------
+    def _bar_html(self, *, done: bool = False) -> str:
+        text = self.summary.text() if done else self.message()
+        return (
+            f"<div style='font-size:12px'><progress value='{self.fraction:.3f}' max='1' style='width:22em;"
+            f"vertical-align:middle'></progress> <span>{_escape(text)}</span></div>"
+        )
+
+    def _open_html(self) -> None:
+        from IPython.display import HTML, display
+
+        self._handle = display(HTML(self._bar_html()), display_id=True)
 
     def _render(self) -> None:
+        if self.sink is not None:
+            if self.summary.stages:
+                self.sink(self.fraction, self.message())
+            return
         if self.display == "none":
             return
-        if self.display == "widget":
-            import ipywidgets
-
-            for sid, sp in sorted(self.summary.stage_progress.items()):
-                bar = self._bars.get(sid)
-                if bar is None:
-                    bar = self._bars[sid] = ipywidgets.IntProgress(
-                        min=0, max=max(sp.num_tasks, 1), description=f"stage {sid}", layout={"width": "60%"}
-                    )
-                    bar.tooltip = sp.name
-                    self._box.children = (*self._box.children, bar)
-                bar.max = max(sp.num_tasks, 1)
-                bar.value = sp.completed
-                bar.bar_style = "danger" if sp.failed else ("success" if sp.completed >= sp.num_tasks else "info")
+        state = (int(self.fraction * 100), self.summary.failed_tasks)
+        if state == self._printed:
             return
-        for sid, sp in sorted(self.summary.stage_progress.items()):
-            state = (sp.completed, sp.failed)
-            if self._printed.get(sid) == state:
-                continue
-            self._printed[sid] = state
-            done = int(20 * sp.completed / sp.num_tasks) if sp.num_tasks else 20
-            failed = f", {sp.failed} failed" if sp.failed else ""
-            print(
-                f"[deltaexplore] stage {sid} [{'#' * done}{'.' * (20 - done)}] {sp.completed}/{sp.num_tasks} tasks{failed}",
-                file=self.stream,
-                flush=True,
-            )
+        self._printed = state
+        if self.display == "html":
+            if self._handle is not None:
+                from IPython.display import HTML
+
+                self._handle.update(HTML(self._bar_html()))
+            return
+        done = int(20 * self.fraction)
+        print(f"[deltaexplore] [{'#' * done}{'.' * (20 - done)}] {self.message()}", file=self.stream, flush=True)
 
     def _finish(self) -> None:
-        if self.display == "none":
+        if self.sink is not None or self.display == "none":
             return
-        if self.display == "widget":
-            import ipywidgets
+        if self.display == "html":
+            if self._handle is not None:
+                from IPython.display import HTML
 
-            self._box.children = (*self._box.children, ipywidgets.HTML(value=_escape(self.summary.text())))
+                self._handle.update(HTML(self._bar_html(done=True)))
             return
         print(f"[deltaexplore] {self.summary.text()}", file=self.stream, flush=True)
 
@@ -218,8 +246,8 @@ def progress(spark: SparkSession, description: str, *, display: str = "auto", st
     Args:
         spark: the session.
         description: what the work is (shown as the title and in the Spark UI).
-        display: ``auto`` (widgets in a notebook with ipywidgets, else text), ``widget``,
-            ``text`` or ``none``.
+        display: ``auto`` (nothing when `report_progress_to` is active, else one HTML progress
+            bar in a notebook and text elsewhere), ``html``, ``text`` or ``none``.
         stream: where text progress goes (default stderr).
 
     Example:

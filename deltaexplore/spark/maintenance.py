@@ -22,8 +22,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.schema import PrimitiveType, StructField
-from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.core.operations import OptimizePlan, open_for_write, plan_optimize, plan_vacuum, total_bytes
+from deltaexplore.core.operations import checkpoint as core_checkpoint
+from deltaexplore.core.operations import restore as core_restore
+from deltaexplore.core.protocol.schema import PrimitiveType, StructField
+from deltaexplore.core.scan.data_file import row_counts
+from deltaexplore.core.scan.partition_values import partition_groups
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.errors import WriteRefusedError
 from deltaexplore.spark.native_write import (
     NativeFile,
     Staging,
@@ -37,14 +44,11 @@ from deltaexplore.spark.native_write import (
 )
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
-from deltaexplore.spark.writer import discard, metrics_table, write_files
+from deltaexplore.spark.writer import write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from deltaexplore.core.operations.optimize import OptimizePlan
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = ["checkpoint", "optimize", "purge_deletion_vectors", "restore", "vacuum", "zorder_key"]
 
@@ -135,10 +139,6 @@ def optimize(
         num_bins, num_files_removed, num_files_added, bytes_removed, bytes_added,
         num_partitions_optimized, total_considered_files, num_deleted_rows_purged.
     """
-    from deltaexplore.core.operations import plan_optimize
-    from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.optimize import OPTIMIZE_METRICS
-    from deltaexplore.core.transaction import Transaction
     from deltaexplore.spark.jobs import progress
 
     table = open_for_write(uri, storage_options)
@@ -152,20 +152,23 @@ def optimize(
         zorder_by=zorder_by,
     )
     operation = "REORG" if _dv_files_only else "OPTIMIZE"
-    removed = plan.files
-    metrics = plan.metrics(operation, dry_run=dry_run)
-    if dry_run or not plan.bins:
-        return metrics_table(metrics, OPTIMIZE_METRICS)
-    native = supports_native(snapshot) and not _python_writer
-    if snapshot.config.row_tracking_enabled and not native:
-        raise WriteRefusedError(
-            f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
-            "(use deltaexplore.core.operations.optimize)"
-        )
-    txn = Transaction(table, operation=operation, parameters=plan.commit_parameters(partition_filter), read_snapshot=snapshot)
     stagings: list[Staging] = []
-    try:
-        with progress(spark, f"deltaexplore {operation} {table.uri}") as tracker, spark_errors(operation, path=table.uri):
+
+    def discard_stagings() -> None:  # files of jobs that succeeded before a failure
+        for staging in stagings:
+            discard_staging(spark, table, staging)
+
+    with plan.start(table, operation, partition_filter=partition_filter, dry_run=dry_run) as op:
+        if dry_run or not plan.bins:
+            return op.result()
+        native = supports_native(snapshot) and not _python_writer
+        if snapshot.config.row_tracking_enabled and not native:
+            raise WriteRefusedError(
+                f"{operation} on Spark would rewrite files of {table.uri}, which tracks row ids: not supported on Spark yet "
+                "(use deltaexplore.core.operations.optimize)"
+            )
+        op.on_failure(discard_stagings)
+        with progress(spark, f"deltaexplore {operation} {table.uri}"), spark_errors(operation, path=table.uri):
             if native:
                 adds = rewrite_native(
                     spark,
@@ -179,32 +182,15 @@ def optimize(
                 )
             else:
                 adds = _rewrite_python(spark, table, snapshot, plan, storage_options)
-    except BaseException:
-        for staging in stagings:  # files of jobs that succeeded before the failure
-            discard_staging(spark, table, staging)
-        raise
-    try:
-        txn.remove_files(removed, data_change=False)
-        txn.add_files(adds)
-        result = txn.commit(max_retries=max_retries)
-    except DeltaExploreError:
-        discard(table, adds)
-        for staging in stagings:
-            discard_staging(spark, table, staging)
-        raise
-    metrics.update(
-        version=result.version,
-        num_files_added=adds.num_rows,
-        bytes_added=int(pc.sum(adds.column("size")).as_py() or 0) if adds.num_rows else 0,
-        spark_seconds=round(tracker.summary.seconds, 3),
-    )
-    return metrics_table(metrics, OPTIMIZE_METRICS)
+        op.written(adds)
+        op.txn.remove_files(plan.files, data_change=False)
+        op.txn.add_files(adds)
+        op.metrics.update(num_files_added=adds.num_rows, bytes_added=total_bytes(adds))
+        return op.commit(max_retries=max_retries)
 
 
 def _live_rows(snapshot: Snapshot, files: pa.Table) -> np.ndarray:
     """Rows of each file its deletion vector keeps."""
-    from deltaexplore.core.operations._common import row_counts
-
     counts = row_counts(snapshot, files)
     dv = files.column("deletionVector").combine_chunks()
     if len(dv) and dv.null_count < len(dv):
@@ -267,11 +253,10 @@ def _bin_frame(
     return rows.select(*physical_columns(fields, mode), *kept).coalesce(1)
 
 
-def pack_bins(files: pa.Table, target_size: int) -> list[pa.Table]:
-    """Files grouped by partition and packed (in order) into bins of about `target_size`."""
-    from deltaexplore.core.operations.optimize import _partition_ids
-
-    groups = _partition_ids(files)
+def pack_bins(snapshot: Snapshot, files: pa.Table, target_size: int) -> list[pa.Table]:
+    """Files (add rows of `snapshot`) grouped by partition and packed (in order) into bins of
+    about `target_size`."""
+    groups = partition_groups(snapshot, files)
     sizes = files.column("size").to_pylist()
     bins: list[list[int]] = []
     current: dict[int, tuple[int, int]] = {}  # partition -> (bin index, bytes)
@@ -466,9 +451,6 @@ def vacuum(
     Returns:
         One row: operation, version, dry_run, retention_hours, num_files, num_bytes, files.
     """
-    from deltaexplore.core.operations import plan_vacuum
-    from deltaexplore.core.operations._common import open_for_write
-
     table = open_for_write(uri, storage_options)
     plan = plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=enforce_retention_duration)
     paths = plan.files.column("path").to_pylist()
@@ -507,8 +489,6 @@ def restore(
     A log-only operation (files are re-added or removed; no data is rewritten), done by the
     core: `spark` is accepted for a uniform API.
     """
-    from deltaexplore.core.operations import restore as core_restore
-
     _ = spark
     return core_restore(uri, version=version, timestamp=timestamp, dry_run=dry_run, storage_options=storage_options)
 
@@ -523,7 +503,5 @@ def checkpoint(
     storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
     """Write a checkpoint of `version` (default latest) now (the core's checkpoint writer)."""
-    from deltaexplore.core.operations import checkpoint as core_checkpoint
-
     _ = spark
     return core_checkpoint(uri, version=version, kind=kind, dry_run=dry_run, storage_options=storage_options)

@@ -38,7 +38,11 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from deltaexplore.core.schema import DataType, PrimitiveType, StructField, any_leaf
+from deltaexplore.core.protocol.action_codec import file_actions_table
+from deltaexplore.core.protocol.schema import DataType, PrimitiveType, StructField, any_leaf
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import stats_from_parquet_file
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.spark.paths import spark_root
 from deltaexplore.spark.session import spark_errors
@@ -47,8 +51,6 @@ from deltaexplore.spark.types import SPARK_FIELD_ID, spark_type
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = [
     "NativeFile",
@@ -240,9 +242,6 @@ def native_adds(
 
     Files with no rows are deleted and get no action (the Python writer writes none).
     """
-    from deltaexplore.core.action_codec import file_actions_table
-    from deltaexplore.core.data_writer import stats_from_parquet_file
-
     md = snapshot.metadata
     storage = snapshot.storage
 

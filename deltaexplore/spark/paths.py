@@ -15,7 +15,7 @@ import string
 import unicodedata
 from typing import Any
 
-from deltaexplore.core.scan import resolve_data_path
+from deltaexplore.core.scan.data_file import resolve_data_path
 from deltaexplore.errors import SparkError
 
 __all__ = ["SCHEME_FOR_SPARK", "file_path_key", "spark_location", "spark_root"]

@@ -23,8 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltaexplore.core.scan import ScanPlan, partition_table
-from deltaexplore.core.schema import PrimitiveType, StructField, any_leaf
+from deltaexplore.core.log.state import TableState
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.protocol.schema import PrimitiveType, StructField, any_leaf
+from deltaexplore.core.scan.plan import ScanPlan, partition_table
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import UnsupportedFeatureError
 from deltaexplore.spark.file_values import FILE_COL
 from deltaexplore.spark.paths import file_path_key, spark_location
@@ -34,8 +39,6 @@ from deltaexplore.spark.types import quoted, spark_field, spark_schema, spark_ty
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
 
 __all__ = ["FILE_COL", "ROW_COL", "read", "read_plan", "scan_files", "snapshot_of"]
 
@@ -51,9 +54,6 @@ def snapshot_of(
     storage_options: dict[str, Any] | None = None,
 ) -> Snapshot:
     """A snapshot from a URI/path, a `Table` or a `Snapshot` (returned as is)."""
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table, open_table
-
     if isinstance(uri, Snapshot):
         if version is None and timestamp is None:
             return uri
@@ -107,11 +107,10 @@ def _has_delta_extension(spark: SparkSession) -> bool:
 
 
 def _read_with_extension(spark: SparkSession, snap: Snapshot, columns: list[str] | None, where: Any) -> DataFrame:
-    from deltaexplore.core.predicates import parse_predicate
     from deltaexplore.spark.filters import to_spark_filter
     from deltaexplore.spark.paths import spark_root
 
-    with spark_errors("reading with the Delta extension", path=snap.table.uri):
+    with spark_errors("reading with the Delta extension", path=snap.uri):
         df = spark.read.format("delta").option("versionAsOf", snap.version).load(spark_root(snap.storage))
         expr = parse_predicate(where)
         if expr is not None:
@@ -130,7 +129,7 @@ def read_plan(
     for f in [*plan.fields, *plan.extra_fields]:
         if f.name not in {w.name for w in wanted}:
             wanted.append(f)
-    with spark_errors("planning the Spark read", path=snap.table.uri):
+    with spark_errors("planning the Spark read", path=snap.uri):
         df = scan_files(
             spark,
             snap,
@@ -224,7 +223,7 @@ def project(df: DataFrame, columns: list[str | Column]) -> DataFrame:
 
 def scan_files(
     spark: SparkSession,
-    snapshot: Snapshot,
+    snapshot: TableState,
     files: pa.Table,
     fields: list[StructField],
     *,
@@ -242,7 +241,6 @@ def scan_files(
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
     from deltaexplore.spark import file_values as fv
     from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_rows, keep_row
 
@@ -257,11 +255,11 @@ def scan_files(
         if snapshot.protocol.has("variantShredding", "variantShredding-preview"):
             # Spark would read a shredded file's struct without its `typed_value`: wrong values
             raise UnsupportedFeatureError(
-                f"{snapshot.table.uri} may store shredded variants (variantShredding): reading its variant columns "
+                f"{snapshot.uri} may store shredded variants (variantShredding): reading its variant columns "
                 "on Spark as struct<metadata, value> is not supported yet; select other columns",
                 feature="variantShredding",
                 needed_by="readers",
-                path=snapshot.table.uri,
+                path=snapshot.uri,
             )
         ensure_variant_structs(spark)
     parts = set(snapshot.partition_columns)

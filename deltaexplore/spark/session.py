@@ -19,7 +19,7 @@ from deltaexplore.errors import DeltaExploreError, MissingDependencyError, Spark
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["LAPTOP_DEFAULTS", "get_spark", "require_pyspark", "spark_errors"]
+__all__ = ["LAPTOP_DEFAULTS", "active_session", "get_spark", "require_pyspark", "spark_errors"]
 
 JAVA_FIX = (
     "Spark needs a Java runtime (17 or 21): install one (Debian/Ubuntu: apt-get install openjdk-17-jre-headless; "
@@ -59,6 +59,25 @@ def java_available() -> str | None:
         candidate = os.path.join(home, "bin", "java")
         return candidate if os.path.exists(candidate) else None
     return shutil.which("java")
+
+
+def active_session() -> SparkSession | None:
+    """The Spark session this process already runs (this thread's active one, else the default
+    one), or None. Never starts Spark, and never imports pyspark when nothing imported it yet
+    (then no session can exist)."""
+    if "pyspark" not in sys.modules:
+        return None
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    session = SparkSession.getActiveSession() or getattr(SparkSession, "_instantiatedSession", None)
+    if session is None:
+        return None
+    sc = getattr(session, "_sc", None)
+    if sc is None or getattr(sc, "_jsc", None) is None:  # stopped
+        return None
+    return session
 
 
 def get_spark(

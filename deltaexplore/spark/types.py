@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from deltaexplore.core.schema import (
+from deltaexplore.core.protocol.schema import (
     ArrayType,
     DataType,
     DecimalType,

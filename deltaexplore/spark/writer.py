@@ -17,34 +17,32 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.action_codec import file_actions_table
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE
-from deltaexplore.errors import DeltaExploreError, TableNotFoundError, WriteRefusedError
+from deltaexplore.core.operations import (
+    WRITE_METRICS,
+    OperationRun,
+    check_write_modes,
+    metrics_table,
+    open_for_write,
+    start_write,
+    total_bytes,
+    write_metadata,
+)
+from deltaexplore.core.protocol.action_codec import file_actions_table
+from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import conform, enforce, fill_generated, identity_columns
+from deltaexplore.errors import TableNotFoundError, WriteRefusedError
 from deltaexplore.spark.session import spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltaexplore.core.actions import Metadata
-    from deltaexplore.core.table import Table
 
 __all__ = ["write", "write_files"]
 
 WRITTEN_SCHEMA = "path string, partitionValues string, size long, modificationTime long, dataChange boolean, stats string"
-
-WRITE_METRICS = {
-    "version": pa.int64(),
-    "num_added_files": pa.int64(),
-    "num_removed_files": pa.int64(),
-    "num_added_bytes": pa.int64(),
-    "num_output_rows": pa.int64(),
-}
-
-
-def metrics_table(values: dict[str, Any], types: dict[str, pa.DataType] | None = None) -> pa.Table:
-    from deltaexplore.core.operations._common import metrics_table as core_metrics
-
-    return core_metrics(values, types)
 
 
 def _file_writer(
@@ -61,9 +59,6 @@ def _file_writer(
     identity: bool,
 ) -> Any:
     def write(batches: Any) -> Any:
-        from deltaexplore.core.actions import Metadata, Protocol
-        from deltaexplore.core.data_rules import conform, enforce, fill_generated
-        from deltaexplore.core.data_writer import write_data_files
         from deltaexplore.storage import storage_for
 
         storage = storage_for(root, storage_options)
@@ -169,17 +164,6 @@ def write_files(
     return file_actions_table(kind, rows)
 
 
-def discard(table: Table, adds: pa.Table) -> None:
-    """Best effort: delete files written for a commit that failed (else VACUUM removes them)."""
-    from deltaexplore.core.operations.write import _discard
-
-    _discard(table, adds)
-
-
-def _size(t: pa.Table) -> int:
-    return int(pc.sum(t.column("size")).as_py() or 0) if t.num_rows else 0
-
-
 def write(
     spark: SparkSession,
     df: DataFrame,
@@ -221,9 +205,6 @@ def write(
     """
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltaexplore.core.data_rules import identity_columns
-    from deltaexplore.core.operations._common import open_for_write
-    from deltaexplore.core.operations.write import check_write_modes, start_write, write_metadata
     from deltaexplore.spark.jobs import progress
 
     check_write_modes(mode, schema_mode)
@@ -236,7 +217,7 @@ def write(
     if snapshot is not None and mode in ("error", "ignore"):
         if mode == "error":
             raise WriteRefusedError(f"table {table.uri} already exists (mode='error')", path=table.uri)
-        return metrics_table({**base, "skipped": True, "version": None}, WRITE_METRICS)
+        return metrics_table({**base, "skipped": True}, WRITE_METRICS)
     with spark_errors("reading the DataFrame schema"):
         arrow_schema = to_arrow_schema(df.schema, timezone="UTC")
     operation, old_md, md, _, _ = write_metadata(
@@ -254,7 +235,7 @@ def write(
         )
     started = start_write(table, snapshot, operation, md, old_md, mode=mode, app_id=app_id, app_version=app_version)
     if started is None:
-        return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
+        return metrics_table({**base, "operation": operation, "skipped": True}, WRITE_METRICS)
     txn, protocol = started
     to_remove = snapshot.add_actions() if (mode == "overwrite" and snapshot is not None) else None
     if to_remove is not None:
@@ -262,42 +243,29 @@ def write(
     metrics: dict[str, Any] = {
         **base,
         "operation": operation,
-        "version": None,
         "num_added_files": 0,
         "num_removed_files": to_remove.num_rows if to_remove is not None else 0,
         "num_added_bytes": 0,
         "num_output_rows": None,
         "schema_changed": old_md is not None and md.schema_string != old_md.schema_string,
     }
-    with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto") as tracker:
-        if dry_run:
-            with spark_errors("counting the rows to write", path=table.uri):
-                metrics["num_output_rows"] = df.count()
-            return metrics_table(metrics, WRITE_METRICS)
-        parts = tuple(md.partition_columns)
-        data = df.repartition(*[df[c] for c in parts]) if parts else df
-        adds = write_files(spark, data, table, md, protocol, target_size=target_file_size, storage_options=storage_options)
-    try:
+    with OperationRun(table, WRITE_METRICS, metrics, txn) as op:
+        with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto"):
+            if dry_run:
+                with spark_errors("counting the rows to write", path=table.uri):
+                    metrics["num_output_rows"] = df.count()
+                return op.result()
+            parts = tuple(md.partition_columns)
+            data = df.repartition(*[df[c] for c in parts]) if parts else df
+            adds = op.written(
+                write_files(spark, data, table, md, protocol, target_size=target_file_size, storage_options=storage_options)
+            )
         if to_remove is not None and to_remove.num_rows:
             txn.remove_files(to_remove)
         txn.add_files(adds)
-        result = txn.commit(max_retries=max_retries)
-    except DeltaExploreError:
-        discard(table, adds)
-        raise
-    metrics.update(
-        version=result.version,
-        num_added_files=adds.num_rows,
-        num_added_bytes=_size(adds),
-        num_output_rows=_num_records(adds),
-        spark_seconds=round(tracker.summary.seconds, 3),
-    )
-    return metrics_table(metrics, WRITE_METRICS)
+        metrics.update(num_added_files=adds.num_rows, num_added_bytes=total_bytes(adds), num_output_rows=_num_records(adds))
+        return op.commit(max_retries=max_retries)
 
 
 def _num_records(adds: pa.Table) -> int:
-    total = 0
-    for s in adds.column("stats").to_pylist() if adds.num_rows else []:
-        if s:
-            total += int(json.loads(s).get("numRecords", 0))
-    return total
+    return int(pc.sum(num_records(adds)).as_py() or 0) if adds.num_rows else 0

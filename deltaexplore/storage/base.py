@@ -76,6 +76,13 @@ class Storage(ABC):
     #: URI (or local path) of the table root, without a trailing slash.
     root: str
 
+    @property
+    def local_root(self) -> str | None:
+        """The table root as a directory of this machine's file system, when its files can be
+        read with the operating system's own calls (None: an object store, read through this
+        interface only)."""
+        return None
+
     def check_commit_safety(self) -> None:
         """Raise `StorageError` when `put_if_absent` cannot be trusted to be atomic here, so
         that two writers could both "create" the same commit and one overwrite the other.

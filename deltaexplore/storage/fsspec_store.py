@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from deltaexplore.errors import MissingDependencyError, StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
 from deltaexplore.storage.credentials import redact, secret_values
+from deltaexplore.storage.local import LocalStorage, walk_local
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -72,6 +73,9 @@ class FsspecStorage(Storage):
         scheme = uri.split("://", 1)[0].lower()
         options = dict(storage_options or {})
         self._secrets = secret_values(options)
+        #: the options the table was opened with: maintenance hands them on to other engines
+        #: (Spark executors open their own filesystem)
+        self.storage_options: dict[str, Any] = dict(options)
         self.unsafe_commits_allowed = bool(options.pop(UNSAFE_OPTION, False))
         try:
             fs, path = fsspec.core.url_to_fs(uri, **options)
@@ -150,8 +154,6 @@ class FsspecStorage(Storage):
         top = posixpath.join(self._root_path, rel) if rel else self._root_path
         if self._is_local():
             # a local filesystem has directory symlinks: walk it without following them
-            from deltaexplore.storage.local import walk_local
-
             table = walk_local(top, None if skip_dir is None else (lambda p: skip_dir(f"{rel}/{p}" if rel else p)))
             if rel and table.num_rows:
                 import pyarrow.compute as pc
@@ -195,8 +197,6 @@ class FsspecStorage(Storage):
         if not super().contains(path):
             return False
         if self._is_local():
-            from deltaexplore.storage.local import LocalStorage
-
             return LocalStorage(self._root_path).contains(path)
         return True
 
@@ -255,8 +255,6 @@ class FsspecStorage(Storage):
         local filesystem its directory must not resolve outside through a symlink)."""
         rel = check_relative(rel_path, self.root)
         if self._is_local():
-            from deltaexplore.storage.local import LocalStorage
-
             LocalStorage(self._root_path)._write_path(rel)
         return posixpath.join(self._root_path, rel)
 

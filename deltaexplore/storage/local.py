@@ -96,6 +96,10 @@ class LocalStorage(Storage):
     def __repr__(self) -> str:
         return f"LocalStorage({self.root!r})"
 
+    @property
+    def local_root(self) -> str:
+        return self.root
+
     def _abs(self, path: str) -> str:
         if "://" in path or path.startswith(("/", "file:")):
             local = local_path_of(path)

@@ -9,7 +9,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from deltaexplore.inspect._common import human_bytes
+from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
+from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.viz._data import as_inspect_table, frame
 
 __all__ = ["file_size_histogram", "partition_skew_chart"]
@@ -27,23 +28,31 @@ def _partitions(data: Any) -> Any:
     return partitions(data)
 
 
-def file_size_histogram(data: Any, *, small_file_bytes: int | None = 128 * 1024 * 1024) -> alt.Chart:
-    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins under `small_file_bytes`
-    coloured as small. `data` is `inspect.files()` output (or any table with `size`) or a
-    Table/Snapshot. Binned with numpy first: the spec holds one row per bin, never per file."""
+def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> alt.Chart:
+    """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins whose files are all small
+    coloured as small: under `small_file_bytes` when given, else as `inspect.files()` says
+    (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.files()` output
+    (or any table with `size`) or a Table/Snapshot. Binned with numpy first: the spec holds one
+    row per bin, never per file."""
     f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
     sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
-    sizes = sizes[~np.isnan(sizes)]
+    if small_file_bytes is not None or "is_small" not in f.column_names:
+        is_small = sizes < (small_file_bytes if small_file_bytes is not None else DEFAULT_SMALL_FILE_BYTES)
+    else:
+        is_small = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
+    known = ~np.isnan(sizes)
+    sizes, is_small = sizes[known], is_small[known]
     exp = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
     if len(exp):
         uniq, counts = np.unique(exp, return_counts=True)
         bytes_per = np.bincount(exp - uniq.min(), weights=sizes)[uniq - uniq.min()]
+        small_per = np.bincount(exp - uniq.min(), weights=is_small)[uniq - uniq.min()]
     else:
-        uniq, counts, bytes_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        uniq, counts, bytes_per, small_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     lo = (2.0**uniq).astype(np.int64)
     hi = (2.0 ** (uniq + 1)).astype(np.int64)
     labels = [f"{human_bytes(a)}-{human_bytes(b)}" for a, b in zip(lo, hi)]
-    small = [bool(small_file_bytes is not None and b <= small_file_bytes) for b in hi]
+    small = [bool(n_small == n) for n_small, n in zip(small_per, counts)]
     table = pa.table(
         {
             "bin": pa.array(labels, pa.string()),

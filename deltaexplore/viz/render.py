@@ -17,8 +17,6 @@ from deltaexplore.errors import MissingDependencyError
 
 __all__ = ["enable_offline_renderer", "show", "to_png", "to_svg", "vega_lite_version"]
 
-_state = {"offline": False}
-
 
 def vega_lite_version() -> str:
     """The Vega-Lite version of this Altair's specs in vl-convert's notation (e.g. ``6.4``)."""
@@ -44,19 +42,26 @@ def _require_offline() -> None:
     _vl_convert()
 
 
+def _enable_offline_widget() -> None:
+    """Give `alt.JupyterChart` its bundled-Vega module (no CDN import). Idempotent: Altair
+    keeps the flag on the class; the check is made at every use, never cached here, because
+    only the class attribute decides what the next widget's front end imports."""
+    _require_offline()
+    if not getattr(alt.JupyterChart, "_is_offline", False):
+        alt.JupyterChart.enable_offline()
+
+
 def show(chart: alt.TopLevelMixin) -> alt.JupyterChart:
     """`chart` as an `alt.JupyterChart` that renders in JupyterLab without internet access.
 
-    Enables Altair's offline mode once (bundled Vega, no CDN). Returns the widget: leave it
+    Makes sure `alt.JupyterChart` carries the bundled Vega (no CDN) before building the
+    widget, whatever was enabled before. Returns the widget: leave it
     as the last expression of a cell (or `display()` it) to show it.
 
     Raises:
         MissingDependencyError: anywidget or vl-convert-python is not installed.
     """
-    _require_offline()
-    if not _state["offline"]:
-        alt.JupyterChart.enable_offline()
-        _state["offline"] = True
+    _enable_offline_widget()
     return alt.JupyterChart(chart)  # type: ignore[arg-type]
 
 
@@ -68,9 +73,8 @@ def enable_offline_renderer() -> None:
     Raises:
         MissingDependencyError: anywidget or vl-convert-python is not installed.
     """
-    _require_offline()
+    _enable_offline_widget()
     alt.renderers.enable("jupyter", offline=True)
-    _state["offline"] = True
 
 
 def enable_in_kernel() -> bool:

@@ -7,25 +7,13 @@ constructor raises `MissingDependencyError` naming the `widgets` extra.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from typing import Any
 
 from deltaexplore.errors import MissingDependencyError
+from deltaexplore.widgets.dependencies import INSTALL, missing
 
 __all__ = ["Explorer", "explore", "register_display"]
-
-_INSTALL = "pip install 'deltaexplore[widgets]'"
-
-
-def _missing() -> list[str]:
-    """The UI libraries the explorer needs that cannot be imported."""
-    sentinel = object()
-    return [
-        m
-        for m in ("ipywidgets", "anywidget")
-        if sys.modules.get(m, sentinel) is None or (m not in sys.modules and importlib.util.find_spec(m) is None)
-    ]
 
 
 class _MissingExplorer:
@@ -33,14 +21,14 @@ class _MissingExplorer:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise MissingDependencyError(
-            f"the explorer widget needs {' and '.join(_missing())}, which are not installed: {_INSTALL}",
+            f"the explorer widget needs {' and '.join(missing())}, which are not installed: {INSTALL}",
             extra="widgets",
         )
 
 
 def __getattr__(name: str) -> Any:
     if name == "Explorer":
-        if _missing():
+        if missing():
             return _MissingExplorer
         from deltaexplore.widgets.explorer import Explorer
 
@@ -86,3 +74,15 @@ def register_display() -> None:
 
 
 register_display()
+
+
+def _register_table_display() -> None:
+    """In an IPython session, show deltaexplore's Arrow tables as formatted HTML tables
+    (`widgets.tables`); outside one, nothing is imported."""
+    if "IPython" in sys.modules:
+        from deltaexplore.widgets.tables import register_table_display
+
+        register_table_display()
+
+
+_register_table_display()

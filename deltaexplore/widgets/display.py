@@ -73,9 +73,9 @@ def summary_html(summary: dict[str, Any]) -> str:
 
 
 def _widgets_available() -> bool:
-    from deltaexplore.widgets import _missing
+    from deltaexplore.widgets.dependencies import missing
 
-    if _missing():
+    if missing():
         return False
     try:
         from IPython import get_ipython

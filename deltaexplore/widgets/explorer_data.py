@@ -13,7 +13,6 @@ file list is sorted once per (sort, filter) and only the requested page is mater
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow_rows import take_rows
-from deltaexplore.core.partitions import map_column_values
+from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.errors import DeltaExploreError
 
 if TYPE_CHECKING:
@@ -122,7 +121,7 @@ class ExplorerData:
     # -- overview --------------------------------------------------------------------------
     def overview(self) -> dict[str, Any]:
         """Name, version, time, protocol, schema, partitioning, properties, files, bytes, rows, DVs."""
-        from deltaexplore.core.features import features_of
+        from deltaexplore.core.protocol.features import features_of
 
         snap = self.snap
         p = snap.protocol
@@ -204,15 +203,8 @@ class ExplorerData:
         return self._files
 
     def _partition_keys(self, files: pa.Table) -> pa.Array:
-        cols = self.snap.partition_columns if self.snap.has_metadata else []
-        if not cols or files.num_rows == 0:
-            return pa.array([""] * files.num_rows, pa.string()) if files.num_rows else pa.array([], pa.string())
-        pv = files.column("partition_values").combine_chunks()
-        parts = []
-        for c in cols:
-            values = pc.fill_null(map_column_values(pv, c), "__HIVE_DEFAULT_PARTITION__")
-            parts.append(pc.binary_join_element_wise(pa.scalar(c + "="), values, ""))
-        return pc.binary_join_element_wise(*parts, "/") if len(parts) > 1 else parts[0]
+        """`col=value/...` per file of `files` (the snapshot's files, in its order)."""
+        return partition_keys(self.snap, self.snap.add_actions()) if files.num_rows else pa.array([], pa.string())
 
     def partitions(self, limit: int = 2000) -> tuple[dict[str, Any], pa.Table]:
         """Per partition: files, bytes, rows, small files, deleted rows; largest first (top `limit`)."""
@@ -462,11 +454,3 @@ class ExplorerData:
         from deltaexplore.inspect import log_health
 
         return log_health(self.snap).select(["section", "metric", "value", "unit", "status", "detail"])
-
-
-def safe_float(x: Any) -> float | None:
-    """A float for JSON, or None for NaN/inf/None."""
-    if x is None:
-        return None
-    f = float(x)
-    return None if math.isnan(f) or math.isinf(f) else f

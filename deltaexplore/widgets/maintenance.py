@@ -1,21 +1,35 @@
-"""Maintenance from the explorer: preview an operation, run it with progress, see the new version.
+"""Maintenance from the explorer and from cells: preview an operation, run it with progress.
 
-Operations (optimize, vacuum, checkpoint) are previewed from the snapshot alone, with the same
-planning code that runs them (`plan_optimize`, `inspect.vacuum_preview`). Running one needs a
-backend that writes: the Spark pipeline (`deltaexplore.spark`, used when pyspark is installed and
-it provides the operation) or the core's local operations (`deltaexplore.core.operations`).
-`register_runner` puts any other backend first.
+Operations (optimize, vacuum, checkpoint, DV purge) are previewed from the snapshot alone, with
+the same planning code that runs them (`plan_optimize`, `inspect.vacuum_preview`). Running one
+needs a backend that writes, chosen by `choose_backend` and always stated with its reason:
 
-A runner is called as ``runner(table, progress=callback, **params)``; ``callback(fraction,
-message)`` reports progress (0..1), and the runner returns a dict (or an Arrow table) describing
-what it did.
+- `engine="auto"` (the default): the Spark pipeline (`deltaexplore.spark`) when this process
+  already has an active Spark session, else the core's local operations
+  (`deltaexplore.core.operations`); a JVM is never started behind the user's back;
+- `engine="spark"`: Spark (started if needed: the user asked); `engine="local"`: the core;
+- driver-only operations (checkpoint) run locally whatever the engine: there is no row work
+  for Spark to do;
+- `register_runner` puts any other backend first.
+
+A runner is called as ``runner(table, progress=callback, storage_options=..., **params)`` and
+returns the operation's one-row metrics table (both built-in backends do; the columns are the
+operation's). ``callback(fraction, message)`` reports progress: `run` wraps it so the fraction
+only moves forward over every stage, and Spark's own tracker (`spark.jobs`) reports into it
+instead of drawing a second display. The table's storage options (credentials, endpoints)
+reach every backend: Spark gets the `Table` itself and its options for its executors.
+`progress_display()` is the one progress display of a cell: an HTML `<progress>` bar updated in
+place in a notebook (it stays readable in a saved notebook), text lines in a terminal.
 """
 
 from __future__ import annotations
 
+import html
 import importlib
 import importlib.util
 import math
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,7 +43,19 @@ if TYPE_CHECKING:
     from deltaexplore.core.table import Table
     from deltaexplore.widgets.explorer_data import ExplorerData
 
-__all__ = ["OPERATIONS", "Operation", "find_runner", "preview", "register_runner", "run"]
+__all__ = [
+    "DRIVER_ONLY",
+    "ENGINES",
+    "OPERATIONS",
+    "MonotonicProgress",
+    "Operation",
+    "choose_backend",
+    "find_runner",
+    "preview",
+    "progress_display",
+    "register_runner",
+    "run",
+]
 
 Progress = Callable[[float, str], None]
 Runner = Callable[..., Any]
@@ -55,39 +81,32 @@ OPERATIONS: dict[str, Operation] = {
 _REGISTERED: dict[str, tuple[str, Runner]] = {}
 
 
-def _rows(result: Any) -> dict[str, Any]:
-    """The one-row metrics table the core operations return, as a dict."""
-    return result.to_pylist()[0] if isinstance(result, pa.Table) and result.num_rows else {}
-
-
-def _local_optimize(table: Table, *, progress: Progress, target_bytes: int | None = None, **_: Any) -> dict[str, Any]:
+def _local_optimize(table: Table, *, progress: Progress, target_bytes: int | None = None, **_: Any) -> pa.Table:
     from deltaexplore.core.operations import optimize
 
     progress(0.05, "compacting small files (local pyarrow writer)")
-    return _rows(optimize(table, target_size=target_bytes))
+    return optimize(table, target_size=target_bytes)
 
 
-def _local_vacuum(table: Table, *, progress: Progress, retention_hours: float | None = None, **_: Any) -> dict[str, Any]:
+def _local_vacuum(table: Table, *, progress: Progress, retention_hours: float | None = None, **_: Any) -> pa.Table:
     from deltaexplore.core.operations import vacuum
 
     progress(0.05, "deleting files no retained version needs")
-    out = _rows(vacuum(table, retention_hours=retention_hours, dry_run=False))
-    out.pop("files", None)
-    return out
+    return vacuum(table, retention_hours=retention_hours, dry_run=False)
 
 
-def _local_checkpoint(table: Table, *, progress: Progress, **_: Any) -> dict[str, Any]:
+def _local_checkpoint(table: Table, *, progress: Progress, **_: Any) -> pa.Table:
     from deltaexplore.core.operations import checkpoint
 
     progress(0.05, "writing a checkpoint")
-    return _rows(checkpoint(table))
+    return checkpoint(table)
 
 
-def _local_purge(table: Table, *, progress: Progress, **_: Any) -> dict[str, Any]:
+def _local_purge(table: Table, *, progress: Progress, **_: Any) -> pa.Table:
     from deltaexplore.core.operations import purge_deletion_vectors
 
     progress(0.05, "rewriting files with deletion vectors (local pyarrow writer)")
-    return _rows(purge_deletion_vectors(table))
+    return purge_deletion_vectors(table)
 
 
 #: explorer parameter -> `deltaexplore.spark` keyword, per operation
@@ -100,40 +119,18 @@ _SPARK_PARAMS = {
 
 
 def _spark_runner(fn: Runner, op: str) -> Runner:
-    """Adapt a `deltaexplore.spark` operation (``fn(spark, uri, dry_run=False, ...)``) to a runner.
+    """Adapt a `deltaexplore.spark` operation (``fn(spark, table, dry_run=False, ...)``) to a
+    runner: the `Table` itself (its storage) and its storage options go to Spark, and Spark's
+    job tracker reports into `progress` (one display)."""
 
-    Progress comes from Spark's status tracker (completed / total tasks of the active stages),
-    polled in a thread while the operation runs.
-    """
-
-    def run(table: Table, *, progress: Progress, **params: Any) -> Any:
-        import threading
-
+    def run(table: Table, *, progress: Progress, storage_options: dict[str, Any] | None = None, **params: Any) -> Any:
         import deltaexplore.spark as dxs
 
-        progress(0.02, f"starting Spark for {op}")
+        progress(0.02, "connecting to Spark" if dxs.active_session() is not None else "starting a local Spark session")
         spark = dxs.get_spark()
         kwargs = {_SPARK_PARAMS[op][k]: v for k, v in params.items() if k in _SPARK_PARAMS[op] and v is not None}
-        stop = threading.Event()
-
-        def poll() -> None:
-            tracker = spark.sparkContext.statusTracker()
-            while not stop.wait(0.25):
-                done = total = 0
-                for stage in tracker.getActiveStageIds():
-                    info = tracker.getStageInfo(stage)
-                    if info is not None:
-                        done, total = done + info.numCompletedTasks, total + info.numTasks
-                if total:
-                    progress(0.05 + 0.9 * done / total, f"Spark {op}: {done}/{total} tasks")
-
-        watcher = threading.Thread(target=poll, name=f"deltaexplore-{op}-progress", daemon=True)
-        watcher.start()
-        try:
-            return fn(spark, table.storage.root, dry_run=False, **kwargs)
-        finally:
-            stop.set()
-            watcher.join()
+        with dxs.report_progress_to(lambda f, m: progress(0.05 + 0.9 * f, m)):
+            return fn(spark, table, dry_run=False, storage_options=storage_options or None, **kwargs)
 
     return run
 
@@ -157,33 +154,79 @@ def register_runner(op: str, backend: str, runner: Runner) -> None:
     _REGISTERED[op] = (backend, runner)
 
 
-def _spark_available() -> bool:
+#: the engines a user may ask for
+ENGINES = ("auto", "spark", "local")
+#: operations with no row work: planned and committed on the driver, never worth starting Spark
+DRIVER_ONLY = frozenset({"checkpoint"})
+
+
+def _spark_installed() -> bool:
     return importlib.util.find_spec("pyspark") is not None
 
 
-def find_runner(op: str) -> tuple[str | None, Runner | None, str]:
-    """(backend name, runner, reason): the runner is None when no backend provides `op`."""
+def _active_spark() -> bool:
+    """An active Spark session exists in this process (pyspark is not imported to find out)."""
+    if "pyspark" not in sys.modules:
+        return False
+    from deltaexplore.spark.session import active_session
+
+    return active_session() is not None
+
+
+def choose_backend(op: str, engine: str = "auto") -> tuple[str, str]:
+    """(backend, why) for running `op`: see the module docstring.
+
+    Raises:
+        DeltaExploreError: unknown operation or engine.
+        MissingDependencyError: `engine="spark"` without pyspark installed.
+    """
+    if op not in OPERATIONS:
+        raise DeltaExploreError(f"unknown maintenance operation {op!r}: expected one of {', '.join(OPERATIONS)}")
+    if engine not in ENGINES:
+        raise DeltaExploreError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if op in _REGISTERED:
-        backend, runner = _REGISTERED[op]
-        return backend, runner, ""
-    backends = (["spark"] if _spark_available() else []) + ["local"]
-    for backend in backends:
-        entry = _BACKENDS[backend][op]
-        if callable(entry):
-            return backend, entry, ""
-        module, attr = entry
-        try:
-            fn = getattr(importlib.import_module(module), attr, None)
-        except (ImportError, AttributeError):
-            fn = None
-        if callable(fn):
-            return backend, _spark_runner(fn, op), ""
+        return _REGISTERED[op][0], "registered with register_runner"
+    if op in DRIVER_ONLY:
+        return "local", f"{OPERATIONS[op].label} is driver-only work (no Spark needed)"
+    if engine == "local":
+        return "local", "asked for the local engine"
+    if engine == "spark":
+        if not _spark_installed():
+            from deltaexplore.errors import MissingDependencyError
+
+            raise MissingDependencyError("the Spark engine needs pyspark: pip install 'deltaexplore[spark]'", extra="spark")
+        return "spark", "asked for Spark"
+    if _active_spark():
+        return "spark", "an active Spark session"
+    return "local", "no active Spark session (engine='spark' starts one)"
+
+
+def find_runner(op: str, engine: str = "auto") -> tuple[str | None, Runner | None, str]:
+    """(backend name, runner, reason): the runner is None when no backend provides `op`
+    (the reason then says why; else it says why this backend was chosen)."""
+    try:
+        backend, why = choose_backend(op, engine)
+    except DeltaExploreError as exc:
+        return None, None, str(exc)
+    if op in _REGISTERED:
+        return backend, _REGISTERED[op][1], why
+    entry = _BACKENDS[backend][op]
+    if callable(entry):
+        return backend, entry, why
+    module, attr = entry
+    try:
+        fn = getattr(importlib.import_module(module), attr, None)
+    except (ImportError, AttributeError):
+        fn = None
+    if callable(fn):
+        return backend, _spark_runner(fn, op), why
     return None, None, f"no backend provides {OPERATIONS[op].label} in this installation"
 
 
-def describe(op: str) -> dict[str, Any]:
+def describe(op: str, engine: str = "auto") -> dict[str, Any]:
+    """What the UI shows of an operation: label, description, the backend that would run it and why."""
     o = OPERATIONS[op]
-    backend, runner, reason = find_runner(op)
+    backend, runner, reason = find_runner(op, engine)
     return {
         "name": o.name,
         "label": o.label,
@@ -191,7 +234,8 @@ def describe(op: str) -> dict[str, Any]:
         "description": o.description,
         "available": runner is not None,
         "backend": backend,
-        "reason": reason,
+        "backend_reason": reason if runner is not None else "",
+        "reason": "" if runner is not None else reason,
     }
 
 
@@ -300,25 +344,123 @@ def _preview_checkpoint(data: ExplorerData) -> dict[str, Any]:
     }
 
 
-def run(op: str, table: Table, progress: Progress, **params: Any) -> dict[str, Any]:
-    """Run `op` with the first backend that provides it; returns what the backend reported."""
-    backend, runner, reason = find_runner(op)
+class MonotonicProgress:
+    """A progress callback whose fraction never moves backwards (clamped to 0..1)."""
+
+    def __init__(self, callback: Progress) -> None:
+        self.callback = callback
+        self.fraction = 0.0
+
+    def __call__(self, fraction: float, message: str) -> None:
+        value = 0.0 if math.isnan(float(fraction)) else float(fraction)
+        self.fraction = max(self.fraction, min(1.0, max(0.0, value)))
+        self.callback(self.fraction, message)
+
+
+def _storage_options(table: Table, given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The options the table was opened with (credentials), unless given explicitly."""
+    if given:
+        return dict(given)
+    found = getattr(table.storage, "storage_options", None)
+    return dict(found) if found else None
+
+
+def run(
+    op: str,
+    table: Table,
+    progress: Progress,
+    *,
+    engine: str = "auto",
+    storage_options: dict[str, Any] | None = None,
+    **params: Any,
+) -> dict[str, Any]:
+    """Run `op` with the backend `choose_backend` picks; returns backend, why, versions before and
+    after, seconds, `metrics` (the operation's one-row Arrow table) and `result` (that row as
+    JSON-safe scalars)."""
+    backend, runner, reason = find_runner(op, engine)
     if runner is None:
         raise DeltaExploreError(reason)
-    progress(0.0, f"starting {OPERATIONS[op].label} with {backend}")
+    report = MonotonicProgress(progress)
+    report(0.0, f"starting {OPERATIONS[op].label} with {backend} ({reason})")
     before = table.latest_version()
+    start = time.monotonic()
     try:
-        result = runner(table, progress=progress, **params)
+        result = runner(table, progress=report, storage_options=_storage_options(table, storage_options), **params)
     except DeltaExploreError:
         raise
     except Exception as exc:  # a backend's failure must reach the UI as a message
         raise DeltaExploreError(f"{OPERATIONS[op].label} failed in the {backend} backend: {type(exc).__name__}: {exc}") from exc
     table.listing(refresh=True)
     after = table.latest_version()
-    progress(1.0, "done")
-    out: dict[str, Any] = {"backend": backend, "version_before": before, "version_after": after}
-    if isinstance(result, dict):
-        out["result"] = {k: v for k, v in result.items() if isinstance(v, (int, float, str, bool)) or v is None}
-    elif isinstance(result, pa.Table):
-        out["result"] = {"rows": result.num_rows}
+    seconds = time.monotonic() - start
+    report(1.0, f"done in {seconds:.1f} s with {backend}")
+    out: dict[str, Any] = {
+        "backend": backend,
+        "backend_reason": reason,
+        "version_before": before,
+        "version_after": after,
+        "seconds": round(seconds, 3),
+    }
+    metrics = result if isinstance(result, pa.Table) else None
+    row = metrics.slice(0, 1).to_pylist()[0] if metrics is not None and metrics.num_rows else result
+    if isinstance(row, dict):
+        out["result"] = {k: v for k, v in row.items() if isinstance(v, (int, float, str, bool)) or v is None}
+    if metrics is not None:
+        scalar = [f.name for f in metrics.schema if not (pa.types.is_list(f.type) or pa.types.is_large_list(f.type))]
+        out["metrics"] = metrics.select(scalar)
     return out
+
+
+# -- the progress display of a cell ---------------------------------------------------------------
+def _in_kernel() -> bool:
+    module = sys.modules.get("IPython")
+    if module is None:
+        return False
+    shell = module.get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+class _ProgressDisplay:
+    """One progress display: an HTML `<progress>` updated in place in a notebook, text lines
+    (on `stream`, stderr by default) elsewhere. Updates are throttled (a changed percent or
+    message, at most every 0.2 s; the final state always shows)."""
+
+    def __init__(self, title: str, *, html_output: bool | None = None, stream: Any = None) -> None:
+        self.title = title
+        self.html_output = _in_kernel() if html_output is None else html_output
+        self.stream = stream if stream is not None else sys.stderr
+        self._shown: tuple[int, str] | None = None
+        self._last = 0.0
+        self._handle: Any = None
+        if self.html_output:
+            from IPython.display import HTML, display
+
+            self._handle = display(HTML(self.html(0.0, "starting")), display_id=True)
+
+    def html(self, fraction: float, message: str) -> str:
+        e = html.escape
+        return (
+            "<div class='dx-progress' style='font-size:12px;display:flex;gap:8px;align-items:center'>"
+            f"<b>{e(self.title)}</b><progress value='{fraction:.3f}' max='1' style='width:18em'></progress>"
+            f"<span>{fraction * 100:.0f}%</span><span style='opacity:.75'>{e(message)}</span></div>"
+        )
+
+    def __call__(self, fraction: float, message: str) -> None:
+        state = (int(fraction * 100), message)
+        now = time.monotonic()
+        final = fraction >= 1.0
+        if state == self._shown or (not final and now - self._last < 0.2 and state[0] == (self._shown or (-1,))[0]):
+            return
+        self._shown, self._last = state, now
+        if self.html_output and self._handle is not None:
+            from IPython.display import HTML
+
+            self._handle.update(HTML(self.html(fraction, message)))
+            return
+        bar = "#" * int(20 * fraction)
+        print(f"[deltaexplore] {self.title} [{bar:.<20}] {fraction * 100:3.0f}% {message}", file=self.stream, flush=True)
+
+
+def progress_display(title: str, *, html_output: bool | None = None, stream: Any = None) -> Progress:
+    """The progress callback of a cell running `title`: a bar in a notebook, text in a terminal."""
+    return _ProgressDisplay(title, html_output=html_output, stream=stream)

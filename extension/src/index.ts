@@ -1,18 +1,24 @@
 /**
- * deltaexplore for JupyterLab: plugin declarations only (behaviour lives in commands.ts and mime.ts).
+ * deltaexplore for JupyterLab: plugin declarations only (behaviour lives in tables.ts,
+ * commands.ts and mime.ts).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 
-import { activateExplore } from './commands';
+import { activateCommands } from './commands';
+import { DeltaTables, markAllBrowsers } from './tables';
 import { EXPLORE_PLUGIN_ID } from './tokens';
 
 const explorePlugin: JupyterFrontEndPlugin<void> = {
   id: EXPLORE_PLUGIN_ID,
-  description: 'An "Explore Delta Table" command for directories in the file browser.',
+  description: 'Delta table folders marked in the file browser, with commands to explore them and copy their path.',
   autoStart: true,
   requires: [IFileBrowserFactory],
-  activate: (app: JupyterFrontEnd, browsers: IFileBrowserFactory) => activateExplore(app, browsers)
+  activate: (app: JupyterFrontEnd, browsers: IFileBrowserFactory) => {
+    const tables = new DeltaTables();
+    markAllBrowsers(browsers, tables);
+    activateCommands(app, browsers, tables);
+  }
 };
 
 export default [explorePlugin];

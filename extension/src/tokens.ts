@@ -1,9 +1,10 @@
 /**
  * Identifiers shared by the deltaexplore JupyterLab plugins.
  *
- * The extension talks to Python only through the MIME type below (a table summary that
- * `deltaexplore` puts in every table's display bundle) and through the kernel of a console it
- * opens (`dx.explore(path)`).
+ * The extension talks to Python through the MIME type below (a table summary that
+ * `deltaexplore` puts in every table's display bundle), the server extension that says which
+ * folders are Delta tables (`deltaexplore/labserver.py`), and the kernel of each explorer tab
+ * (`deltaexplore.magics.lab.open_explorer(location)`).
  */
 
 /** MIME type of a Delta table summary (see `deltaexplore.widgets.display.summary_json`). */
@@ -12,6 +13,8 @@ export const MIME_TYPE = 'application/vnd.deltaexplore.table+json';
 /** Command ids; menus and context menus for them are declared in `schema/plugin.json`. */
 export namespace CommandIDs {
   export const exploreTable = 'deltaexplore:explore-table';
+  export const copyPath = 'deltaexplore:copy-path';
+  export const copySnippet = 'deltaexplore:copy-pyspark-snippet';
 }
 
 /** Plugin ids. */

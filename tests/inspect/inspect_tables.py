@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from helpers import add, commit_info, mapped_field, metadata, protocol, remove, write_commit, write_data
 
-from deltaexplore.core.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
+from deltaexplore.core.protocol.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000

@@ -13,7 +13,7 @@ from corpus_paths import CORPUS, corpus_catalog
 
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
-from deltaexplore.core.schema import PrimitiveType
+from deltaexplore.core.protocol.schema import PrimitiveType
 from deltaexplore.inspect.schemas import SCHEMAS
 
 pytestmark = pytest.mark.corpus

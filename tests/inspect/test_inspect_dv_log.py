@@ -12,7 +12,7 @@ from helpers import add, commit_info, metadata, protocol, write_commit
 from inspect_tables import T0, build_history_table, build_partitioned_table, dv_file, stats
 
 import deltaexplore as dx
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.errors import DeletionVectorError
 from deltaexplore.inspect import deleted_rows, deletion_vectors, dv_files, log_files, log_health
 from deltaexplore.inspect._common import InspectError

@@ -89,10 +89,11 @@ def test_corpus_file_counts_match_the_catalog(row):
 
 @pytest.mark.parametrize("columns", [["p"], ["p", "q"]])
 def test_partition_keys_null_empty_and_repeated_values(tmp_path, columns):
-    """`col=value` per file, one column or several; null and empty values as Hive's default."""
+    """`col=value` per file, one column or several; null and empty values as Hive's default (the
+    protocol: an empty string is null), and so one partition for OPTIMIZE and the explorer."""
     from helpers import add, commit_info, metadata, protocol, write_commit
 
-    from deltaexplore.inspect._common import partition_keys
+    from deltaexplore.core.scan.partition_values import partition_groups, partition_keys, partition_table
 
     fields = [{"name": n, "type": "string", "nullable": True, "metadata": {}} for n in ("id", "p", "q")]
     values = ["a", None, "", "a", "b=c/d"]
@@ -104,3 +105,17 @@ def test_partition_keys_null_empty_and_repeated_values(tmp_path, columns):
     texts = ["a", hive, hive, "a", "b=c/d"]
     want = {f"f{i}.parquet": "/".join(f"{c}={t}" for c in columns) for i, t in enumerate(texts)}
     assert got == want
+    groups = partition_groups(snap, snap.add_actions()).tolist()
+    assert groups[1] == groups[2] and groups[0] == groups[3] and len(set(groups)) == 3
+    assert partition_table(snap, snap.add_actions()).column("p").to_pylist() == ["a", None, None, "a", "b=c/d"]
+    assert table_keys(snap) == [want[f"f{i}.parquet"] for i in range(len(values))]
+
+
+def table_keys(snap):
+    """The partition of each file as the inspection table and the explorer show it."""
+    from deltaexplore.widgets.explorer_data import ExplorerData
+
+    files = snap.inspect.files().column("partition").to_pylist()
+    explorer = ExplorerData(snap.table, snap.version).files_cache().partition.to_pylist()
+    assert files == explorer
+    return files

@@ -181,8 +181,8 @@ def test_layout_reads_stats_parsed_from_the_checkpoint(tmp_path):
     equals the core's full parse on both kinds of rows."""
     import pyarrow as pa
 
-    from deltaexplore.core.checkpoint_writer import write_checkpoint
     from deltaexplore.core.operations import write_table
+    from deltaexplore.core.write.checkpoint_writer import write_checkpoint
 
     root = str(tmp_path / "t")
     props = {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "false"}
@@ -209,12 +209,12 @@ def _summary_tables():
 @pytest.mark.corpus
 @pytest.mark.parametrize("row", _summary_tables())
 def test_corpus_layout_summary_same_by_scans_and_by_full_parse(row, monkeypatch):
-    """`layout_summary` reads up to `stats_search.column_limit()` columns with one scan each and
-    more with the core's full parse: both give the same table."""
-    import importlib
+    """`layout_summary` reads up to `core.scan.stats.column_limit()` columns with one scan each
+    and more with the core's full parse: both give the same table."""
     import warnings
 
-    module = importlib.import_module("deltaexplore.inspect.layout")  # `inspect.layout` is the function
+    from deltaexplore.core.scan import stats as module
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         snap = dx.open_table(str(CORPUS / row["table_root"])).snapshot()

@@ -106,7 +106,7 @@ def test_vacuum_and_optimize_default_to_a_dry_run(ip, sales):
     # 4 data files compacted away by OPTIMIZE + the DV file replaced at v7 (DV re-adds keep their data file)
     assert isinstance(v, pa.Table) and v.num_rows == 5
     o = delta(ip, f"optimize {sales}")
-    assert o.title == "optimize (dry run)" and o["files_to_rewrite"] == 8
+    assert o.title == "OPTIMIZE (compact) · sales" and o.note.startswith("dry run") and o["files_to_rewrite"] == 8
     c = delta(ip, f"checkpoint {sales}")
     assert c["commits_since_checkpoint"] == 8
 
@@ -198,8 +198,8 @@ def test_usage_error_shows_one_line_in_the_shell(ip, capsys):
 
 def test_reports_render_escaped_html(ip, hostile):
     r = delta(ip, f"optimize {hostile}")
-    assert r.title == "optimize (dry run)" and "<script>" not in r._repr_html_()
-    from deltaexplore.magics.report import table_html
+    assert r.note.startswith("dry run") and "<script>" not in r._repr_html_()
+    from deltaexplore.widgets.tables import table_html
 
     parts = table_html(delta(ip, f"files {hostile} --partitions"))
     assert "<img" not in parts and "part=&lt;img src=x onerror=alert(1)&gt;" in parts
@@ -217,5 +217,5 @@ def test_run_flag_runs_the_operation(ip, tmp_path):
         r = delta(ip, f"optimize {path} --run")
     finally:
         maintenance._REGISTERED.clear()
-    assert r.title == "optimize" and (r["backend"], r["version_before"], r["version_after"]) == ("local", 7, 8)
+    assert r.title == "OPTIMIZE (compact) · sales" and (r["backend"], r["version_before"], r["version_after"]) == ("local", 7, 8)
     assert dx.open_table(path).snapshot().num_files == 3

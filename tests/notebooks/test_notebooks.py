@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -78,3 +82,67 @@ def test_only_a_kernel_that_failed_to_start_is_retried():
     assert _kernel_failed_to_start(proc(1, "zmq.error.ZMQError: Address already in use"))
     assert not _kernel_failed_to_start(proc(1, "Error: cell 3 output differs"))
     assert not _kernel_failed_to_start(proc(0, "Kernel died before replying to kernel_info"))
+
+
+# -- what is committed is portable ----------------------------------------------------------
+def _committed(*patterns: str) -> list[Path]:
+    out = subprocess.run(["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=False)
+    if out.returncode != 0:  # not a git checkout (an sdist): look at the files on disk
+        return sorted(p for pattern in patterns for p in ROOT.glob(pattern) if p.is_file())
+    return [ROOT / line for line in out.stdout.splitlines() if line]
+
+
+#: where absolute paths of a machine start (this checkout, home, temp dirs, the usual roots)
+_MACHINE_ROOTS = sorted(
+    {
+        str(ROOT.parent),
+        os.path.expanduser("~"),
+        tempfile.gettempdir(),
+        sys.prefix,
+        "/home",
+        "/Users",
+        "/root",
+        "/tmp",
+        "/work",
+        "/private/var",
+        "C:\\Users",
+    }
+    - {"", "/"},
+    key=len,
+    reverse=True,
+)
+_MACHINE_PATH = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(r) for r in _MACHINE_ROOTS) + r")(?:/|\\)[^\s\"'<>`),;]+")
+
+
+def machine_paths(text: str) -> list[str]:
+    """Absolute paths of a machine in `text` (file URIs included)."""
+    return sorted(set(_MACHINE_PATH.findall(text)))
+
+
+def test_machine_path_detection():
+    assert machine_paths("read /work/main/notebooks/tables/x and file:///home/ana/t") == [
+        "/home/ana/t",
+        "/work/main/notebooks/tables/x",
+    ]
+    assert machine_paths(f"{tempfile.gettempdir()}/pytest-1/t1") != []
+    assert machine_paths("tables/tour_sales, s3://lake/t, https://example.org/home/x, /dev/null") == []
+
+
+SHIPPED = ("notebooks/*.ipynb", "docs/*", "benchmarks/results/*", "README.md", "binder/*", "examples/*.py")
+
+
+@pytest.mark.parametrize("path", _committed(*SHIPPED), ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_notebooks_docs_and_results_hold_no_machine_paths(path: Path):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    assert machine_paths(text) == [], f"{path.relative_to(ROOT)} holds paths of the machine that wrote it"
+
+
+@pytest.mark.parametrize("path", _committed("notebooks/*.ipynb", "docs/*.ipynb"), ids=lambda p: p.name)
+def test_committed_notebooks_hold_no_widget_state(path: Path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert "widgets" not in nb.get("metadata", {}), f"{path.name}: saved widget state (notebook metadata)"
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            assert "application/vnd.jupyter.widget-view+json" not in data, f"{path.name} cell {cell.get('id')}: widget view"
+            assert "application/vnd.jupyter.widget-state+json" not in data, f"{path.name} cell {cell.get('id')}: widget state"

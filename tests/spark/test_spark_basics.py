@@ -87,7 +87,7 @@ FILTERS = [
 def test_filters_match_the_core(spark, tmp_path):
     from pyspark.sql import functions as F
 
-    from deltaexplore.core.predicates import parse_predicate
+    from deltaexplore.core.protocol.predicates import parse_predicate
     from deltaexplore.spark import read
     from deltaexplore.spark.filters import to_spark_filter
 
@@ -133,26 +133,33 @@ def test_time_travel_and_special_file_names(spark, tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
-def test_progress_text_and_widget(spark):
-    from deltaexplore.spark import progress
+def test_progress_text_html_and_one_sink(spark):
+    from deltaexplore.spark import progress, report_progress_to
 
     buf = io.StringIO()
     with progress(spark, "sum of ids", display="text", stream=buf) as p:
         total = spark.range(0, 100_000, numPartitions=3).selectExpr("sum(id) AS s").collect()[0]["s"]
     assert total == sum(range(100_000))
     text = buf.getvalue()
-    assert "[deltaexplore] stage" in text and "3/3 tasks" in text
+    assert "[deltaexplore] [" in text and "3/3 tasks" in text
     assert p.summary.jobs >= 1 and p.summary.tasks >= 3 and p.summary.failed_tasks == 0
+    assert p.fraction == 1.0
     assert text.strip().endswith(p.summary.text())
     assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
-    ipywidgets = pytest.importorskip("ipywidgets")
-    with progress(spark, "count <b>", display="widget") as w:
+    with progress(spark, "count <b>", display="none") as h:
         spark.range(0, 1000, numPartitions=2).count()
-    bars = [c for c in w._box.children if isinstance(c, ipywidgets.IntProgress)]
-    assert bars and all(b.value == b.max for b in bars if b.bar_style == "success")
-    assert "&lt;b&gt;" in w._box.children[0].value and w.summary.text() in w._box.children[-1].value.replace("&lt;", "<").replace(
-        "&gt;", ">"
-    )
+    bar = h._bar_html(done=True)
+    assert "<progress value='1.000' max='1'" in bar and "count &lt;b&gt;" in bar and "<b>" not in bar
+    # a caller that shows progress itself gets one fraction over all stages, never decreasing,
+    # and the tracker draws nothing of its own
+    seen: list[float] = []
+    quiet = io.StringIO()
+    with report_progress_to(lambda f, m: seen.append(f)):
+        with progress(spark, "two stages", stream=quiet) as q:
+            df = spark.range(0, 20_000, numPartitions=4).repartition(3)
+            df.groupBy((df.id % 7).alias("k")).count().collect()
+    assert q.display == "none" and quiet.getvalue() == ""
+    assert seen and seen == sorted(seen) and seen[-1] == 1.0 and q.summary.stages >= 2
 
 
 @pytest.mark.spark
@@ -193,7 +200,7 @@ def test_bitmap_literals_are_primitive_arrays(spark):
 def test_sql_type_text_says_exactly_the_spark_type():
     """Projections are SQL text where the type's text is exact; anything it cannot say (a
     non-nullable element or value) is left to the Column API (None)."""
-    from deltaexplore.core.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
+    from deltaexplore.core.protocol.schema import ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType
     from deltaexplore.spark.types import quoted, sql_type
 
     nested = StructType(
@@ -248,11 +255,10 @@ def test_rows_of_an_unknown_file_fail_the_job(spark, monkeypatch, strategy):
         fv.attach(spark, unknown, values).collect()
 
 
-def test_progress_picks_widgets_in_a_notebook_kernel_and_text_elsewhere():
-    """`display="auto"`: a real Jupyter kernel with ipywidgets gets progress bars, this test
-    process (no kernel) text; an unknown display is a DeltaExploreError."""
+def test_progress_picks_html_in_a_notebook_kernel_and_text_elsewhere():
+    """`display="auto"`: a real Jupyter kernel gets one HTML progress bar, this test process (no
+    kernel) text; an unknown display is a DeltaExploreError."""
     jupyter_client = pytest.importorskip("jupyter_client")
-    pytest.importorskip("ipywidgets")
     from deltaexplore.spark.jobs import SparkProgress, _in_notebook
 
     assert _in_notebook() is False
@@ -260,7 +266,7 @@ def test_progress_picks_widgets_in_a_notebook_kernel_and_text_elsewhere():
     try:
         printed: list[str] = []
         reply = kc.execute_interactive(
-            "from deltaexplore.spark.jobs import _has_widgets, _in_notebook\nprint(_in_notebook() and _has_widgets())",
+            "from deltaexplore.spark.jobs import _in_notebook\nprint(_in_notebook())",
             timeout=60,
             output_hook=lambda msg: printed.append(msg["content"].get("text", "")),
         )

@@ -3,6 +3,7 @@ one offline SVG/PNG render through vl-convert; the offline JupyterChart helper."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -93,6 +94,23 @@ def test_file_size_histogram_bins(parted):
     big = pa.table({"size": pa.array(np.random.default_rng(0).integers(1, 1 << 30, 200_000), pa.int64())})
     _, _, _, rows = spec(viz.file_size_histogram(big))
     assert len(rows) <= 31 and sum(r["files"] for r in rows) == 200_000
+
+
+def test_file_size_histogram_small_files_follow_the_inspection(tmp_path):
+    """Without `small_file_bytes`, a bin is small when `inspect.files()` says its files are
+    (`delta.targetFileSize` / 2 here: 300 bytes), not by a default of the chart's own."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    fields = [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]
+    md = metadata({"type": "struct", "fields": fields}, configuration={"delta.targetFileSize": "600"})
+    sizes = [100, 300, 1000, 50]
+    write_commit(tmp_path, 0, [commit_info(), protocol(), md, *[add(f"f{i}.parquet", s, 1) for i, s in enumerate(sizes)]])
+    table = dx.open_table(str(tmp_path))
+    assert table.inspect.files().column("is_small").to_pylist() == [True, False, False, True]
+    for data in (table, table.snapshot(), table.inspect.files()):
+        _, _, _, rows = spec(viz.file_size_histogram(data))
+        assert {r["bin_start"]: r["small"] for r in rows} == {32: True, 64: True, 256: False, 512: False}
 
 
 def test_partition_skew_chart(parted):
@@ -191,6 +209,24 @@ def test_show_returns_an_offline_jupyter_chart(hist):
     w = viz.show(viz.history_chart(hist))
     assert isinstance(w, alt.JupyterChart)
     assert w.spec["mark"]["type"] == "bar" if isinstance(w.spec["mark"], dict) else w.spec["mark"] == "bar"
+
+
+_REMOTE_IMPORT = re.compile(r"""(?:import|from)\s*\(?["'](https?:)?//""")
+
+
+def test_show_bundles_vega_even_after_the_renderer_was_enabled(hist):
+    """The first chart of a kernel may come from `viz.show` (`%delta ... --chart`) after
+    importing `deltaexplore.viz` only switched the renderer: the widget must still carry the
+    bundled Vega, not the CDN imports (regression: show() trusted a module flag)."""
+    pytest.importorskip("anywidget")
+    alt.JupyterChart.enable_offline(offline=False)  # a fresh kernel: Altair's CDN module
+    assert _REMOTE_IMPORT.search(alt.JupyterChart._esm)
+    viz.enable_offline_renderer()
+    w = viz.show(viz.history_chart(hist))
+    assert not _REMOTE_IMPORT.search(w._esm) and "esm.sh" not in w._esm
+    alt.JupyterChart.enable_offline(offline=False)  # someone (Altair's renderer) went online again
+    w = viz.show(viz.history_chart(hist))
+    assert not _REMOTE_IMPORT.search(w._esm)
 
 
 def test_importing_deltaexplore_does_not_import_altair():

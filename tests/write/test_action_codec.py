@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 
-from deltaexplore.core.action_codec import _action_lines_slow, action_lines, file_actions_table
+from deltaexplore.core.protocol.action_codec import _action_lines_slow, action_lines, file_actions_table
 
 TRICKY = ["plain", 'quote " and \\ backslash', "new\nline\ttab\rcr", "ünïcødé ✓ 😀", "", "ctrl \x01 char", "x=1/part %20.parquet"]
 

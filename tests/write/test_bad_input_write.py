@@ -8,9 +8,9 @@ import pytest
 from write_helpers import sample
 
 import deltaexplore as dx
-from deltaexplore.core.checkpoint_writer import write_checkpoint
 from deltaexplore.core.operations import delete, optimize, restore, vacuum, write_table
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.write.checkpoint_writer import write_checkpoint
+from deltaexplore.core.write.transaction import Transaction
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from helpers import add, commit_info, metadata, protocol, remove, write_commit
 from write_helpers import rows, sample
 
 import deltaexplore as dx
-from deltaexplore.core.checkpoint_writer import write_checkpoint
-from deltaexplore.core.last_checkpoint import parse_last_checkpoint
-from deltaexplore.core.log_cleanup import cleanup_log, plan_log_cleanup
+from deltaexplore.core.log.last_checkpoint import parse_last_checkpoint
 from deltaexplore.core.operations import checkpoint, delete, set_table_properties, write_table
+from deltaexplore.core.write.checkpoint_writer import write_checkpoint
+from deltaexplore.core.write.log_cleanup import cleanup_log, plan_log_cleanup
 
 DAY = 86_400_000
 

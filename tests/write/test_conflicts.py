@@ -12,10 +12,10 @@ import pytest
 from write_helpers import rows, sample
 
 import deltaexplore as dx
-from deltaexplore.core.actions import Protocol
-from deltaexplore.core.data_writer import write_table_files
 from deltaexplore.core.operations import write_table
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.protocol.actions import Protocol
+from deltaexplore.core.write.data_writer import write_table_files
+from deltaexplore.core.write.transaction import Transaction
 
 
 @pytest.fixture

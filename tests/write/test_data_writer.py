@@ -14,9 +14,9 @@ import pytest
 from write_helpers import rows, sample
 
 import deltaexplore as dx
-from deltaexplore.core.data_writer import hive_escape, stats_from_parquet_file, write_data_files
 from deltaexplore.core.operations import write_table
-from deltaexplore.core.schema_evolution import schema_from_arrow
+from deltaexplore.core.write.data_writer import hive_escape, stats_from_parquet_file, write_data_files
+from deltaexplore.core.write.schema_evolution import schema_from_arrow
 from deltaexplore.storage import LocalStorage
 
 NAME = re.compile(r"part-[0-9a-f-]{36}\.c000\.zstd\.parquet$")

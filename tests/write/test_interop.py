@@ -16,8 +16,8 @@ import pytest
 from other_engines import duckdb_available, run, table_rows
 
 import deltaexplore as dx
-from deltaexplore.core.checkpoint_writer import write_checkpoint
 from deltaexplore.core.operations import checkpoint, delete, optimize, restore, set_table_properties, write_table
+from deltaexplore.core.write.checkpoint_writer import write_checkpoint
 
 pytestmark = pytest.mark.xdist_group("interop")
 if importlib.util.find_spec("deltalake") is None:  # never imported here: see other_engines.py

@@ -14,7 +14,7 @@ from write_helpers import sample
 
 import deltaexplore as dx
 from deltaexplore.core.operations import checkpoint, cleanup_metadata, delete, update, write_table
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.write.transaction import Transaction
 
 DV = {"delta.enableDeletionVectors": "true"}
 CDF = {"delta.enableChangeDataFeed": "true"}
@@ -36,7 +36,7 @@ def _referenced(root: Path) -> set[str]:
         for a in table.snapshot(v).add_actions().to_pylist():
             dv = a["deletionVector"]
             if dv and dv["storageType"] == "u":
-                from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
+                from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
 
                 path = DeletionVectorDescriptor.from_dict(dv).file_path()
                 assert path is not None

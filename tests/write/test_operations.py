@@ -312,7 +312,7 @@ def _backdate(path: Path, days: float) -> None:
 
 
 def test_vacuum_defaults_and_retention_check(tmp_path):
-    from deltaexplore.core.transaction import Transaction
+    from deltaexplore.core.write.transaction import Transaction
 
     root = tmp_path / "t"
     write_table(str(root), sample(4), max_rows_per_file=2)
@@ -398,7 +398,7 @@ def test_vacuum_ignores_files_outside_the_root(tmp_path):
     write_table(str(root), sample(2))
     t = dx.open_table(str(root))
     snap = t.snapshot()
-    from deltaexplore.core.transaction import Transaction
+    from deltaexplore.core.write.transaction import Transaction
 
     txn = Transaction(t, operation="WRITE", read_snapshot=snap)
     txn.add_files([add(outside.as_uri(), 1, 1)["add"]])

@@ -24,8 +24,8 @@ import pytest
 from reliability_workers import batch_rows, chaos_worker, concurrent_worker
 
 import deltaexplore as dx
-from deltaexplore.core.checkpoint import CheckpointReader
-from deltaexplore.core.last_checkpoint import parse_last_checkpoint
+from deltaexplore.core.log.checkpoint_reader import CheckpointReader
+from deltaexplore.core.log.last_checkpoint import parse_last_checkpoint
 from deltaexplore.core.operations import write_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reliability")]

@@ -14,10 +14,10 @@ from helpers import add, commit_info, metadata, protocol, write_commit
 from write_helpers import rows, sample
 
 import deltaexplore as dx
-from deltaexplore.core.actions import Metadata, Protocol
-from deltaexplore.core.data_writer import write_table_files
 from deltaexplore.core.operations import new_table_metadata, set_table_properties, write_table
-from deltaexplore.core.transaction import Transaction
+from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.write.data_writer import write_table_files
+from deltaexplore.core.write.transaction import Transaction
 
 
 def _log(root, version: int) -> list[dict]:

@@ -1,9 +1,15 @@
-"""Local (pyarrow) table operations built on the writer: each returns one row of metrics as an
-Arrow table and has a dry run.
+"""Table operations, and the seam both engines share.
 
-The engine-neutral planning functions (`plan_delete`, `deletion_vector_update`,
-`plan_optimize`, `plan_vacuum`, `restore_actions`) are what the Spark layer reuses: they decide
-which files to rewrite or remove and which actions to commit; the engine only does the data work.
+Local (pyarrow) operations — each returns one row of metrics as an Arrow table and has a dry
+run: `write_table`, `set_table_properties`, `delete`, `update`, `optimize`,
+`purge_deletion_vectors`, `vacuum`, `restore`, `checkpoint`, `cleanup_metadata`.
+
+The seam the Spark layer (`deltaexplore.spark`) imports — nothing else of this package: the
+engine-neutral planners (`plan_delete`, `deletion_vector_update`, `plan_optimize`,
+`plan_vacuum`, `restore_actions`, `resolve_assignments`, `write_metadata`, `start_write`, ...)
+decide which files to rewrite or remove and which actions to commit; `OperationRun`,
+`open_for_write`, `discard` and the metrics schemas (`METRICS`, `engine.py`) are the commit
+skeleton and the results both engines return, with the same columns.
 """
 
 from __future__ import annotations
@@ -14,36 +20,79 @@ from deltaexplore.core.operations.delete import (
     delete,
     deletion_vector_update,
     plan_delete,
+    predicate_text,
     write_deletion_vector_file,
+)
+from deltaexplore.core.operations.engine import (
+    CHECKPOINT_METRICS,
+    DELETE_METRICS,
+    METRICS,
+    OPTIMIZE_METRICS,
+    RESTORE_METRICS,
+    SET_PROPERTIES_METRICS,
+    UPDATE_METRICS,
+    VACUUM_METRICS,
+    WRITE_METRICS,
+    OperationRun,
+    discard,
+    metrics_table,
+    open_for_write,
+    total_bytes,
 )
 from deltaexplore.core.operations.optimize import OptimizePlan, optimize, plan_optimize, purge_deletion_vectors, zorder_indices
 from deltaexplore.core.operations.restore import RestorePlan, checkpoint, cleanup_metadata, restore, restore_actions
-from deltaexplore.core.operations.update import update
+from deltaexplore.core.operations.update import resolve_assignments, update
 from deltaexplore.core.operations.vacuum import VacuumPlan, plan_vacuum, vacuum
-from deltaexplore.core.operations.write import new_table_metadata, set_table_properties, write_table
+from deltaexplore.core.operations.write import (
+    check_write_modes,
+    new_table_metadata,
+    set_table_properties,
+    start_write,
+    write_metadata,
+    write_table,
+)
 
 __all__ = [
+    "CHECKPOINT_METRICS",
+    "DELETE_METRICS",
+    "METRICS",
+    "OPTIMIZE_METRICS",
+    "RESTORE_METRICS",
+    "SET_PROPERTIES_METRICS",
+    "UPDATE_METRICS",
+    "VACUUM_METRICS",
+    "WRITE_METRICS",
     "DeletePlan",
     "DeletionVectorUpdate",
+    "OperationRun",
     "OptimizePlan",
     "RestorePlan",
     "VacuumPlan",
+    "check_write_modes",
     "checkpoint",
     "cleanup_metadata",
     "delete",
     "deletion_vector_update",
+    "discard",
+    "metrics_table",
     "new_table_metadata",
+    "open_for_write",
     "optimize",
     "plan_delete",
     "plan_optimize",
     "plan_vacuum",
+    "predicate_text",
     "purge_deletion_vectors",
+    "resolve_assignments",
     "restore",
     "restore_actions",
     "set_table_properties",
+    "start_write",
+    "total_bytes",
     "update",
     "vacuum",
     "write_deletion_vector_file",
+    "write_metadata",
     "write_table",
     "zorder_indices",
 ]

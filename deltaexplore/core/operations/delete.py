@@ -18,55 +18,42 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.action_codec import file_actions_table
-from deltaexplore.core.data_rules import evaluate_sql
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.deletion_vectors import (
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.operations.engine import DELETE_METRICS, OperationRun, open_for_write
+from deltaexplore.core.operations.rewrite import read_files_for_rewrite, refuse_copy_from_outside
+from deltaexplore.core.protocol.action_codec import file_actions_table
+from deltaexplore.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     dv_file_bytes,
     encode_bitmap,
     read_deletion_vector,
     z85_encode,
 )
-from deltaexplore.core.operations._common import (
-    commit_or_discard,
-    discard_files,
-    metrics_table,
-    open_for_write,
-    read_files_for_rewrite,
-    refuse_copy_from_outside,
-    row_counts,
-)
-from deltaexplore.core.predicates import Expr, PredicateError, parse_predicate
-from deltaexplore.core.read import constant_column, read_data_file
-from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.core.schema import to_arrow_type
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
+from deltaexplore.core.protocol.predicates import Expr, PredicateError, parse_predicate
+from deltaexplore.core.protocol.schema import to_arrow_type
+from deltaexplore.core.scan.data_file import constant_column, read_data_file, resolve_data_path, row_counts
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import evaluate_sql
+from deltaexplore.errors import StorageError, WriteRefusedError
+from deltaexplore.storage import Storage
 
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-    from deltaexplore.storage import Storage
-
-__all__ = ["DeletePlan", "DeletionVectorUpdate", "delete", "deletion_vector_update", "plan_delete", "write_deletion_vector_file"]
-
-DELETE_METRICS = {
-    "version": pa.int64(),
-    "num_deleted_rows": pa.int64(),
-    "num_removed_files": pa.int64(),
-    "num_added_files": pa.int64(),
-    "num_deletion_vectors_added": pa.int64(),
-    "num_copied_rows": pa.int64(),
-    "num_added_change_files": pa.int64(),
-}
+__all__ = [
+    "DeletePlan",
+    "DeletionVectorUpdate",
+    "delete",
+    "deletion_vector_update",
+    "plan_delete",
+    "predicate_text",
+    "write_deletion_vector_file",
+]
 
 
 @dataclass
@@ -148,9 +135,7 @@ def _loosen(stats: str | None) -> str | None:
         return stats
     try:
         obj = json.loads(stats)
-    except (ValueError, RecursionError):
-        return stats
-    if not isinstance(obj, dict):
+    except ValueError:
         return stats
     obj["tightBounds"] = False
     return json.dumps(obj, separators=(",", ":"))
@@ -311,124 +296,107 @@ def delete(
     t = open_for_write(table, storage_options, catalog)
     snapshot = t.snapshot()
     plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors, allow_sql=True)
-    metrics: dict[str, Any] = {
-        "operation": "DELETE",
-        "version": None,
-        "dry_run": dry_run,
-        "num_deleted_rows": 0,
-        "num_removed_files": 0,
-        "num_added_files": 0,
-        "num_deletion_vectors_added": 0,
-        "num_copied_rows": 0,
-        "num_added_change_files": 0,
-    }
-    text = predicate if isinstance(predicate, str) else (repr(plan.predicate) if plan.predicate is not None else "true")
-    txn = Transaction(t, operation="DELETE", parameters={"predicate": json.dumps([text])}, read_snapshot=snapshot)
-    if plan.predicate is not None:
-        txn.read_files(predicate=plan.predicate)
-    else:
-        txn.read_whole_table()  # no predicate, or one we cannot prune with
-    written: list[str] = []  # files this DELETE created: removed again when it does not commit
-    try:
-        staged = _stage_delete(t, snapshot, plan, txn, metrics, written, dry_run, target_file_size)
-    except DeltaExploreError:
-        discard_files(t, written)
-        raise
-    if not staged:
-        return metrics_table(metrics, DELETE_METRICS)
-    metrics["version"] = commit_or_discard(t, txn, written, max_retries=max_retries).version
-    return metrics_table(metrics, DELETE_METRICS)
-
-
-def _stage_delete(
-    t: Table,
-    snapshot: Snapshot,
-    plan: DeletePlan,
-    txn: Transaction,
-    metrics: dict[str, Any],
-    written: list[str],
-    dry_run: bool,
-    target_file_size: int,
-) -> bool:
-    """The row work of `delete`, staged on `txn` (False: nothing to commit); every file it
-    creates is appended to `written` before it is written."""
-    cdc_rows: list[pa.Table] = []
-    storage = t.storage
-    md = snapshot.metadata
-    if plan.whole_files:
-        counts = row_counts(snapshot, plan.files) if plan.files.num_rows else np.zeros(0, np.int64)
-        live = counts - _dv_cardinality(plan.files)
-        metrics.update(num_deleted_rows=int(live.sum()), num_removed_files=plan.files.num_rows)
-        if plan.change_data_feed and plan.files.num_rows and not dry_run:
-            refuse_copy_from_outside(snapshot, plan.files, "DELETE (change data feed)")
-            rows, _ = read_files_for_rewrite(snapshot, plan.files)
-            cdc_rows.append(rows.select(snapshot.schema.names))
-        if not dry_run and plan.files.num_rows:
-            txn.remove_files(plan.files)
-    else:
-        matched: list[np.ndarray] = []
-        for i in range(plan.files.num_rows):
-            idx, rows = _matches(plan, i, want_rows=plan.change_data_feed)
-            matched.append(idx)
-            if rows is not None and rows.num_rows:
-                cdc_rows.append(rows)
-        hit = np.asarray([len(m) > 0 for m in matched], dtype=bool)
-        files = plan.files.filter(pa.array(hit)) if len(hit) else plan.files
-        hits = [m for m in matched if len(m)]
-        metrics["num_deleted_rows"] = int(sum(len(m) for m in hits))
-        if plan.change_data_feed:
-            refuse_copy_from_outside(snapshot, files, "DELETE (change data feed)")
-        if plan.use_deletion_vectors:
-            update = deletion_vector_update(snapshot, files, hits)
-            metrics.update(
-                num_removed_files=update.removes.num_rows - update.adds.num_rows,
-                num_deletion_vectors_added=update.adds.num_rows,
-            )
-            if not dry_run and update.removes.num_rows:
-                if update.dv_path is not None:
-                    written.append(update.dv_path)
-                write_deletion_vector_file(storage, update)
-                txn.remove_files(update.removes)
-                txn.add_files(update.adds)
-        elif files.num_rows:
-            refuse_copy_from_outside(snapshot, files, "DELETE")
-            rows, extra = read_files_for_rewrite(snapshot, files)
-            gone = _condition(plan, rows)
-            survivors = rows.filter(pc.invert(gone))
-            metrics.update(num_removed_files=files.num_rows, num_copied_rows=survivors.num_rows)
-            if not dry_run:
-                adds = write_data_files(
+    op = OperationRun.start(
+        t,
+        "DELETE",
+        DELETE_METRICS,
+        read_snapshot=snapshot,
+        parameters={"predicate": json.dumps([predicate_text(predicate, plan)])},
+        dry_run=dry_run,
+        metrics=dict.fromkeys(DELETE_METRICS.names[3:], 0),
+    )
+    with op:
+        metrics, txn = op.metrics, op.txn
+        if plan.predicate is not None:
+            txn.read_files(predicate=plan.predicate)
+        else:
+            txn.read_whole_table()  # no predicate, or one we cannot prune with
+        cdc_rows: list[pa.Table] = []
+        storage = t.storage
+        md = snapshot.metadata
+        if plan.whole_files:
+            counts = row_counts(snapshot, plan.files) if plan.files.num_rows else np.zeros(0, np.int64)
+            live = counts - _dv_cardinality(plan.files)
+            metrics.update(num_deleted_rows=int(live.sum()), num_removed_files=plan.files.num_rows)
+            if plan.change_data_feed and plan.files.num_rows and not dry_run:
+                refuse_copy_from_outside(snapshot, plan.files, "DELETE (change data feed)")
+                rows, _ = read_files_for_rewrite(snapshot, plan.files)
+                cdc_rows.append(rows.select(snapshot.schema.names))
+            if not dry_run and plan.files.num_rows:
+                txn.remove_files(plan.files)
+        else:
+            matched: list[np.ndarray] = []
+            for i in range(plan.files.num_rows):
+                idx, rows = _matches(plan, i, want_rows=plan.change_data_feed)
+                matched.append(idx)
+                if rows is not None and rows.num_rows:
+                    cdc_rows.append(rows)
+            hit = np.asarray([len(m) > 0 for m in matched], dtype=bool)
+            files = plan.files.filter(pa.array(hit)) if len(hit) else plan.files
+            hits = [m for m in matched if len(m)]
+            metrics["num_deleted_rows"] = int(sum(len(m) for m in hits))
+            if plan.change_data_feed:
+                refuse_copy_from_outside(snapshot, files, "DELETE (change data feed)")
+            if plan.use_deletion_vectors:
+                update = deletion_vector_update(snapshot, files, hits)
+                metrics.update(
+                    num_removed_files=update.removes.num_rows - update.adds.num_rows,
+                    num_deletion_vectors_added=update.adds.num_rows,
+                )
+                if not dry_run and update.removes.num_rows:
+                    if update.dv_path is not None:
+                        op.written_path(update.dv_path)  # a lost commit must not leave it behind
+                    write_deletion_vector_file(storage, update)
+                    txn.remove_files(update.removes)
+                    txn.add_files(update.adds)
+            elif files.num_rows:
+                refuse_copy_from_outside(snapshot, files, "DELETE")
+                rows, extra = read_files_for_rewrite(snapshot, files)
+                gone = _condition(plan, rows)
+                survivors = rows.filter(pc.invert(gone))
+                metrics.update(num_removed_files=files.num_rows, num_copied_rows=survivors.num_rows)
+                if not dry_run:
+                    adds = op.written(
+                        write_data_files(
+                            storage,
+                            survivors,
+                            schema=snapshot.schema,
+                            partition_columns=md.partition_columns,
+                            mode=snapshot.column_mapping_mode,
+                            configuration=md.configuration,
+                            target_file_size=target_file_size,
+                            extra_columns=extra,
+                        )
+                    )
+                    metrics["num_added_files"] = adds.num_rows
+                    txn.remove_files(files)
+                    txn.add_files(adds)
+        if dry_run or (metrics["num_deleted_rows"] == 0 and metrics["num_removed_files"] == 0):
+            return op.result()
+        if cdc_rows:
+            changes = pa.concat_tables([r.select(snapshot.schema.names) for r in cdc_rows], promote_options="permissive")
+            changes = changes.append_column("_change_type", pa.array(["delete"] * changes.num_rows, pa.string()))
+            cdc = op.written(
+                write_data_files(
                     storage,
-                    survivors,
+                    changes,
                     schema=snapshot.schema,
                     partition_columns=md.partition_columns,
                     mode=snapshot.column_mapping_mode,
                     configuration=md.configuration,
-                    target_file_size=target_file_size,
-                    extra_columns=extra,
+                    kind="cdc",
                 )
-                written.extend(adds.column("path").to_pylist())
-                metrics["num_added_files"] = adds.num_rows
-                txn.remove_files(files)
-                txn.add_files(adds)
-    if dry_run or (metrics["num_deleted_rows"] == 0 and metrics["num_removed_files"] == 0):
-        return False
-    if cdc_rows:
-        changes = pa.concat_tables([r.select(snapshot.schema.names) for r in cdc_rows], promote_options="permissive")
-        changes = changes.append_column("_change_type", pa.array(["delete"] * changes.num_rows, pa.string()))
-        cdc = write_data_files(
-            storage,
-            changes,
-            schema=snapshot.schema,
-            partition_columns=md.partition_columns,
-            mode=snapshot.column_mapping_mode,
-            configuration=md.configuration,
-            kind="cdc",
-        )
-        written.extend(cdc.column("path").to_pylist())
-        txn.add_cdc_files(cdc)
-        metrics["num_added_change_files"] = cdc.num_rows
-    return True
+            )
+            txn.add_cdc_files(cdc)
+            metrics["num_added_change_files"] = cdc.num_rows
+        return op.commit(max_retries=max_retries)
+
+
+def predicate_text(predicate: Any, plan: DeletePlan) -> str:
+    """The condition of a DELETE or UPDATE as `commitInfo.operationParameters` records it."""
+    if isinstance(predicate, str):
+        return predicate
+    return repr(plan.predicate) if plan.predicate is not None else "true"
 
 
 def _dv_cardinality(files: pa.Table) -> np.ndarray:

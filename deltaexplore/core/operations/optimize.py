@@ -14,45 +14,26 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arguments import count
-from deltaexplore.core.arrow_rows import take_rows
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.operations._common import (
-    commit_or_discard,
-    discard_files,
-    metrics_table,
-    open_for_write,
-    read_files_for_rewrite,
-    row_counts,
-)
-from deltaexplore.core.predicates import parse_predicate
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.errors import DeltaExploreError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
+from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.operations.engine import OPTIMIZE_METRICS, OperationRun, open_for_write, total_bytes
+from deltaexplore.core.operations.rewrite import read_files_for_rewrite
+from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.scan.data_file import row_counts
+from deltaexplore.core.scan.partition_values import partition_groups, partition_keys
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.errors import WriteRefusedError
 
 __all__ = ["OptimizePlan", "optimize", "plan_optimize", "purge_deletion_vectors", "zorder_indices"]
-
-OPTIMIZE_METRICS = {
-    "version": pa.int64(),
-    "num_bins": pa.int64(),
-    "num_files_removed": pa.int64(),
-    "num_files_added": pa.int64(),
-    "bytes_removed": pa.int64(),
-    "bytes_added": pa.int64(),
-    "num_partitions_optimized": pa.int64(),
-    "total_considered_files": pa.int64(),
-    "num_deleted_rows_purged": pa.int64(),
-}
 
 
 @dataclass
@@ -71,32 +52,37 @@ class OptimizePlan:
             return self.snapshot.add_actions().slice(0, 0)
         return pa.concat_tables(self.bins)
 
-    def metrics(self, operation: str, *, dry_run: bool) -> dict[str, Any]:
-        """The metrics row (`OPTIMIZE_METRICS`) before anything is written."""
+    def metrics(self) -> dict[str, Any]:
+        """The numbers of the plan (`OPTIMIZE_METRICS`), before anything is written."""
         removed = self.files
         dv = removed.column("deletionVector").combine_chunks() if removed.num_rows else pa.array([], pa.null())
         purged = int(pc.sum(dv.field("cardinality")).as_py() or 0) if removed.num_rows and dv.null_count < len(dv) else 0
-        partitions = {json.dumps(sorted(b.column("partitionValues")[0].as_py() or [])) for b in self.bins}
         return {
-            "operation": operation,
-            "version": None,
-            "dry_run": dry_run,
             "num_bins": len(self.bins),
             "num_files_removed": removed.num_rows,
             "num_files_added": 0,
-            "bytes_removed": int(pc.sum(removed.column("size")).as_py() or 0) if removed.num_rows else 0,
+            "bytes_removed": total_bytes(removed),
             "bytes_added": 0,
-            "num_partitions_optimized": len(partitions),
+            "num_partitions_optimized": len({partition_keys(self.snapshot, b)[0].as_py() for b in self.bins}),
             "total_considered_files": self.considered_files,
             "num_deleted_rows_purged": purged,
         }
 
-    def commit_parameters(self, partition_filter: Any) -> dict[str, str]:
-        """`operationParameters` of the commit."""
-        return {
+    def start(self, table: Table, operation: str, *, partition_filter: Any = None, dry_run: bool = False) -> OperationRun:
+        """The OPTIMIZE (or REORG) of this plan on `table`: its transaction and metrics row."""
+        parameters = {
             "predicate": json.dumps([str(partition_filter)] if partition_filter is not None else []),
             "zOrderBy": json.dumps(self.zorder_by),
         }
+        return OperationRun.start(
+            table,
+            operation,
+            OPTIMIZE_METRICS,
+            read_snapshot=self.snapshot,
+            parameters=parameters,
+            dry_run=dry_run,
+            metrics=self.metrics(),
+        )
 
 
 def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
@@ -165,7 +151,7 @@ def plan_optimize(
         ratio = np.where(counts > 0, deleted / np.maximum(counts, 1), 0.0)
     must = has_dv if dv_files_only else (ratio > max_deleted_rows_ratio)
     small = np.zeros(files.num_rows, bool) if dv_files_only else sizes < target
-    group = _partition_ids(files)
+    group = partition_groups(snapshot, files)
     if zorder:  # Z-order rewrites whole partitions
         order = np.argsort(group, kind="stable")
         for idx in np.split(order, np.flatnonzero(np.diff(group[order])) + 1):
@@ -188,15 +174,6 @@ def plan_optimize(
             if len(idx) > 1 or must[idx[0]]:
                 plan.bins.append(take_rows(files, idx))
     return plan
-
-
-def _partition_ids(files: pa.Table) -> np.ndarray:
-    """A group id per file: equal for files with equal partition values (vectorized)."""
-    from deltaexplore.core.action_codec import map_json
-
-    maps = files.column("partitionValues").combine_chunks()
-    text = pc.fill_null(map_json(maps), "{}") if len(maps) else pa.array([], pa.string())
-    return pc.dictionary_encode(text).indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def zorder_indices(data: pa.Table, columns: list[str]) -> np.ndarray:
@@ -254,42 +231,32 @@ def optimize(
         zorder_by=zorder_by,
     )
     operation = "REORG" if _dv_files_only else "OPTIMIZE"
-    metrics = plan.metrics(operation, dry_run=dry_run)
-    if dry_run or not plan.bins:
-        return metrics_table(metrics, OPTIMIZE_METRICS)
-    md = snapshot.metadata
-    txn = Transaction(t, operation=operation, parameters=plan.commit_parameters(partition_filter), read_snapshot=snapshot)
-    written: list[pa.Table] = []
-    try:
+    with plan.start(t, operation, partition_filter=partition_filter, dry_run=dry_run) as op:
+        if dry_run or not plan.bins:
+            return op.result()
+        md = snapshot.metadata
         for files in plan.bins:
             rows, extra = read_files_for_rewrite(snapshot, files)
             if plan.zorder_by:
                 rows = rows.take(pa.array(zorder_indices(rows, plan.zorder_by), pa.int64()))
-            adds = write_data_files(
-                t.storage,
-                rows,
-                schema=snapshot.schema,
-                partition_columns=md.partition_columns,
-                mode=snapshot.column_mapping_mode,
-                configuration=md.configuration,
-                target_file_size=plan.target_size,
-                data_change=False,
-                extra_columns=extra,
+            adds = op.written(
+                write_data_files(
+                    t.storage,
+                    rows,
+                    schema=snapshot.schema,
+                    partition_columns=md.partition_columns,
+                    mode=snapshot.column_mapping_mode,
+                    configuration=md.configuration,
+                    target_file_size=plan.target_size,
+                    data_change=False,
+                    extra_columns=extra,
+                )
             )
-            written.append(adds)
-            txn.remove_files(files, data_change=False)
-            txn.add_files(adds)
-    except DeltaExploreError:
-        discard_files(t, [p for adds in written for p in adds.column("path").to_pylist()])
-        raise
-    result = commit_or_discard(t, txn, [p for adds in written for p in adds.column("path").to_pylist()], max_retries=max_retries)
-    added = pa.concat_tables(written) if written else None
-    metrics.update(
-        version=result.version,
-        num_files_added=added.num_rows if added is not None else 0,
-        bytes_added=int(pc.sum(added.column("size")).as_py() or 0) if added is not None and added.num_rows else 0,
-    )
-    return metrics_table(metrics, OPTIMIZE_METRICS)
+            op.txn.remove_files(files, data_change=False)
+            op.txn.add_files(adds)
+            op.metrics["num_files_added"] += adds.num_rows
+            op.metrics["bytes_added"] += total_bytes(adds)
+        return op.commit(max_retries=max_retries)
 
 
 def purge_deletion_vectors(

@@ -12,37 +12,32 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
-from deltaexplore.core.operations._common import metrics_table, open_for_write
-from deltaexplore.core.replay import dv_unique_id
-from deltaexplore.core.scan import resolve_data_path
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.core.write_rules import protocol_for
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.log.replay import dv_unique_id
+from deltaexplore.core.operations.engine import (
+    CHECKPOINT_METRICS,
+    RESTORE_METRICS,
+    OperationRun,
+    metrics_table,
+    open_for_write,
+    total_bytes,
+)
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.scan.data_file import resolve_data_path
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.action_rules import protocol_for
+from deltaexplore.core.write.checkpoint_writer import checkpoint_tables, write_checkpoint
+from deltaexplore.core.write.log_cleanup import cleanup_log
 from deltaexplore.errors import WriteRefusedError
 
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
 __all__ = ["RestorePlan", "checkpoint", "cleanup_metadata", "restore", "restore_actions"]
-
-RESTORE_METRICS = {
-    "version": pa.int64(),
-    "restored_version": pa.int64(),
-    "num_restored_files": pa.int64(),
-    "num_removed_files": pa.int64(),
-    "restored_files_size": pa.int64(),
-    "removed_files_size": pa.int64(),
-    "table_size_after_restore": pa.int64(),
-    "num_files_after_restore": pa.int64(),
-}
 
 
 @dataclass
@@ -92,10 +87,6 @@ def restore_actions(current: Snapshot, target: Snapshot, *, check_files: bool = 
     return RestorePlan(current, target, to_add, to_remove)
 
 
-def _size(t: pa.Table) -> int:
-    return int(pc.sum(t.column("size")).as_py() or 0) if t.num_rows else 0
-
-
 def restore(
     table: Table | str | os.PathLike[str],
     *,
@@ -121,47 +112,46 @@ def restore(
     plan = restore_actions(current, target)
     after = target.add_actions()
     metrics: dict[str, Any] = {
-        "operation": "RESTORE",
-        "version": None,
         "restored_version": target.version,
-        "dry_run": dry_run,
         "num_restored_files": plan.to_add.num_rows,
         "num_removed_files": plan.to_remove.num_rows,
-        "restored_files_size": _size(plan.to_add),
-        "removed_files_size": _size(plan.to_remove),
-        "table_size_after_restore": _size(after),
+        "restored_files_size": total_bytes(plan.to_add),
+        "removed_files_size": total_bytes(plan.to_remove),
+        "table_size_after_restore": total_bytes(after),
         "num_files_after_restore": after.num_rows,
     }
-    same_md = target.metadata == current.metadata
-    if dry_run or (not plan.to_add.num_rows and not plan.to_remove.num_rows and same_md):
-        return metrics_table(metrics, RESTORE_METRICS)
     params = {"version": str(target.version)} if version is not None else {"timestamp": str(timestamp)}
-    txn = Transaction(t, operation="RESTORE", parameters=params, read_snapshot=current)
-    txn.read_whole_table()
-    if not same_md:
-        txn.update_metadata(target.metadata)
-        protocol = protocol_for(target.metadata, current.protocol)
-        if protocol != current.protocol:
-            txn.update_protocol(protocol)
-    if plan.to_remove.num_rows:
-        txn.remove_files(plan.to_remove)
-    if plan.to_add.num_rows:
-        adds = plan.to_add.set_column(
-            plan.to_add.column_names.index("dataChange"), "dataChange", pa.array(np.ones(plan.to_add.num_rows, dtype=bool))
+    with OperationRun.start(
+        t, "RESTORE", RESTORE_METRICS, read_snapshot=current, parameters=params, dry_run=dry_run, metrics=metrics
+    ) as op:
+        same_md = target.metadata == current.metadata
+        if dry_run or (not plan.to_add.num_rows and not plan.to_remove.num_rows and same_md):
+            return op.result()
+        txn = op.txn
+        txn.read_whole_table()
+        if not same_md:
+            txn.update_metadata(target.metadata)
+            protocol = protocol_for(target.metadata, current.protocol)
+            if protocol != current.protocol:
+                txn.update_protocol(protocol)
+        if plan.to_remove.num_rows:
+            txn.remove_files(plan.to_remove)
+        if plan.to_add.num_rows:
+            adds = plan.to_add.set_column(
+                plan.to_add.column_names.index("dataChange"), "dataChange", pa.array(np.ones(plan.to_add.num_rows, dtype=bool))
+            )
+            txn.add_files(adds)
+        txn.metrics.update(
+            {
+                "numRestoredFiles": plan.to_add.num_rows,
+                "numRemovedFiles": plan.to_remove.num_rows,
+                "restoredFilesSize": metrics["restored_files_size"],
+                "removedFilesSize": metrics["removed_files_size"],
+                "tableSizeAfterRestore": metrics["table_size_after_restore"],
+                "numOfFilesAfterRestore": metrics["num_files_after_restore"],
+            }
         )
-        txn.add_files(adds)
-    txn.metrics.update(
-        {
-            "numRestoredFiles": plan.to_add.num_rows,
-            "numRemovedFiles": plan.to_remove.num_rows,
-            "restoredFilesSize": metrics["restored_files_size"],
-            "removedFilesSize": metrics["removed_files_size"],
-            "tableSizeAfterRestore": metrics["table_size_after_restore"],
-            "numOfFilesAfterRestore": metrics["num_files_after_restore"],
-        }
-    )
-    metrics["version"] = txn.commit(max_retries=max_retries).version
-    return metrics_table(metrics, RESTORE_METRICS)
+        return op.commit(max_retries=max_retries)
 
 
 def checkpoint(
@@ -179,8 +169,6 @@ def checkpoint(
         One row: operation, version, dry_run, kind, path, num_actions, num_add_files,
         size_in_bytes, written (False when that checkpoint already existed).
     """
-    from deltaexplore.core.checkpoint_writer import checkpoint_tables, write_checkpoint
-
     t = open_for_write(table, storage_options, catalog)
     snap = t.snapshot(version)
     if dry_run:
@@ -192,10 +180,7 @@ def checkpoint(
         r = write_checkpoint(snap, kind=kind)
         values = {"version": r.version, "kind": r.kind, "path": r.path, "num_actions": r.num_actions}
         values |= {"num_add_files": r.num_add_files, "size_in_bytes": r.size_in_bytes, "written": r.written}
-    return metrics_table(
-        {"operation": "CHECKPOINT", "dry_run": dry_run, **values},
-        {"version": pa.int64(), "path": pa.string(), "size_in_bytes": pa.int64()},
-    )
+    return metrics_table({"operation": "CHECKPOINT", "dry_run": dry_run, **values}, CHECKPOINT_METRICS)
 
 
 def cleanup_metadata(
@@ -206,6 +191,4 @@ def cleanup_metadata(
     catalog: CatalogClient | None = None,
 ) -> pa.Table:
     """Delete expired log files now (see `core.log_cleanup`)."""
-    from deltaexplore.core.log_cleanup import cleanup_log
-
     return cleanup_log(open_for_write(table, storage_options, catalog), dry_run=dry_run)

@@ -13,49 +13,31 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.data_rules import enforce, evaluate_sql, generated_columns, identity_columns
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.operations._common import (
-    commit_or_discard,
-    discard_files,
-    metrics_table,
-    open_for_write,
-    read_files_for_rewrite,
-    refuse_copy_from_outside,
-)
+from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.operations.delete import (
     _condition,
     _matches,
     deletion_vector_update,
     plan_delete,
+    predicate_text,
     write_deletion_vector_file,
 )
-from deltaexplore.core.schema import to_arrow_type
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.errors import DeltaExploreError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
+from deltaexplore.core.operations.engine import UPDATE_METRICS, OperationRun, open_for_write
+from deltaexplore.core.operations.rewrite import read_files_for_rewrite, refuse_copy_from_outside
+from deltaexplore.core.protocol.schema import to_arrow_type
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import enforce, evaluate_sql, generated_columns, identity_columns
+from deltaexplore.errors import WriteRefusedError
 
 __all__ = ["resolve_assignments", "update"]
-
-UPDATE_METRICS = {
-    "version": pa.int64(),
-    "num_updated_rows": pa.int64(),
-    "num_removed_files": pa.int64(),
-    "num_added_files": pa.int64(),
-    "num_deletion_vectors_added": pa.int64(),
-    "num_copied_rows": pa.int64(),
-    "num_added_change_files": pa.int64(),
-}
 
 
 def _assign(snapshot: Snapshot, rows: pa.Table, assignments: dict[str, str]) -> pa.Table:
@@ -135,49 +117,40 @@ def update(
     md = snapshot.metadata
     tracked = [c for c in (config.materialized_row_id_column, config.materialized_row_commit_version_column) if c]
     tracked = tracked if config.row_tracking_enabled and len(tracked) == 2 else []
-    metrics: dict[str, Any] = {
-        "operation": "UPDATE",
-        "version": None,
-        "dry_run": dry_run,
-        "num_updated_rows": 0,
-        "num_removed_files": 0,
-        "num_added_files": 0,
-        "num_deletion_vectors_added": 0,
-        "num_copied_rows": 0,
-        "num_added_change_files": 0,
-    }
-    text = predicate if isinstance(predicate, str) else (repr(plan.predicate) if plan.predicate is not None else "true")
-    txn = Transaction(
+    op = OperationRun.start(
         t,
-        operation="UPDATE",
-        parameters={"predicate": json.dumps([text]), "set": json.dumps(assignments)},
+        "UPDATE",
+        UPDATE_METRICS,
         read_snapshot=snapshot,
+        parameters={"predicate": json.dumps([predicate_text(predicate, plan)]), "set": json.dumps(assignments)},
+        dry_run=dry_run,
+        metrics=dict.fromkeys(UPDATE_METRICS.names[3:], 0),
     )
+    metrics, txn = op.metrics, op.txn
     if plan.predicate is not None:
         txn.read_files(predicate=plan.predicate)
     else:
         txn.read_whole_table()
     old_rows: list[pa.Table] = []
     new_rows: list[pa.Table] = []
-    written: list[str] = []  # files this UPDATE created: removed again when it does not commit
     storage = t.storage
 
     def write(rows: pa.Table, extra: list[str], **kw: Any) -> pa.Table:
-        adds = write_data_files(
-            storage,
-            rows,
-            schema=schema,
-            partition_columns=md.partition_columns,
-            mode=snapshot.column_mapping_mode,
-            configuration=md.configuration,
-            target_file_size=target_file_size,
-            extra_columns=extra,
-            **kw,
+        return op.written(
+            write_data_files(
+                storage,
+                rows,
+                schema=schema,
+                partition_columns=md.partition_columns,
+                mode=snapshot.column_mapping_mode,
+                configuration=md.configuration,
+                target_file_size=target_file_size,
+                extra_columns=extra,
+                **kw,
+            )
         )
-        written.extend(adds.column("path").to_pylist())
-        return adds
 
-    try:
+    with op:
         if plan.use_deletion_vectors:
             positions: list[np.ndarray] = []
             keep: list[int] = []
@@ -210,7 +183,7 @@ def update(
                     news = news.set_column(news.column_names.index(tracked[1]), tracked[1], pa.nulls(news.num_rows, pa.int64()))
                 new_rows.append(news)
                 if dv.dv_path is not None:
-                    written.append(dv.dv_path)
+                    op.written_path(dv.dv_path)  # a lost commit must not leave it behind
                 write_deletion_vector_file(storage, dv)
                 txn.remove_files(dv.removes)
                 txn.add_files(dv.adds)
@@ -245,7 +218,7 @@ def update(
                     txn.add_files(adds)
                     metrics["num_added_files"] = adds.num_rows
         if dry_run or metrics["num_updated_rows"] == 0:
-            return metrics_table(metrics, UPDATE_METRICS)
+            return op.result()
         if plan.change_data_feed:
             names = schema.names
             pre = pa.concat_tables([r.select(names) for r in old_rows])
@@ -256,8 +229,4 @@ def update(
             cdc = write(changes, [], kind="cdc")
             txn.add_cdc_files(cdc)
             metrics["num_added_change_files"] = cdc.num_rows
-    except DeltaExploreError:
-        discard_files(t, written)
-        raise
-    metrics["version"] = commit_or_discard(t, txn, written, max_retries=max_retries).version
-    return metrics_table(metrics, UPDATE_METRICS)
+        return op.commit(max_retries=max_retries)

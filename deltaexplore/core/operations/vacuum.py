@@ -31,15 +31,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arguments import number
-from deltaexplore.core.deletion_vectors import DeletionVectorDescriptor
-from deltaexplore.core.features import check_writable
-from deltaexplore.core.json_log import read_log_files
-from deltaexplore.core.operations._common import metrics_table, open_for_write
+from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.operations.engine import VACUUM_METRICS, metrics_table, open_for_write
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
+from deltaexplore.core.protocol.features import check_writable
 from deltaexplore.core.snapshot import CATALOG_FEATURES
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
 
 if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
+    from deltaexplore.core.log.catalog import CatalogClient
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
     from deltaexplore.storage import Storage
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["VacuumPlan", "list_vacuumable", "plan_vacuum", "vacuum", "vacuum_partition_names", "vacuumable"]
 
 _TMP = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+#: the longest retention: what a long holds in milliseconds (some 290 million years)
 MAX_RETENTION_HOURS = float(((1 << 63) - 1) // 3_600_000)
-VACUUM_METRICS = {"version": pa.int64(), "retention_hours": pa.float64(), "num_files": pa.int64(), "num_bytes": pa.int64()}
 
 
 @dataclass
@@ -162,7 +162,7 @@ def plan_vacuum(
         raise WriteRefusedError(f"VACUUM of catalog-managed table {root} is not permitted by its catalog", path=root)
     config = snapshot.config
     default_ms = config.deleted_file_retention_ms
-    # at most what a long holds in milliseconds (about a billion years)
+    # at most what a long holds in milliseconds (some 290 million years)
     retention_hours = number(retention_hours, "retention_hours", maximum=MAX_RETENTION_HOURS)
     retention = default_ms if retention_hours is None else int(retention_hours * 3_600_000)
     if retention < 0:

@@ -16,29 +16,33 @@ import os
 import time
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.actions import Metadata, Protocol
-from deltaexplore.core.data_rules import as_arrow_table, conform, enforce, evaluate_sql
-from deltaexplore.core.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
-from deltaexplore.core.operations._common import commit_or_discard, discard_files, metrics_table, open_for_write
-from deltaexplore.core.predicates import parse_predicate
-from deltaexplore.core.schema import StructType, parse_schema
-from deltaexplore.core.schema_evolution import assign_column_mapping, max_column_id, schema_from_arrow, schema_json
-from deltaexplore.core.transaction import Transaction
-from deltaexplore.core.write_rules import protocol_for
-from deltaexplore.errors import DeltaExploreError, TableNotFoundError, WriteRefusedError
-
-if TYPE_CHECKING:
-    from deltaexplore.core.catalog import CatalogClient
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
+from deltaexplore.core.log.catalog import CatalogClient
+from deltaexplore.core.operations.engine import (
+    SET_PROPERTIES_METRICS,
+    WRITE_METRICS,
+    OperationRun,
+    metrics_table,
+    open_for_write,
+    total_bytes,
+)
+from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.protocol.schema import StructType, parse_schema
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.core.write.action_rules import protocol_for
+from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from deltaexplore.core.write.row_rules import as_arrow_table, conform, enforce, evaluate_sql
+from deltaexplore.core.write.schema_evolution import assign_column_mapping, max_column_id, schema_from_arrow, schema_json
+from deltaexplore.core.write.transaction import Transaction
+from deltaexplore.errors import TableNotFoundError, WriteRefusedError
 
 __all__ = [
-    "WRITE_METRICS",
     "check_write_modes",
     "new_table_metadata",
     "set_table_properties",
@@ -46,14 +50,6 @@ __all__ = [
     "write_metadata",
     "write_table",
 ]
-
-WRITE_METRICS = {
-    "version": pa.int64(),
-    "num_added_files": pa.int64(),
-    "num_removed_files": pa.int64(),
-    "num_added_bytes": pa.int64(),
-    "num_output_rows": pa.int64(),
-}
 
 
 def _with_table_defaults(metadata: Metadata, *, existing: Metadata | None = None) -> Metadata:
@@ -158,7 +154,7 @@ def write_table(
     if snapshot is not None and mode in ("error", "ignore"):
         if mode == "error":
             raise WriteRefusedError(f"table {t.uri} already exists (mode='error')", path=t.uri)
-        return metrics_table({**base, "skipped": True, "version": None}, WRITE_METRICS)
+        return metrics_table({**base, "skipped": True}, WRITE_METRICS)
     operation, old_md, md, conformed, schema = write_metadata(
         t,
         snapshot,
@@ -185,7 +181,7 @@ def write_table(
         user_metadata=user_metadata,
     )
     if started is None:
-        return metrics_table({**base, "operation": operation, "skipped": True, "version": None}, WRITE_METRICS)
+        return metrics_table({**base, "operation": operation, "skipped": True}, WRITE_METRICS)
     txn, protocol = started
     to_remove = pa.table({"path": pa.array([], pa.string())})
     if mode == "overwrite" and snapshot is not None:
@@ -208,45 +204,32 @@ def write_table(
     metrics = {
         **base,
         "operation": operation,
-        "version": None,
         "num_added_files": 0,
         "num_removed_files": to_remove.num_rows,
         "num_added_bytes": 0,
         "num_output_rows": rows.num_rows,
         "schema_changed": old_md is not None and md.schema_string != old_md.schema_string,
     }
-    if dry_run:
-        return metrics_table(metrics, WRITE_METRICS)
-    adds = write_data_files(
-        t.storage,
-        rows,
-        schema=md.schema,
-        partition_columns=md.partition_columns,
-        mode=md.column_mapping_mode(protocol),
-        configuration=md.configuration,
-        target_file_size=target_file_size,
-        max_rows_per_file=max_rows_per_file,
-    )
-    written = adds.column("path").to_pylist()
-    try:
+    with OperationRun(t, WRITE_METRICS, metrics, txn) as op:
+        if dry_run:
+            return op.result()
+        adds = op.written(
+            write_data_files(
+                t.storage,
+                rows,
+                schema=md.schema,
+                partition_columns=md.partition_columns,
+                mode=md.column_mapping_mode(protocol),
+                configuration=md.configuration,
+                target_file_size=target_file_size,
+                max_rows_per_file=max_rows_per_file,
+            )
+        )
         if to_remove.num_rows:
             txn.remove_files(to_remove)
         txn.add_files(adds)
-    except DeltaExploreError:
-        discard_files(t, written)
-        raise
-    result = commit_or_discard(t, txn, written, max_retries=max_retries)
-    metrics.update(
-        version=result.version,
-        num_added_files=adds.num_rows,
-        num_added_bytes=int(pc.sum(adds.column("size")).as_py() or 0) if adds.num_rows else 0,
-    )
-    return metrics_table(metrics, WRITE_METRICS)
-
-
-def _discard(table: Table, adds: pa.Table) -> None:
-    """Best effort: delete data files of a commit that failed (else VACUUM removes them)."""
-    discard_files(table, adds.column("path").to_pylist() if adds.num_rows else [])
+        op.metrics.update(num_added_files=adds.num_rows, num_added_bytes=total_bytes(adds))
+        return op.commit(max_retries=max_retries)
 
 
 def set_table_properties(
@@ -299,14 +282,12 @@ def set_table_properties(
             txn.read_files(missing)
     out: dict[str, Any] = {
         "operation": "SET TBLPROPERTIES",
-        "version": None,
         "dry_run": dry_run,
         "protocol": json.dumps(protocol.to_json(), sort_keys=True),
         "properties": json.dumps(md.configuration, sort_keys=True),
     }
-    if not dry_run:
-        out["version"] = txn.commit().version
-    return metrics_table(out, {"version": pa.int64()})
+    with OperationRun(t, SET_PROPERTIES_METRICS, out, txn) as op:
+        return op.result() if dry_run else op.commit()
 
 
 def check_write_modes(mode: str, schema_mode: str | None) -> None:

@@ -1,0 +1,320 @@
+"""The state of a table at one version, as its log gives it: `TableState`.
+
+Reading a version picks the log segment (newest complete checkpoint, then the commits after it),
+reads its JSON files once and finds the protocol and metadata (newest first, then the
+checkpoint). The active files are replayed only when first asked for, and cached. Everything
+that reads a table's files (scan planning, statistics, the files table) takes a `TableState`;
+`core.snapshot.Snapshot` is this state together with its `Table` and the ways to read its rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.log.checkpoint_reader import CheckpointReader
+from deltaexplore.core.log.crc_reader import compare_crc, read_crc
+from deltaexplore.core.log.json_log import LogLines, read_log_files
+from deltaexplore.core.log.replay import reconcile, superseded_by
+from deltaexplore.core.log.segment import LogListing, LogSegment, build_segment
+from deltaexplore.core.log.timestamps import CommitClock, ict_config, to_datetime
+from deltaexplore.core.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
+from deltaexplore.core.protocol.config import TableConfig
+from deltaexplore.core.protocol.features import check_readable
+from deltaexplore.core.protocol.schema import StructType, to_arrow_schema
+from deltaexplore.errors import InvalidLogError
+from deltaexplore.storage import Storage
+
+__all__ = ["LogRead", "TableState", "read_log"]
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """What reading the log of one version gives: its listing and segment, the segment's JSON
+    lines, the checkpoint reader, and the newest protocol and metadata (metadata may be missing
+    in legacy tables)."""
+
+    listing: LogListing
+    segment: LogSegment
+    lines: LogLines
+    reader: CheckpointReader | None
+    protocol: Protocol
+    metadata: Metadata | None
+
+
+def read_log(storage: Storage, listing: LogListing, version: int) -> LogRead:
+    """Read the log of `version` from a listing (see the module docstring).
+
+    Raises:
+        VersionNotFoundError: no such version in the listing, or its commits are gone.
+        InvalidLogError: no protocol, or no metadata where the protocol needs one.
+        UnsupportedFeatureError: the table needs a reader feature we do not support.
+    """
+    root = storage.root
+    segment = build_segment(listing, version, root=root)
+    reader = None
+    if segment.checkpoint is not None:
+        hint = None
+        lc = listing.last_checkpoint
+        if lc.usable and lc.version == segment.checkpoint.version and lc.v2_checkpoint:
+            hint = lc.v2_checkpoint
+        reader = CheckpointReader(storage, segment.checkpoint, hint)
+    lines = read_log_files(storage, segment.json_files)
+    protocol = metadata = None
+    for _, _, body in lines.objects("protocol"):
+        protocol = Protocol.from_json(body)
+    for _, _, body in lines.objects("metaData"):
+        metadata = Metadata.from_json(body)
+    if (protocol is None or metadata is None) and reader is not None:
+        nf = reader.non_file_actions()
+        if protocol is None and nf.protocol is not None:
+            protocol = Protocol.from_json(nf.protocol)
+        if metadata is None and nf.metadata is not None:
+            metadata = Metadata.from_json(nf.metadata)
+    log_dir = f"{root}/_delta_log"
+    if protocol is None:
+        raise InvalidLogError(f"no protocol action found in the log of {root} at version {version}", path=log_dir)
+    check_readable(protocol, path=root)
+    if metadata is None and (protocol.min_reader_version >= 2 or protocol.min_writer_version >= 7):
+        # Table features and column mapping give metadata a say in how file actions and commit
+        # times are read: without it the state cannot be built faithfully.
+        raise InvalidLogError(f"no metaData action found in the log of {root} at version {version}", path=log_dir)
+    return LogRead(listing, segment, lines, reader, protocol, metadata)
+
+
+class TableState:
+    """The state of a table at one version (see the module docstring). Immutable."""
+
+    def __init__(self, storage: Storage, log: LogRead, *, published_only: bool = False) -> None:
+        self.storage = storage
+        self._listing = log.listing
+        self.segment = log.segment
+        self._lines = log.lines
+        self._reader = log.reader
+        self._protocol = log.protocol
+        self._metadata = log.metadata
+        #: True when the table is catalog-managed but was read without its catalog.
+        self.published_only = published_only
+        self._adds: pa.Table | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r}, version={self.version})"
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        """Where the table is (its storage root)."""
+        return self.storage.root
+
+    @property
+    def version(self) -> int:
+        return self.segment.version
+
+    @property
+    def listing(self) -> LogListing:
+        """The listing of `_delta_log/` this state was read from."""
+        return self._listing
+
+    @cached_property
+    def clock(self) -> CommitClock:
+        known: dict[int, int] = {}
+        for _, version, body in self._lines.objects("commitInfo"):
+            value = body.get("inCommitTimestamp")
+            if value is not None:
+                try:
+                    known[version] = int(value)
+                except (TypeError, ValueError):
+                    pass
+        return CommitClock(self.storage, self._listing, ict_config(self._protocol, self._metadata), known_ict=known)
+
+    @cached_property
+    def timestamp_ms(self) -> int:
+        """Commit time of this version in ms (in-commit timestamp aware)."""
+        return self.clock.timestamp(self.version)
+
+    @property
+    def timestamp(self) -> dt.datetime:
+        """Commit time of this version (UTC)."""
+        return to_datetime(self.timestamp_ms)
+
+    # -- protocol and metadata ------------------------------------------------------------------
+    @property
+    def protocol(self) -> Protocol:
+        return self._protocol
+
+    @property
+    def has_metadata(self) -> bool:
+        return self._metadata is not None
+
+    @property
+    def metadata(self) -> Metadata:
+        """The table's metadata.
+
+        Raises:
+            InvalidLogError: the log has no metaData action (legacy tables only get this far).
+        """
+        if self._metadata is None:
+            raise InvalidLogError(f"no metaData action found in the log of {self.uri} at version {self.version}")
+        return self._metadata
+
+    @property
+    def metadata_or_none(self) -> Metadata | None:
+        """The table's metadata, None when the log has none (legacy tables)."""
+        return self._metadata
+
+    @property
+    def schema(self) -> StructType:
+        """The table schema."""
+        return self.metadata.schema
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The logical Arrow schema of the table's rows."""
+        return to_arrow_schema(self.schema)
+
+    @cached_property
+    def config(self) -> TableConfig:
+        return TableConfig(self.protocol, self.metadata)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns) if self.has_metadata else []
+
+    @property
+    def column_mapping_mode(self) -> str:
+        return self.metadata.column_mapping_mode(self.protocol) if self.has_metadata else "none"
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.configuration) if self.has_metadata else {}
+
+    @property
+    def checkpoint_version(self) -> int | None:
+        return self.segment.checkpoint.version if self.segment.checkpoint else None
+
+    # -- non-file state -----------------------------------------------------------------------
+    @cached_property
+    def _all_txns(self) -> dict[str, Txn]:
+        out: dict[str, Txn] = {}
+        if self._reader is not None:
+            for body in self._reader.non_file_actions().txns:
+                txn = Txn.from_json(body)
+                out[txn.app_id] = txn
+        for _, _, body in self._lines.objects("txn"):
+            txn = Txn.from_json(body)
+            out[txn.app_id] = txn
+        return out
+
+    def txns(self) -> dict[str, Txn]:
+        """Latest `txn` per application id (expired ones dropped per
+        `delta.setTransactionRetentionDuration`)."""
+        txns = self._all_txns
+        retention = self.config.set_transaction_retention_ms if self.has_metadata else None
+        if retention is None:
+            return dict(txns)
+        cutoff = int(time.time() * 1000) - retention
+        return {k: t for k, t in txns.items() if t.last_updated is None or t.last_updated >= cutoff}
+
+    def transaction_version(self, app_id: str) -> int | None:
+        """The latest version recorded by application `app_id` (idempotent writes)."""
+        txn = self.txns().get(app_id)
+        return txn.version if txn else None
+
+    @cached_property
+    def _domains(self) -> dict[str, DomainMetadata]:
+        out: dict[str, DomainMetadata] = {}
+        if self._reader is not None:
+            for body in self._reader.non_file_actions().domains:
+                d = DomainMetadata.from_json(body)
+                out[d.domain] = d
+        for _, _, body in self._lines.objects("domainMetadata"):
+            d = DomainMetadata.from_json(body)
+            out[d.domain] = d
+        return out
+
+    def domain_metadata(self) -> dict[str, DomainMetadata]:
+        """Every domain in the state (removed domains excluded), by name."""
+        return {k: d for k, d in self._domains.items() if not d.removed}
+
+    @cached_property
+    def row_id_high_water_mark(self) -> int | None:
+        """The row tracking high-water mark (from the `delta.rowTracking` domain or the legacy action)."""
+        dom = self.domain_metadata().get("delta.rowTracking")
+        if dom is not None:
+            conf = dom.config
+            if isinstance(conf, dict) and conf.get("rowIdHighWaterMark") is not None:
+                return int(conf["rowIdHighWaterMark"])
+        mark = None
+        for _, _, body in self._lines.objects("rowIdHighWaterMark"):
+            if body.get("highWaterMark") is not None:
+                mark = int(body["highWaterMark"])
+        return mark
+
+    # -- files -------------------------------------------------------------------------------
+    def add_actions(self) -> pa.Table:
+        """The active add actions, with the log's field names (replayed once, then cached)."""
+        if self._adds is None:
+            self._adds = self._replay("add")
+        return self._adds
+
+    @property
+    def files_loaded(self) -> bool:
+        """Whether the active files were replayed already (`add_actions()` is then free)."""
+        return self._adds is not None
+
+    def tombstones(self) -> pa.Table:
+        """Remove actions still in the state (for VACUUM and log health)."""
+        return self._replay("remove")
+
+    def _replay(self, want: str) -> pa.Table:
+        adds = self._lines.file_actions("add")
+        removes = self._lines.file_actions("remove")
+        ck = None
+        if self._reader is not None:
+            extra = ("stats_parsed",) if want == "add" else ()
+            ck = self._reader.file_actions(want, extra=extra, exclude=superseded_by(adds, removes))
+        return reconcile(ck, adds, removes, want=want)
+
+    @property
+    def num_files(self) -> int:
+        return self.add_actions().num_rows
+
+    @property
+    def size_in_bytes(self) -> int:
+        adds = self.add_actions()
+        return int(pc.sum(adds.column("size")).as_py() or 0) if adds.num_rows else 0
+
+    # -- checksum file ---------------------------------------------------------------------------
+    @cached_property
+    def crc(self) -> dict[str, Any] | None:
+        """The `<version>.crc` content, or None when absent or unreadable."""
+        return read_crc(self.storage, self.segment.crc) if self.segment.crc else None
+
+    def validate_crc(self) -> pa.Table:
+        """Compare the `.crc` file with the replayed state: one row per checked field."""
+        crc = self.crc
+        return compare_crc(
+            crc,
+            present=self.segment.crc is not None,
+            protocol=self.protocol,
+            metadata=self._metadata,
+            adds=self.add_actions() if crc is not None else None,
+            clock=self.clock,
+            version=self.version,
+        )
+
+    # -- the log it was read from ----------------------------------------------------------------
+    @property
+    def json_lines(self) -> LogLines:
+        """The JSON log lines this state was read from (for inspection)."""
+        return self._lines
+
+    @property
+    def checkpoint_reader(self) -> CheckpointReader | None:
+        return self._reader
