@@ -29,6 +29,7 @@ from deltaexplore.core.operations import (
     open_for_write,
     plan_delete,
     predicate_text,
+    refuse_copy_from_outside,
     resolve_assignments,
     write_deletion_vector_file,
 )
@@ -193,6 +194,7 @@ def _run(
                 if dry_run:
                     return op.result()
                 if plan.change_data_feed:
+                    refuse_copy_from_outside(snapshot, files, f"{operation} (change data feed)")
                     metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], op, snapshot, **kw)
                 txn.remove_files(files)
             else:
@@ -205,6 +207,8 @@ def _run(
                     return op.result()
                 touched = rows.where(F.col(FILE_COL).isin(hit_ids))
                 hit_files = files.take(pa.array(hit_ids, pa.int64()))
+                if operation == "UPDATE" or plan.change_data_feed or not plan.use_deletion_vectors:
+                    refuse_copy_from_outside(snapshot, hit_files, operation)
                 if plan.use_deletion_vectors:
                     update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
                     metrics.update(
@@ -214,6 +218,8 @@ def _run(
                     if dry_run:
                         return op.result()
                     new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
+                    if update.dv_path is not None:
+                        op.written_path(update.dv_path)  # a lost commit must not leave it behind
                     write_deletion_vector_file(table.storage, update)
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)

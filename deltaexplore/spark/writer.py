@@ -179,7 +179,7 @@ def write(
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
     dry_run: bool = False,
     storage_options: dict[str, Any] | None = None,
-    max_retries: int = 10,
+    max_retries: int | None = None,
 ) -> pa.Table:
     """Create, append to or overwrite a Delta table with the rows of a Spark DataFrame.
 
@@ -193,6 +193,7 @@ def write(
             `app_version` (or later) for `app_id`; recorded in the same commit otherwise.
         target_file_size: bytes per data file (about).
         dry_run: check the schema and count the rows; nothing is written.
+        max_retries: lost commit races tolerated (default: 10, or 100 for a blind append).
 
     Returns:
         One row of metrics: operation, version (null for a dry run or skip), dry_run, skipped,

@@ -139,7 +139,7 @@ def _json_rows(texts: list[str], schema: pa.Schema) -> pa.StructArray:
     for text in texts:
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = {}
         rows.append(_coerce_json(obj if isinstance(obj, dict) else {}, typ))
     try:
