@@ -92,7 +92,7 @@ def test_local_and_spark_operations_return_the_same_metrics(spark, tmp_path):
     backend, _, _ = maintenance.find_runner("optimize")
     assert backend == "spark"
     out = maintenance.run("optimize", dx.open_table(uri), lambda *_: None)
-    assert out["backend"] == "spark"
+    assert out["backend"] == "spark" and out["metrics"].schema.names == METRICS["OPTIMIZE"].names
     assert out["result"]["operation"] == "OPTIMIZE" and set(out["result"]) <= set(METRICS["OPTIMIZE"].names)
     out = maintenance.run("checkpoint", dx.open_table(uri), lambda *_: None)
     assert out["result"]["operation"] == "CHECKPOINT" and set(out["result"]) <= set(METRICS["CHECKPOINT"].names)
