@@ -251,6 +251,12 @@ function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
   return def;
 }
 
+/** "files" for 1 -> "file" (the first word of the noun; "properties" -> "property"). */
+export function plural(noun: string, n: number): string {
+  if (n !== 1) return noun;
+  return noun.replace(/^(\w+?)(ies|s)\b/, (_m, stem: string, end: string) => (end === 'ies' ? `${stem}y` : stem));
+}
+
 function sameFields(a: FieldInfo[], b: FieldInfo[]): boolean {
   return a.length === b.length && a.every((f, i) => f.name === b[i].name && f.unit === b[i].unit);
 }
@@ -304,8 +310,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   const noun = opts.noun ?? 'rows';
   const setCount = (n: number | null, total?: number) => {
     if (n === null) count.textContent = '';
-    else if (total !== undefined && total !== n) count.textContent = `${humanCount(n)} of ${humanCount(total)} ${noun}`;
-    else count.textContent = `${humanCount(n)} ${noun}`;
+    else if (total !== undefined && total !== n) count.textContent = `${humanCount(n)} of ${humanCount(total)} ${plural(noun, total)}`;
+    else count.textContent = `${humanCount(n)} ${plural(noun, n)}`;
   };
 
   const colDefs = (): ColDef[] => {

@@ -118,6 +118,17 @@ def _chart(panel, index: int = 0):
     return chart
 
 
+def _docs_shot(explorer, path: Path) -> None:
+    """A screenshot for docs/images: the table's location (a temporary path of the test run)
+    shown as a neutral one, everything else as it is."""
+    explorer.evaluate(
+        """el => el.querySelectorAll('.dxe-uri, .dxe-kv code.dxe-path').forEach(n => {
+            n.dataset.real = n.textContent; n.textContent = n.textContent.replace(/^.*\\/(?=[^/]+$)/, '/data/lake/'); })"""
+    )
+    explorer.screenshot(path=str(path))
+    explorer.evaluate("el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })")
+
+
 def _version(explorer) -> str:
     return explorer.locator(".dxe-version-out").inner_text()
 
@@ -160,10 +171,12 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     assert _grid_rows(panel, "history") == 8
     _chart(panel)
     sales.screenshot(path=str(shots / "light-history.png"))
+    _docs_shot(sales, shots / "docs-explorer-history.png")
     panel = _tab(page, sales, "Files")
     assert _grid_rows(panel, "files") == 9 and _grid_rows(panel, "partitions") == 3
     _chart(panel, 0), _chart(panel, 1)
     sales.screenshot(path=str(shots / "light-files.png"))
+    _docs_shot(sales, shots / "docs-explorer-files.png")
     panel = _tab(page, sales, "Layout")
     _chart(panel, 0), _chart(panel, 1)
     assert _grid_rows(panel, "files by overlap depth") == 9
@@ -254,6 +267,8 @@ def test_explorer_in_jupyterlab(page, lab, shots):
         if name in ("History", "Files", "Layout", "Log health"):
             _chart(panel)
         sales.screenshot(path=str(shots / f"dark-{name.lower().replace(' ', '-')}.png"))
+        if name == "Layout":
+            _docs_shot(sales, shots / "docs-explorer-layout-dark.png")
     axis_text = sales.locator(".dxe-panel:not([hidden])")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
@@ -344,5 +359,7 @@ def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, la
     assert page.locator("text=Error displaying widget").count() == 0 and page.locator(".dxe-explorer").count() == 0
     assert page.evaluate("() => window.__dx_pwned") is None
     static.screenshot(path=str(shots / "saved-notebook-summary.png"))
+    static.evaluate("el => el.querySelectorAll('.dx-summary-uri').forEach(n => { n.textContent = '/data/lake/xss-saved'; })")
+    static.screenshot(path=str(shots / "docs-explorer-saved-summary.png"))
     assert watch.outside == [], watch.outside
     assert [e for e in watch.errors if "model not found" not in e] == []

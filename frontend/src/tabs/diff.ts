@@ -5,22 +5,76 @@ import { decode, type Row } from '../arrow';
 import type { Ctx, Tab } from '../context';
 import { card, fill, h, note, section } from '../dom';
 import { formatValue, humanCount, signed } from '../format';
-import { createGrid } from '../grid';
+import { createGrid, plural } from '../grid';
 import { setState } from '../model';
+
+/** Most versions listed in a picker; beyond, the picker is a number box (with the version's
+ * time and operation beside it): a select of 100,000 options is slow to build and to use. */
+const MAX_LISTED = 3000;
+
+interface Picker {
+  el: HTMLElement;
+  value: number;
+  setVersions(lo: number, hi: number, label: (v: number) => string): void;
+}
+
+function versionPicker(name: string, onChange: () => void): Picker {
+  const select = h('select', { class: 'dxe-select dxe-version-select', 'aria-label': `compare ${name} version` });
+  const box = h('input', { type: 'number', class: 'dxe-input dxe-version-input', 'aria-label': `compare ${name} version (Enter)`, hidden: true });
+  const about = h('span', { class: 'dxe-muted dxe-version-about', hidden: true });
+  const el = h('span', { class: 'dxe-picker' }, select, box, about);
+  let label: (v: number) => string = String;
+  let listed = true;
+  select.addEventListener('change', onChange);
+  box.addEventListener('keydown', (ev: KeyboardEvent) => {
+    if (ev.key === 'Enter') {
+      ev.preventDefault();
+      onChange();
+    }
+  });
+  box.addEventListener('change', onChange);
+  const picker: Picker = {
+    el,
+    get value() {
+      return Number(listed ? select.value : box.value);
+    },
+    set value(v: number) {
+      select.value = String(v);
+      box.value = String(v);
+      about.textContent = label(v);
+    },
+    setVersions(lo, hi, text) {
+      label = text;
+      listed = hi - lo + 1 <= MAX_LISTED;
+      select.hidden = !listed;
+      box.hidden = about.hidden = listed;
+      box.min = String(lo);
+      box.max = String(hi);
+      if (listed) {
+        const out: HTMLOptionElement[] = [];
+        for (let v = hi; v >= lo; v--) out.push(h('option', { value: v }, text(v)));
+        fill(select, out);
+      } else {
+        select.replaceChildren();
+      }
+    },
+  };
+  return picker;
+}
 
 export function diffTab(ctx: Ctx): Tab {
   const { model } = ctx;
-  const fromSel = h('select', { class: 'dxe-select dxe-version-select', 'aria-label': 'compare from version' });
-  const toSel = h('select', { class: 'dxe-select dxe-version-select', 'aria-label': 'compare to version' });
+  const fromSel = versionPicker('from', () => apply(fromSel.value, toSel.value));
+  const toSel = versionPicker('to', () => apply(fromSel.value, toSel.value));
   const swap = h('button', { type: 'button', class: 'dxe-btn', title: 'swap the two versions', 'aria-label': 'swap versions' }, '⇄');
   const withPrev = h('button', { type: 'button', class: 'dxe-btn' }, 'Compare with previous');
   const shown = h('button', { type: 'button', class: 'dxe-btn' }, 'Shown version vs latest');
   const pickers = h(
     'div',
     { class: 'dxe-filters', role: 'group', 'aria-label': 'versions to compare' },
-    h('label', { class: 'dxe-field' }, h('span', null, 'From'), fromSel),
+    h('label', { class: 'dxe-field' }, h('span', null, 'From'), fromSel.el),
     swap,
-    h('label', { class: 'dxe-field' }, h('span', null, 'To'), toSel),
+    h('label', { class: 'dxe-field' }, h('span', null, 'To'), toSel.el),
     withPrev,
     shown,
   );
@@ -59,12 +113,10 @@ export function diffTab(ctx: Ctx): Tab {
   const result = h('div', { class: 'dxe-diff-result' }, cards, changesSection.el, filesSection.el);
   const el = h('div', { class: 'dxe-tab-diff' }, pickers, state, result);
 
-  const apply = (a: number, b: number) => {
+  function apply(a: number, b: number): void {
     if (!Number.isFinite(a) || !Number.isFinite(b)) return;
     setState(model, { diff_from: a, diff_to: b });
-  };
-  fromSel.addEventListener('change', () => apply(Number(fromSel.value), Number(toSel.value)));
-  toSel.addEventListener('change', () => apply(Number(fromSel.value), Number(toSel.value)));
+  }
   swap.addEventListener('click', () => apply(Number(model.get('diff_to')), Number(model.get('diff_from'))));
   withPrev.addEventListener('click', () => {
     const to = Number(model.get('diff_to'));
@@ -78,19 +130,14 @@ export function diffTab(ctx: Ctx): Tab {
     const commits = decode((model.get('history_data') || {}).commits);
     const byVersion = new Map<number, Row>();
     for (const r of commits?.rows || []) byVersion.set(Number(r.version), r);
-    const opts = () => {
-      const out: HTMLOptionElement[] = [];
-      for (let v = hi; v >= lo; v--) {
-        const r = byVersion.get(v);
-        const label = r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
-        out.push(h('option', { value: v }, label));
-      }
-      return out;
+    const label = (v: number) => {
+      const r = byVersion.get(v);
+      return r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
     };
-    fill(fromSel, opts());
-    fill(toSel, opts());
-    fromSel.value = String(model.get('diff_from'));
-    toSel.value = String(model.get('diff_to'));
+    fromSel.setVersions(lo, hi, label);
+    toSel.setVersions(lo, hi, label);
+    fromSel.value = Number(model.get('diff_from'));
+    toSel.value = Number(model.get('diff_to'));
   }
 
   function count(rows: Row[], section: string, change?: string): Row | undefined {
@@ -101,8 +148,8 @@ export function diffTab(ctx: Ctx): Tab {
     const data = model.get('diff_data') || {};
     const a = Number(model.get('diff_from'));
     const b = Number(model.get('diff_to'));
-    fromSel.value = String(a);
-    toSel.value = String(b);
+    fromSel.value = a;
+    toSel.value = b;
     withPrev.disabled = b <= Number(model.get('min_version'));
     if (data.state !== 'ready' || data.from !== a || data.to !== b) {
       result.hidden = true;
@@ -126,10 +173,10 @@ export function diffTab(ctx: Ctx): Tab {
       card('Files added', signed('count', Number(added?.files ?? 0)), `${formatValue('bytes', added?.bytes ?? 0)}`, null),
       card('Files removed', signed('count', -Number(removed?.files ?? 0)), `${formatValue('bytes', removed?.bytes ?? 0)}`, null),
       card('Rows', signed('count', net?.rows as number | null), net?.rows === null ? 'unknown: files without stats' : 'live rows, net', null),
-      card('Bytes', signed('bytes', net?.bytes as number | null), dvChanged ? `${humanCount(Number(dvChanged.files))} files got a new deletion vector` : 'net', null),
+      card('Bytes', signed('bytes', net?.bytes as number | null), dvChanged && Number(dvChanged.files) ? `${humanCount(Number(dvChanged.files))} ${plural('files', Number(dvChanged.files))} got a new deletion vector` : 'net', null),
       card('Schema', humanCount(schema.length), schema.length ? schema.slice(0, 3).map((r) => `${r.change} ${r.name}`).join(', ') : 'unchanged', schema.length ? 'info' : null),
       card('Properties & protocol', humanCount(props.length + proto.length), props.length + proto.length ? [...props, ...proto].slice(0, 3).map((r) => `${r.change} ${r.name}`).join(', ') : 'unchanged', proto.length ? 'warn' : null),
-      card('Row-level changes', cdf?.change === 'available' ? 'available' : 'not available', String(cdf?.detail ?? ''), null),
+      card('Change data feed', cdf?.change === 'available' ? 'yes' : 'no', String(cdf?.detail ?? ''), null, String(cdf?.detail ?? '')),
     );
     changes.setRows(decode(data.changes));
     files.setSource(data.files || null);
