@@ -17,6 +17,7 @@ __all__ = [
     "InspectError",
     "conform",
     "dv_cardinality",
+    "file_partitions",
     "live_rows",
     "remember",
     "snapshot_cache",
@@ -77,6 +78,18 @@ def snapshot_cache(snapshot: Snapshot) -> dict[Any, Any]:
         cache = {}
         snapshot.__dict__[_CACHE_ATTR] = cache
     return cache
+
+
+def file_partitions(snapshot: Snapshot) -> pa.Array:
+    """`col=value/...` of every active file of `snapshot`, in add-action order (kept per
+    snapshot: files, overview and layout share it)."""
+    from deltaexplore.core.scan.partition_values import partition_keys
+
+    cache = snapshot_cache(snapshot)
+    if "partition_keys" not in cache:
+        cache["partition_keys"] = partition_keys(snapshot, snapshot.add_actions())
+    keys: pa.Array = cache["partition_keys"]
+    return keys
 
 
 def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:

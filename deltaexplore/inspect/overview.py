@@ -8,9 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.features import features_of
-from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import dv_cardinality, snapshot_of
+from deltaexplore.inspect._common import dv_cardinality, file_partitions, snapshot_of
 from deltaexplore.inspect.files import files as files_table
 from deltaexplore.inspect.files import small_file_threshold
 from deltaexplore.inspect.formatting import human_bytes
@@ -50,44 +49,29 @@ def _per_file(snap: Snapshot, small_file_bytes: int | None, rows: bool) -> dict[
         "has_stats": None,
         "is_small": pc.less(size, small_file_threshold(snap, small_file_bytes)) if n else pa.array([], pa.bool_()),
         "cardinality": pc.struct_field(dv.combine_chunks(), "cardinality") if n else pa.array([], pa.int64()),
-        "partition": partition_keys(snap, adds),
+        "partition": file_partitions(snap),
     }
 
 
-def overview(
-    obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None, rows: bool = True
-) -> pa.Table:
-    """Key facts of a version as `METRICS_SCHEMA` rows (sections table, size, layout, protocol).
+#: the file-derived metrics of the overview, in order: (section, metric, unit)
+_FILE_METRICS = (
+    ("size", "files", "files"),
+    ("size", "bytes", "bytes"),
+    ("size", "rows", "rows"),
+    ("size", "deleted_rows", "rows"),
+    ("size", "live_rows", "rows"),
+    ("size", "files_without_stats", "files"),
+    ("layout", "partition_columns", None),
+    ("layout", "partitions", "partitions"),
+    ("layout", "small_files", "files"),
+    ("layout", "mean_file_bytes", "bytes"),
+    ("layout", "dv_files", "files"),
+    ("layout", "deleted_ratio", "ratio"),
+)
 
-    - `table`: uri, version, timestamp, name, description, table_id, created
-    - `size`: files, bytes, rows (files with stats), deleted_rows, live_rows, files_without_stats
-    - `layout`: partition_columns, partitions, small_files (status warn over half the files),
-      mean_file_bytes, dv_files, deleted_ratio
-    - `protocol`: reader_version, writer_version, reader_features, writer_features,
-      column_mapping
 
-    `rows=False` leaves out what needs every file's statistics (rows, live_rows,
-    files_without_stats and deleted_ratio: null, status info): a first view that costs the
-    snapshot alone (the explorer shows it, then the whole overview).
-    """
-    snap = snapshot_of(obj, version)
-    out: list[dict[str, Any]] = []
-    md = snap.metadata_or_none
-    out.append(metric("table", "uri", snap.table.uri))
-    out.append(metric("table", "version", snap.version, unit="version"))
-    out.append(
-        metric(
-            "table",
-            "timestamp",
-            snap.timestamp.isoformat(timespec="milliseconds"),
-            number=float(snap.timestamp_ms),
-            unit="timestamp",
-        )
-    )
-    if md is not None:
-        out.append(metric("table", "name", md.name))
-        out.append(metric("table", "description", md.description))
-        out.append(metric("table", "table_id", md.id))
+def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, small_file_bytes: int | None, rows: bool) -> None:
+    """Append the file-derived metrics (`_FILE_METRICS`, in that order) to `out`."""
     f = _per_file(snap, small_file_bytes, rows)
     n = f["n"]
 
@@ -174,6 +158,59 @@ def overview(
             else "",
         )
     )
+
+
+def overview(
+    obj: Table | Snapshot,
+    *,
+    version: int | None = None,
+    small_file_bytes: int | None = None,
+    rows: bool = True,
+    files: bool = True,
+) -> pa.Table:
+    """Key facts of a version as `METRICS_SCHEMA` rows (sections table, size, layout, protocol).
+
+    - `table`: uri, version, timestamp, name, description, table_id, created
+    - `size`: files, bytes, rows (files with stats), deleted_rows, live_rows, files_without_stats
+    - `layout`: partition_columns, partitions, small_files (status warn over half the files),
+      mean_file_bytes, dv_files, deleted_ratio
+    - `protocol`: reader_version, writer_version, reader_features, writer_features,
+      column_mapping
+
+    `rows=False` leaves out what needs every file's statistics (rows, live_rows,
+    files_without_stats and deleted_ratio: null, status info); `files=False` also what needs
+    the file actions (every `size` and `layout` number but partition_columns): views that cost
+    the replay alone, and the log's metadata alone (the explorer shows them first).
+    """
+    snap = snapshot_of(obj, version)
+    out: list[dict[str, Any]] = []
+    md = snap.metadata_or_none
+    out.append(metric("table", "uri", snap.table.uri))
+    out.append(metric("table", "version", snap.version, unit="version"))
+    out.append(
+        metric(
+            "table",
+            "timestamp",
+            snap.timestamp.isoformat(timespec="milliseconds"),
+            number=float(snap.timestamp_ms),
+            unit="timestamp",
+        )
+    )
+    if md is not None:
+        out.append(metric("table", "name", md.name))
+        out.append(metric("table", "description", md.description))
+        out.append(metric("table", "table_id", md.id))
+    parts = snap.partition_columns
+    if not files:
+        # the snapshot's log alone (no file action replayed): every file-derived number is null
+        unread = "not counted: overview(files=False) reads no file actions"
+        for section, name, unit in _FILE_METRICS:
+            if (section, name) == ("layout", "partition_columns"):
+                out.append(metric("layout", "partition_columns", ", ".join(parts) or "none"))
+            else:
+                out.append(metric(section, name, None, unit=unit, status="info", detail=unread))
+    else:
+        _file_metrics(out, snap, small_file_bytes, rows)
     p = snap.protocol
     readers, writers = features_of(p)
     out.append(metric("protocol", "reader_version", p.min_reader_version))

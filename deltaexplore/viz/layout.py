@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import altair as alt
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,42 +55,69 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         return layout(obj, column)
 
     lay = as_inspect_table(data, ("min", "max", "rank", "overlap_depth", "path"), compute, "layout_chart")
-    lay = lay.filter(pc.is_valid(lay.column("rank"))) if lay.num_rows else lay
+    rank = lay.column("rank").combine_chunks()
+    # the files with bounds, in rank order: rank numbers them 0..n-1 (nulls: no bounds)
+    rows = np.flatnonzero(pc.is_valid(rank).to_numpy(zero_copy_only=False)) if len(rank) else np.zeros(0, np.int64)
+    n = len(rows)
+    order = np.empty(n, np.int64)
+    order[rank.to_numpy(zero_copy_only=False)[rows].astype(np.int64)] = rows
     raw_min, raw_max = lay.column("min").combine_chunks(), lay.column("max").combine_chunks()
-    mins, maxs, kind = _numeric_bounds(raw_min, raw_max)
-    by_rank = mins.type != raw_min.type and pa.types.is_integer(mins.type) and not pa.types.is_boolean(raw_min.type)
-    base = pa.table(
-        {
-            "rank": lay.column("rank"),
-            "lo": mins,
-            "hi": maxs,
-            "depth": lay.column("overlap_depth"),
-            "path": lay.column("path"),
-            "min": _text(raw_min),
-            "max": _text(raw_max),
-        }
-    )
-    df = frame(base)
-    n = df.height
+    depth = lay.column("overlap_depth").combine_chunks()
     if n > max_files:
-        df = (
-            df.with_columns((pl.col("rank") * max_files // n).alias("group"))
-            .group_by("group")
+        # groups of consecutive files, aggregated on numbers; text only for the rows shown
+        take = pa.array(order)
+        mins, maxs, kind = _numeric_bounds(raw_min.take(take), raw_max.take(take))
+        group = np.arange(n, dtype=np.int64) * max_files // n
+        agg = (
+            pl.DataFrame(
+                {"group": group, "lo": pl.from_arrow(mins), "hi": pl.from_arrow(maxs), "depth": pl.from_arrow(depth.take(take))}
+            )
+            .with_row_index("r")
+            .group_by("group", maintain_order=True)
             .agg(
                 pl.col("lo").min(),
                 pl.col("hi").max(),
                 pl.col("depth").max(),
                 pl.len().alias("files"),
-                pl.col("min").first(),
-                pl.col("max").last(),
-                pl.format("{} files", pl.len()).alias("path"),
-                pl.col("rank").min().alias("rank_lo"),
-                pl.col("rank").max().alias("rank_hi"),
+                pl.col("r").min().alias("rank_lo"),
+                pl.col("r").max().alias("rank_hi"),
+                pl.col("r").get(pl.col("hi").arg_max()).alias("r_max"),
             )
-            .rename({"group": "rank"})
         )
+        # the smallest min is the first file's (files are in min order), the largest max any one's
+        first = pa.array(order[agg.get_column("rank_lo").to_numpy()])
+        last = pa.array(order[agg.get_column("r_max").to_numpy()])
+        df = (
+            agg.drop("r_max")
+            .rename({"group": "rank"})
+            .with_columns(
+                pl.format("{} files", pl.col("files")).alias("path"),
+                pl.Series("min", _text(raw_min.take(first)).to_pylist(), pl.String),
+                pl.Series("max", _text(raw_max.take(last)).to_pylist(), pl.String),
+                pl.col("rank_lo").cast(pl.Int64),
+                pl.col("rank_hi").cast(pl.Int64),
+            )
+        )
+        numeric = pa.types.is_decimal(raw_min.type) or pa.types.is_boolean(raw_min.type)
+        by_rank = kind == "Q" and mins.type != raw_min.type and not numeric
     else:
-        df = df.with_columns(pl.lit(1).alias("files"), pl.col("rank").alias("rank_lo"), pl.col("rank").alias("rank_hi"))
+        take = pa.array(order)
+        shown_min, shown_max = raw_min.take(take), raw_max.take(take)
+        mins, maxs, kind = _numeric_bounds(shown_min, shown_max)
+        by_rank = mins.type != raw_min.type and pa.types.is_integer(mins.type) and not pa.types.is_boolean(raw_min.type)
+        df = frame(
+            pa.table(
+                {
+                    "rank": pa.array(np.arange(n, dtype=np.int64)),
+                    "lo": mins,
+                    "hi": maxs,
+                    "depth": depth.take(take),
+                    "path": lay.column("path").combine_chunks().take(take),
+                    "min": _text(shown_min),
+                    "max": _text(shown_max),
+                }
+            )
+        ).with_columns(pl.lit(1).alias("files"), pl.col("rank").alias("rank_lo"), pl.col("rank").alias("rank_hi"))
     name = column or "column"
     title = f"{name}: file ranges ordered by min" + (f" ({n} files in {df.height} groups)" if n > max_files else "")
     chart = alt.Chart(df.sort("rank").to_arrow(), title=title)

@@ -2,8 +2,9 @@
 
 State lives in synced traitlets: the version and tab, and one dict per tab (`*_data`) holding
 Arrow IPC buffers (tables), Vega-Lite specs (the `deltaexplore.viz` charts) and descriptions of
-row sources. Tabs are computed when first shown, per version; the first view of a version leaves out the
-row counts (every file's statistics), which the browser asks for once it has drawn it. Grids whose rows stay in the
+row sources. Tabs are computed when first shown, per version; the first view of a version is the log's
+metadata alone (no file action replayed): the browser asks for the file counts, then the row
+counts, once it has drawn it. Grids whose rows stay in the
 kernel (files, layout, diff files, ...) ask for windows of rows with custom messages:
 
     browser -> kernel  {"type": "rows", "req", "source", "start", "end", "sort", "filter"}
@@ -11,7 +12,7 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "export", "req", "source", "format": "csv"|"arrow", "sort", "filter"}
     kernel -> browser  {"type": "export", "req", "filename", "mime"} + [file bytes]
     browser -> kernel  {"type": "commit", "req", "version"} -> {"type": "commit", "req", "detail"}
-    browser -> kernel  {"type": "complete_overview", "version"}  (the row counts, once the first view is drawn)
+    browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
     browser -> kernel  {"type": "preview"|"run", "op", "params"} and {"type": "refresh"}
 
 A reply carrying "error" says why a request failed (a bad sort, a version that vanished).
@@ -190,19 +191,22 @@ class Explorer(anywidget.AnyWidget):
             self.overview_data = data
 
     def _complete_overview(self, version: Any = None) -> None:
-        """The overview's row counts (every file's statistics), asked for by the browser once it
-        drew the first view; then the previous version is prepared in the background."""
+        """The overview's later stages (the file actions, then every file's statistics), asked
+        for by the browser once it drew the first; then the previous version is prepared in the
+        background."""
         if version is not None and version != self.view.version:
             return
-        data = self.overview_data or {}
-        if data.get("complete") or data.get("version") != self.view.version:
-            return
+        for stage in (1, 2):
+            data = self.overview_data or {}
+            if data.get("version") != self.view.version or data.get("stage", 0) >= stage:
+                continue
 
-        def complete() -> None:
-            self.overview_data = self.view.overview_complete()
+            def load(stage: int = stage) -> None:
+                self.overview_data = self.view.overview(stage)
 
-        if self._guard("row counts", complete):
-            self.view.prefetch(self.view.version - 1)
+            if not self._guard("file counts" if stage == 1 else "row counts", load):
+                return
+        self.view.prefetch(self.view.version - 1)
 
     def _title(self) -> str:
         snap = self.view.snap

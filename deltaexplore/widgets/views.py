@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
 from deltaexplore.inspect._common import remember, snapshot_of
-from deltaexplore.inspect.files import small_file_threshold
+from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource
 
@@ -30,9 +30,19 @@ if TYPE_CHECKING:
 
 __all__ = ["TableView", "chart_spec"]
 
+#: a log segment (checkpoint + JSON to replay) under this many bytes is cheap enough to replay,
+#: and its statistics to read, before the first view: small tables show everything at once
+EAGER_SEGMENT_BYTES = 16 * 1024 * 1024
+
 #: the previous version is prepared in the background (one step back on the slider, and the
 #: diff tab's default pair, need it) unless the snapshot has more files than this
 PREFETCH_MAX_FILES = 4_000_000
+
+
+def _segment_bytes(snap: Snapshot) -> int:
+    """Bytes a replay of `snap` reads: its checkpoint and JSON commits."""
+    seg = snap.segment
+    return (seg.checkpoint.size if seg.checkpoint is not None else 0) + sum(f.size for f in seg.json_files)
 
 
 def chart_spec(chart: Any) -> dict[str, Any]:
@@ -130,19 +140,17 @@ class TableView:
         return f"dx.open_table({self.table.uri!r}).snapshot({self.version}).inspect.{expr}"
 
     # -- overview --------------------------------------------------------------------------
-    def overview(self) -> dict[str, Any]:
+    def overview(self, stage: int | None = None) -> dict[str, Any]:
         """`inspect.overview` metrics, the schema (`inspect.column_mapping`), properties, the
-        protocol's features and the current version's commit; first without the row counts
-        (`inspect.overview(rows=False)`: the snapshot alone), see `overview_complete`."""
-        return self._overview(rows=False)
-
-    def overview_complete(self) -> dict[str, Any]:
-        """The whole overview (row counts need every file's statistics: after the first view)."""
-        return self._overview(rows=True)
-
-    def _overview(self, *, rows: bool) -> dict[str, Any]:
+        protocol's features and the current version's commit, in three stages: 0 the log's
+        metadata alone (`overview(files=False)`: no file action replayed), 1 the file actions
+        (`rows=False`: no statistics parsed), 2 everything. By default the furthest stage that
+        costs nothing more than what is done already."""
         snap = self.snap
-        out: dict[str, Any] = {"version": snap.version, "complete": rows, "metrics": to_ipc(inspect.overview(snap, rows=rows))}
+        if stage is None:
+            stage = 2 if files_ready(snap) or _segment_bytes(snap) < EAGER_SEGMENT_BYTES else 1 if snap.files_loaded else 0
+        metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
+        out: dict[str, Any] = {"version": snap.version, "stage": stage, "complete": stage >= 2, "metrics": to_ipc(metrics)}
         try:
             cols = inspect.column_mapping(snap)
             keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]
@@ -252,7 +260,7 @@ class TableView:
         files_source = RowSource(
             files.select([c for c in shown if c in files.column_names]),
             search_columns=("path",),
-            default_sort=(("size", True), ("path", False)),
+            default_sort=(("size", True),),  # one numeric key: 1M rows sort in milliseconds
             code=self._code("files()"),
             name=f"files_v{snap.version}",
         )
@@ -322,16 +330,14 @@ class TableView:
         summary = inspect.layout_summary(snap, [column])
         positions, integral = bound_positions(per_file)
         density = inspect.layout_density(snap, column)
-        with_stats = per_file.filter(per_file.column("has_stats"))
+        with_stats = int(pc.sum(per_file.column("has_stats").cast(pa.int64())).as_py() or 0) if per_file.num_rows else 0
         out = {
             "version": snap.version,
             "column": column,
             "integral_positions": integral,
             "summary": to_ipc(summary),
             "density_chart": chart_spec(viz.layout_density_chart(density, column, interactive=True)),
-            "ranges_chart": chart_spec(viz.layout_chart(with_stats, column, max_files=300, height=260))
-            if with_stats.num_rows
-            else None,
+            "ranges_chart": chart_spec(viz.layout_chart(per_file, column, max_files=300, height=260)) if with_stats else None,
         }
         shown = per_file.select(
             ["path", "partition", "min", "max", "overlap_depth", "overlapping_files", "rank", "size", "num_records", "truncated"]
@@ -398,6 +404,9 @@ class TableView:
     # -- diff ------------------------------------------------------------------------------
     def diff(self, v1: int, v2: int) -> tuple[dict[str, Any], RowSource]:
         """`inspect.diff` (every change, by section) and `inspect.diff_files` of v1 -> v2."""
+        pending = self._pending
+        if pending is not None and pending[0] in (v1, v2):
+            self.snapshot(pending[0])  # the version prepared in the background: inspect keeps it
         changes = inspect.diff(self.table, v1, v2)
         files = inspect.diff_files(self.table, v1, v2)
         out = {"from": v1, "to": v2, "changes": to_ipc(changes)}

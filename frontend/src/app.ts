@@ -238,12 +238,14 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     fill(commitLine, parts);
   }
 
-  /** The first overview leaves out row counts (they need every file's statistics): once it is
-   * drawn, ask the kernel for the rest. */
+  /** The first overview is the log's metadata alone (no file action replayed, no statistics
+   * read): once it is drawn, ask the kernel for the file counts and then the row counts. */
+  let askedFor: number | null = null;
   function askForRowCounts(): void {
     const data = model.get('overview_data') || {};
-    if (data.version === undefined || data.complete) return;
+    if (data.version === undefined || data.complete || askedFor === data.version) return;
     const v = data.version;
+    askedFor = v;
     requestAnimationFrame(() => setTimeout(() => rpc.tell('complete_overview', { version: v }), 0));
   }
 

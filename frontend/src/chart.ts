@@ -6,8 +6,9 @@
 // name holding markup stays text. Selections flow back through `onSignal` (brushes named by
 // viz, e.g. "time_brush") and `onClick` (the datum under the pointer).
 import embed, { type Result } from 'vega-embed';
+import { compile } from 'vega-lite';
 
-import { h } from './dom';
+import { h, later, measure } from './dom';
 import { formatValue, humanNumber } from './format';
 import { onThemeChange, palette, vegaConfig } from './theme';
 
@@ -111,19 +112,48 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
       return;
     }
     const p = palette(el.isConnected ? el : document.body);
-    const target = h('div', { class: 'dxe-chart-canvas' });
-    el.replaceChildren(target);
+    const spec = current;
     try {
-      const r = await embed(target, responsive(current, opts.height) as any, {
-        actions: false,
-        renderer: 'svg',
-        defaultStyle: false,
-        config: vegaConfig(p) as any,
-        tooltip: tooltipHandler(rootClass) as any,
-        // specs carry their data inline: anything asking the loader for a URL is refused
-        loader: { load: () => Promise.reject(new Error('deltaexplore charts load nothing from the network')) } as any,
-        ast: false,
-      });
+      // two tasks: compiling Vega-Lite to Vega, then parsing, running and drawing the view
+      const vgSpec = await new Promise<any>((resolve, reject) =>
+        later(() => {
+          if (mine !== token) return resolve(null);
+          try {
+            resolve(measure(`chart-compile:${opts.label}`, () => compile(responsive(spec, opts.height) as any, { config: vegaConfig(p) as any }).spec));
+          } catch (err) {
+            reject(err);
+          }
+        }),
+      );
+      if (vgSpec === null || mine !== token) return;
+      const r = await new Promise<Result>((resolve, reject) =>
+        later(async () => {
+          const start = performance.now();
+          const target = h('div', { class: 'dxe-chart-canvas' });
+          el.replaceChildren(target);
+          try {
+            resolve(
+              await embed(target, vgSpec, {
+                mode: 'vega',
+                actions: false,
+                renderer: 'svg',
+                defaultStyle: false,
+                tooltip: tooltipHandler(rootClass) as any,
+                // specs carry their data inline: anything asking the loader for a URL is refused
+                loader: { load: () => Promise.reject(new Error('deltaexplore charts load nothing from the network')) } as any,
+              }),
+            );
+          } catch (err) {
+            reject(err);
+          } finally {
+            try {
+              performance.measure(`dxe:chart-draw:${opts.label}`, { start, end: performance.now() });
+            } catch {
+              // diagnostic only
+            }
+          }
+        }),
+      );
       if (mine !== token) {
         r.finalize();
         return;

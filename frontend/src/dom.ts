@@ -172,3 +172,48 @@ export function isTextInput(el: EventTarget | null): boolean {
   if (!(el instanceof HTMLElement)) return false;
   return el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName);
 }
+
+// -- one heavy job per task -------------------------------------------------------------------
+// Compiling a chart, drawing it, building a grid: each can take tens of milliseconds. Run
+// back to back they make one long task that freezes the page (and the notebook around it);
+// queued here, each runs in its own task, so the page stays responsive in between.
+const jobs: Array<() => void | Promise<void>> = [];
+let running = false;
+
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+async function drain(): Promise<void> {
+  running = true;
+  while (jobs.length) {
+    const job = jobs.shift() as () => void | Promise<void>;
+    try {
+      await job();
+    } catch (err) {
+      console.warn('deltaexplore: a view update failed', err);
+    }
+    await nextTask();
+  }
+  running = false;
+}
+
+/** Run `job` in a task of its own, after the jobs queued before it. */
+export function later(job: () => void | Promise<void>): void {
+  jobs.push(job);
+  if (!running) void nextTask().then(drain);
+}
+
+/** `performance.measure` of a piece of work (the benchmark reads them; cheap otherwise). */
+export function measure<T>(name: string, fn: () => T): T {
+  const start = performance.now();
+  try {
+    return fn();
+  } finally {
+    try {
+      performance.measure(`dxe:${name}`, { start, end: performance.now() });
+    } catch {
+      // measures are a diagnostic: never fail the view for one
+    }
+  }
+}

@@ -35,7 +35,7 @@ import {
 } from 'ag-grid-community';
 
 import { decode, toArrowFile, type FieldInfo, type Row, type Rows } from './arrow';
-import { badge, copyButton, h, pill } from './dom';
+import { badge, copyButton, h, later, measure, pill } from './dom';
 import { formatValue, humanCount, jsonItems, relativeTime, statusLevel, timestampTitle, truncateMiddle } from './format';
 import type { Rpc } from './model';
 
@@ -406,6 +406,13 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
 
   const build = () => {
     generation += 1;
+    const mine = generation;
+    later(() => {
+      if (mine === generation) measure(`grid:${opts.label}`, buildNow);
+    });
+  };
+
+  const buildNow = () => {
     api?.destroy();
     api = null;
     gridEl.replaceChildren();

@@ -88,7 +88,7 @@ export function overviewTab(ctx: Ctx): Tab {
         !data.complete ? null : noStats && noStats.number ? `${shown(noStats)} without stats` : 'all with stats',
         statusLevel(noStats?.status) === 'warn' ? 'warn' : null,
       ),
-      card('Size', shown(bytes), mean ? `${humanBytes(mean.number)} per file on average` : null),
+      card('Size', shown(bytes), mean && mean.number !== null && mean.number !== undefined ? `${humanBytes(mean.number)} per file on average` : null),
       card(
         'Rows',
         shown(live),
@@ -100,13 +100,13 @@ export function overviewTab(ctx: Ctx): Tab {
       card(
         'Small files',
         shown(small),
-        threshold ? `under ${humanBytes(threshold)}${small?.detail ? ` · ${small.detail}` : ''}` : small?.detail,
+        threshold ? `under ${humanBytes(threshold)}${small?.detail && small.number !== null ? ` · ${small.detail}` : ''}` : null,
         statusLevel(small?.status) === 'warn' ? 'warn' : null,
       ),
       card(
         'Deletion vectors',
         shown(dvFiles),
-        ratio && ratio.number ? `${formatValue('ratio', ratio.number)} of rows deleted` : `${shown(deleted)} rows deleted`,
+        ratio && ratio.number ? `${formatValue('ratio', ratio.number)} of rows deleted` : deleted && deleted.number !== null ? `${shown(deleted)} rows deleted` : null,
         statusLevel(ratio?.status) === 'warn' ? 'warn' : null,
         ratio?.detail || undefined,
       ),
