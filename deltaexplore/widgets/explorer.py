@@ -133,7 +133,8 @@ class Explorer(anywidget.AnyWidget):
             self.tab = tab
         #: seconds the constructor took (the benchmark reads it)
         self.first_render_seconds = time.perf_counter() - started
-        _warm_charts()
+        if self.overview_data.get("complete"):
+            _warm_charts()  # else once the overview is complete (the replay comes first)
 
     def __repr__(self) -> str:
         return f"Explorer({self.uri!r}, version={self.version}, tab={self.tab!r})"
@@ -206,6 +207,7 @@ class Explorer(anywidget.AnyWidget):
 
             if not self._guard("file counts" if stage == 1 else "row counts", load):
                 return
+        _warm_charts()
         self.view.prefetch(self.view.version - 1)
 
     def _title(self) -> str:
