@@ -208,7 +208,7 @@ class Explorer(anywidget.AnyWidget):
             if not self._guard("file counts" if stage == 1 else "row counts", load):
                 return
         _warm_charts()
-        self.view.prefetch(self.view.version - 1)
+        self.view.prepare()
 
     def _title(self) -> str:
         snap = self.view.snap

@@ -10,6 +10,7 @@ module only selects, orders and packages. Nothing here imports ipywidgets.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,7 @@ class TableView:
         self.snap: Snapshot = snapshot_of(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
         self._warming: dict[tuple[int, str], Future[Any]] = {}
+        self._prepared: dict[tuple[Any, str], Future[Any]] = {}
         self._worker: ThreadPoolExecutor | None = None
 
     # -- time ------------------------------------------------------------------------------
@@ -82,6 +84,8 @@ class TableView:
             if self.snap.version != self.listing.latest_version:
                 remember(self.snap)  # the version just left: moving back is free
             self.snap = new
+            for key in [k for k in self._prepared if k[1] != "history" and k[0] != new.version]:
+                self._prepared.pop(key).cancel()  # the version left: its tabs are not asked for
 
     def snapshot(self, version: int) -> Snapshot:
         """The snapshot at `version`: the one prepared in the background when it is that one,
@@ -91,8 +95,8 @@ class TableView:
             self._pending = None
             try:
                 return remember(pending[1].result())
-            except DeltaExploreError:
-                pass  # built again below, where the error reaches the caller
+            except Exception:  # noqa: BLE001 - built again below, where the error reaches the caller
+                pass
         if version == self.snap.version:
             return self.snap
         return snapshot_of(self.table, version)
@@ -128,14 +132,47 @@ class TableView:
             snap = self.snap
             self._warming[key] = self._background(lambda: inspect.layout_summary(snap, [column]))
 
+    def prepare(self) -> None:
+        """Once the first view is complete: prepare in the background what the user is likely to
+        ask next: the previous version (the slider's step back, the diff's default pair), the
+        files tab, the layout of the default column, the history and the log health of this
+        version. Each tab takes its result when it opens (`_take_prepared`), or computes it."""
+        snap = self.snap
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or snap.num_files > PREFETCH_MAX_FILES:
+            return
+        if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
+            return  # a small table answers every tab at once: nothing worth preparing
+        self.prefetch(snap.version - 1)
+        jobs = {
+            (snap.version, "files"): lambda: self.files(snap),
+            (self.listing.latest_version, "history"): self.history,
+            (snap.version, "health"): lambda: self.health(snap),
+        }
+        for key, job in jobs.items():
+            if key not in self._prepared:
+                self._prepared[key] = self._background(job)
+
+    def _take_prepared(self, key: tuple[Any, str]) -> Any:
+        """The result prepared in the background for `key` (waiting for it), else None. Called
+        on the background thread itself (by the job), it never waits for itself."""
+        if threading.current_thread().name.startswith("deltaexplore-prepare"):
+            return None
+        future = self._prepared.pop(key, None)
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
+            return None
+
     def _warmed(self, column: str) -> None:
         """Wait for the background layout of `column` at this version, when one is running."""
         future = self._warming.pop((self.snap.version, column), None)
         if future is not None:
             try:
                 future.result()
-            except DeltaExploreError:
-                pass  # computed again by the caller, where the error reaches the user
+            except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
+                pass
 
     def refresh(self) -> None:
         self.listing = self.table.listing(refresh=True)
@@ -210,6 +247,9 @@ class TableView:
         """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart."""
         from deltaexplore import viz
 
+        ready = self._take_prepared((self.listing.latest_version, "history"))
+        if ready is not None:
+            return ready  # type: ignore[no-any-return]
         commits = inspect.commit_infos(self.snapshot_for_history())
         out = {
             "latest": commits.column("version")[0].as_py() if commits.num_rows else None,
@@ -245,11 +285,14 @@ class TableView:
         return {"version": version, "counts": {k: row[k] for k in keep}, "commit_info": row["commit_info"]}
 
     # -- files -----------------------------------------------------------------------------
-    def files(self) -> tuple[dict[str, Any], RowSource, RowSource]:
+    def files(self, snap: Snapshot | None = None) -> tuple[dict[str, Any], RowSource, RowSource]:
         """File-size histogram, partition skew, and the partitions and files grids."""
         from deltaexplore import viz
 
-        snap = self.snap
+        snap = snap or self.snap
+        ready = self._take_prepared((snap.version, "files"))
+        if ready is not None:
+            return ready  # type: ignore[no-any-return]
         from deltaexplore.inspect.deletion_vectors import storage_names
 
         files = inspect.files(snap)
@@ -450,11 +493,14 @@ class TableView:
         return out, source
 
     # -- log health ------------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
+    def health(self, snap: Snapshot | None = None) -> dict[str, Any]:
         """`inspect.log_health` and the log size per version (`viz.log_health_chart`)."""
         from deltaexplore import viz
 
-        snap = self.snap
+        snap = snap or self.snap
+        ready = self._take_prepared((snap.version, "health"))
+        if ready is not None:
+            return ready  # type: ignore[no-any-return]
         metrics = inspect.log_health(snap)
         counts = {
             s: int(pc.sum(pc.equal(metrics.column("status"), s).cast(pa.int64())).as_py() or 0)

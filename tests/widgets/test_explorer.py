@@ -80,6 +80,32 @@ def test_a_small_table_shows_everything_at_once(sales):
     assert table(w.overview_data["metrics"]).select(cols).to_pylist() == inspect.overview(dx.open_table(sales)).select(cols).to_pylist()
 
 
+def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
+    from deltaexplore.widgets import views
+
+    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)  # as a big table
+    w = explore(sales)
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    view = w.view
+    # the previous version, the files, history and log health of this one: one worker
+    assert view._pending is not None and view._pending[0] == 6
+    assert {key for key in view._prepared} == {(7, "files"), (7, "history"), (7, "health")}
+    prepared = view._prepared[(7, "files")].result()
+    w.tab = "files"
+    assert (7, "files") not in view._prepared  # taken, not computed again
+    assert w.files_data["files"]["total"] == prepared[0]["files"]["total"] == dx.open_table(sales).snapshot().num_files
+    w.tab = "history"
+    assert w.history_data["commits"] and (7, "history") not in view._prepared
+    # what was prepared agrees with what is computed on the spot
+    fresh = views.TableView(dx.open_table(sales))
+    monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")
+    assert table(fresh.health()["metrics"]).to_pylist() == table(view.health()["metrics"]).to_pylist()
+    # moving to another version drops what was prepared for the version left
+    view._prepared[(7, "health")] = view._background(lambda: view.health(view.snap))
+    w.version = 6
+    assert (7, "health") not in view._prepared
+
+
 def test_rows_travel_as_arrow_ipc_buffers_not_json(sales):
     w = explore(sales)
     for tab in ("history", "files", "layout", "dv", "diff", "health"):
