@@ -87,8 +87,14 @@ def test_local_and_spark_operations_return_the_same_metrics(spark, tmp_path):
     # the explorer's maintenance reports the Spark operation's own metrics row
     from deltaexplore.widgets import maintenance
 
-    backend, _, _ = maintenance.find_runner("checkpoint")
-    assert backend == "spark"
+    # a checkpoint is driver-only work: it runs locally even when Spark is asked for
+    backend, _, why = maintenance.find_runner("checkpoint", "spark")
+    assert backend == "local" and "driver-only" in why
     out = maintenance.run("checkpoint", dx.open_table(uri), lambda *_: None)
     assert out["result"]["operation"] == "CHECKPOINT" and set(out["result"]) <= set(METRICS["CHECKPOINT"].names)
     assert out["result"]["num_add_files"] == dx.open_table(uri).snapshot().num_files
+    backend, _, why = maintenance.find_runner("optimize")  # the session is active: Spark
+    assert (backend, why) == ("spark", "an active Spark session")
+    out = maintenance.run("optimize", dx.open_table(uri), lambda *_: None)
+    assert out["backend"] == "spark" and out["result"]["operation"] == "OPTIMIZE"
+    assert set(out["result"]) <= set(METRICS["OPTIMIZE"].names)
