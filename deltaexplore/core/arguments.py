@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -25,10 +26,24 @@ def count(value: Any, name: str, *, allow_none: bool = True, positive: bool = Fa
     return int(value)
 
 
-def number(value: Any, name: str, *, allow_none: bool = True) -> float | None:
-    """`value` as a real number (None passes when allowed): sizes, hours."""
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def number(value: Any, name: str, *, allow_none: bool = True, maximum: float | None = None) -> float | None:
+    """`value` as a finite real number, at most `maximum` when given (None passes when
+    allowed): sizes, hours."""
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError(f"{name} must be a number, got {value!r}")
-    return float(value)
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise InvalidArgumentError(f"{name} must be a finite number, got {_shown(value)}")
+    if maximum is not None and out > maximum:
+        raise InvalidArgumentError(f"{name} must be at most {maximum:g}, got {_shown(value)}")
+    return out

@@ -86,10 +86,12 @@ def _str(value: Any) -> str | None:
 
 
 def _int(value: Any) -> int | None:
+    """A long, or None (also for what a long cannot hold)."""
     try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
+        number = int(value) if value is not None else None
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if number is None or -(1 << 63) <= number < (1 << 63) else None
 
 
 def _group_sum(versions: np.ndarray, values: np.ndarray | None, order: np.ndarray, n: int) -> np.ndarray:

@@ -24,7 +24,7 @@ from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.timestamps import CommitClock, ict_config
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.core.scan.stats import num_records
-from deltaexplore.errors import DeltaExploreError
+from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
 from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, table_of, to_ts
 from deltaexplore.inspect.schemas import COMMITS_SCHEMA
 
@@ -169,6 +169,10 @@ def _parquet_rows(table: Table, path: str, source: str, version: int) -> dict[st
     for k in ("add", "remove"):
         if k not in names:
             continue
+        if not pa.types.is_struct(full.schema.field(k).type):
+            raise InvalidCheckpointError(
+                f"checkpoint {path}: '{k}' column is {full.schema.field(k).type}, not a struct", path=path
+            )
         t = _struct_actions(full.column(k).combine_chunks().take(sel), k)
         take = pa.array(np.arange(len(keep)), pa.int64())
         values = {
@@ -251,18 +255,21 @@ def commits(obj: Table | Snapshot, start: int | None = None, end: int | None = N
     files: list[LogFile] = []
     versions: list[int] = []
     covered: set[int] = set()
-    for v in range(start, end + 1):
+    for v in listing.commit_versions(start, end):
         f = listing.commit(v)
-        if f is not None:
-            files.append(f)
-            versions.append(v)
-            covered.add(v)
+        assert f is not None
+        files.append(f)
+        versions.append(v)
+        covered.add(v)
+    taken: list[tuple[int, int]] = []  # version runs of the compaction files used
     for c in sorted(listing.compactions, key=lambda c: (c.version, -c.end_version)):
-        span = set(range(max(c.version, start), min(c.end_version, end) + 1))
-        if span and not span & covered and c.version >= start and c.end_version <= end:
-            files.append(c)
-            versions.append(c.end_version)
-            covered |= span
+        if c.version < start or c.end_version > end:
+            continue
+        if any(c.version <= v <= c.end_version for v in covered) or any(a <= c.end_version and c.version <= b for a, b in taken):
+            continue
+        files.append(c)
+        versions.append(c.end_version)
+        taken.append((c.version, c.end_version))
     pieces: list[dict[str, Any]] = []
     if files:
         order = sorted(range(len(files)), key=lambda i: versions[i])

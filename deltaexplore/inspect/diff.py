@@ -134,8 +134,10 @@ def _compare(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
 
 def _range_files(table: Table, lo: int, hi: int) -> list[Any] | None:
     listing = table.listing(refresh=False)
-    files = [listing.commit(v) for v in range(lo + 1, hi + 1)]
-    return None if any(f is None for f in files) else files
+    versions = listing.commit_versions(lo + 1, hi)
+    if len(versions) != hi - lo:
+        return None
+    return [listing.commit(v) for v in versions]
 
 
 def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> pl.DataFrame:

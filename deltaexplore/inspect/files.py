@@ -35,9 +35,11 @@ def small_file_threshold(snapshot: Snapshot, small_file_bytes: int | None = None
     target = snapshot.properties.get("delta.targetFileSize")
     if target:
         try:
-            return max(1, _parse_size(target) // 2)
-        except ValueError:
-            pass
+            size = _parse_size(target)
+        except (ValueError, OverflowError):
+            size = 0
+        if 0 < size < 1 << 63:  # a size a long holds (anything else is no usable setting)
+            return max(1, size // 2)
     return DEFAULT_SMALL_FILE_BYTES
 
 

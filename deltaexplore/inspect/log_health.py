@@ -69,6 +69,17 @@ def _versions(listing: LogListing) -> list[int]:
     return sorted(vs)
 
 
+def _missing_runs(present: list[int], start: int, end: int) -> list[tuple[int, int]]:
+    """The runs (first, last) of versions in start..end that `present` (sorted) lacks."""
+    out = []
+    expected = start
+    for v in [*present, end + 1]:
+        if v > expected:
+            out.append((expected, v - 1))
+        expected = v + 1
+    return out
+
+
 def log_files(obj: Table | Snapshot) -> pa.Table:
     """One row per version the log knows, oldest first (`LOG_FILES_SCHEMA`). Listing only.
 
@@ -240,16 +251,18 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table
     rows.append(metric("log", "retained_commits", len(retained), unit="commits"))
     oldest = min(retained) if retained else None
     rows.append(metric("log", "oldest_commit", oldest, unit="version", detail="older commits were cleaned up" if oldest else ""))
-    present = set(listing.commits) | set(listing.ratified)
-    gaps = [v for v in range(oldest or 0, snap.version + 1) if v not in present] if oldest is not None else []
+    present = listing.commit_versions(oldest, snap.version) if oldest is not None else []
+    gaps = _missing_runs(present, oldest, snap.version) if oldest is not None else []
     rows.append(
         metric(
             "log",
             "version_gaps",
-            len(gaps),
+            sum(b - a + 1 for a, b in gaps),
             unit="versions",
             status="warn" if gaps else "ok",
-            detail=f"missing commits: {gaps[:10]}" if gaps else "commits are contiguous",
+            detail=f"missing commits: {', '.join(str(a) if a == b else f'{a}-{b}' for a, b in gaps[:10])}"
+            if gaps
+            else "commits are contiguous",
         )
     )
     if listing.other_files:

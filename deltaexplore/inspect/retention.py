@@ -20,9 +20,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arguments import number
 from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.operations.vacuum import MAX_RETENTION_HOURS, list_vacuumable, plan_vacuum, vacuum_partition_names
 from deltaexplore.core.protocol.config import DEFAULT_DELETED_FILE_RETENTION_MS, DEFAULT_LOG_RETENTION_MS
-from deltaexplore.errors import DeltaExploreError
+from deltaexplore.errors import DeltaExploreError, UnsupportedFeatureError, WriteRefusedError
 from deltaexplore.inspect._common import InspectError, combined, conform, relative_to_root, snapshot_of, table_of, to_ts
 from deltaexplore.inspect.deletion_vectors import _dv_paths
 from deltaexplore.inspect.schemas import VACUUM_SCHEMA, VERSIONS_SCHEMA
@@ -36,29 +38,10 @@ __all__ = ["list_table_files", "reconstructable_versions", "vacuum_preview"]
 
 
 def list_table_files(table: Table) -> pa.Table:
-    """Every file under the table root except `_delta_log/` (path relative, size, mtime ms)."""
-    import pyarrow.fs as pafs
-
-    fs, root = table.storage.arrow_filesystem()
-    root = root.rstrip("/")
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    except OSError as exc:
-        raise InspectError(f"cannot list {table.uri}: {exc}", path=table.uri) from exc
-    paths, sizes, mtimes = [], [], []
-    cut = len(root) + 1
-    for info in infos:
-        if info.type != pafs.FileType.File:
-            continue
-        rel = info.path[cut:]
-        if rel.startswith("_delta_log/"):
-            continue
-        paths.append(rel)
-        sizes.append(info.size)
-        mtimes.append(int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else None)
-    return pa.table(
-        {"path": pa.array(paths, pa.string()), "size": pa.array(sizes, pa.int64()), "mtime": pa.array(mtimes, pa.int64())}
-    )
+    """Every file under the table root except `_delta_log/` (path relative, size, mtime ms);
+    directory symlinks are not followed (`Storage.list_tree`)."""
+    listed = table.storage.list_tree(skip_dir=lambda d: d == "_delta_log")
+    return listed.rename_columns(["path", "size", "mtime"])
 
 
 def _decode(paths: pa.Array) -> pa.Array:
@@ -285,25 +268,13 @@ def reconstructable_versions(
     return conform(rows, VERSIONS_SCHEMA)
 
 
-def _is_vacuumable(path: str) -> bool:
-    """VACUUM leaves hidden files alone: a path part starting with '_' or '.' (not a partition
-    directory like `_col=1`), except change data files."""
-    for part in path.split("/"):
-        if part.startswith((".", "_")) and "=" not in part and part != "_change_data":
-            return False
-    return True
-
-
 def _core_plan(table: Table, retention_hours: float) -> pa.Table | None:
     """The files the core's VACUUM would delete (`plan_vacuum`), or None when it refuses the
-    table (features it cannot write, catalog-managed): then `_own_plan` previews it."""
-    try:
-        from deltaexplore.core.operations.vacuum import plan_vacuum
-    except ImportError:
-        return None
+    table (features it cannot write, catalog-managed): then `_own_plan` previews it. A table
+    that fails to read raises: nothing is previewed on a state that could not be read."""
     try:
         return plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=False).files
-    except DeltaExploreError:
+    except (UnsupportedFeatureError, WriteRefusedError):
         return None
 
 
@@ -312,7 +283,7 @@ def _own_plan(snap: Snapshot, tomb_frame: pl.DataFrame, cutoff: int) -> pl.DataF
     not a tombstone younger than it, not hidden."""
     table = table_of(snap)
     root = table.storage.root
-    listed = list_table_files(table)
+    listed = list_vacuumable(table.storage, vacuum_partition_names(snap)).rename_columns(["path", "size", "mtime"])
     adds = snap.add_actions()
     active = pl.DataFrame({"path": pl.from_arrow(_paths_of(adds, root))})
     dv = combined(adds.column("deletionVector"))
@@ -322,7 +293,6 @@ def _own_plan(snap: Snapshot, tomb_frame: pl.DataFrame, cutoff: int) -> pl.DataF
         active = pl.concat([active, pl.DataFrame({"path": pl.from_arrow(dvp)}).drop_nulls()])
     frame = pl.from_arrow(listed)
     assert isinstance(frame, pl.DataFrame)
-    frame = frame.filter(_vacuumable_expr())
     candidates = frame.join(active, on="path", how="anti").join(tomb_frame, on="path", how="left")
     # as Delta: only files modified before the cut-off, and never a tombstone younger than it
     old = pl.col("mtime").is_not_null() & (pl.col("mtime") < cutoff)
@@ -334,12 +304,6 @@ def _own_plan(snap: Snapshot, tomb_frame: pl.DataFrame, cutoff: int) -> pl.DataF
         .otherwise(pl.lit("unreferenced"))
         .alias("reason")
     ).filter(pl.col("reason").is_not_null())
-
-
-def _vacuumable_expr() -> pl.Expr:
-    """Vectorized `_is_vacuumable`."""
-    unhidden = pl.col("path").str.replace_all(r"(^|/)_change_data(/|$)", "/")
-    return ~unhidden.str.contains(r"(^|/)[._][^/=]*(/|$)")
 
 
 def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = None) -> pa.Table:
@@ -359,6 +323,7 @@ def vacuum_preview(obj: Table | Snapshot, *, retention_hours: float | None = Non
     """
     table = table_of(obj)
     snap = snapshot_of(table)
+    retention_hours = number(retention_hours, "retention_hours", maximum=MAX_RETENTION_HOURS)
     if retention_hours is not None and retention_hours < 0:
         raise InspectError(f"retention_hours must be >= 0, got {retention_hours}")
     if retention_hours is None:

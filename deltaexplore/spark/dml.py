@@ -29,6 +29,7 @@ from deltaexplore.core.operations import (
     open_for_write,
     plan_delete,
     predicate_text,
+    refuse_copy_from_outside,
     resolve_assignments,
     write_deletion_vector_file,
 )
@@ -37,10 +38,13 @@ from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE
 from deltaexplore.core.write.row_rules import generated_columns
 from deltaexplore.errors import WriteRefusedError
+from deltaexplore.spark.filters import to_spark_filter
+from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.maintenance import pack_bins, rewrite_native
 from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.types import spark_type
 from deltaexplore.spark.writer import write_files
 
 if TYPE_CHECKING:
@@ -109,10 +113,6 @@ def _run(
     max_retries: int,
 ) -> pa.Table:
     from pyspark.sql import functions as F
-
-    from deltaexplore.spark.filters import to_spark_filter
-    from deltaexplore.spark.jobs import progress
-    from deltaexplore.spark.types import spark_type
 
     table = open_for_write(uri, storage_options)
     snapshot = table.snapshot()
@@ -194,6 +194,7 @@ def _run(
                 if dry_run:
                     return op.result()
                 if plan.change_data_feed:
+                    refuse_copy_from_outside(snapshot, files, f"{operation} (change data feed)")
                     metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], op, snapshot, **kw)
                 txn.remove_files(files)
             else:
@@ -206,6 +207,8 @@ def _run(
                     return op.result()
                 touched = rows.where(F.col(FILE_COL).isin(hit_ids))
                 hit_files = files.take(pa.array(hit_ids, pa.int64()))
+                if operation == "UPDATE" or plan.change_data_feed or not plan.use_deletion_vectors:
+                    refuse_copy_from_outside(snapshot, hit_files, operation)
                 if plan.use_deletion_vectors:
                     update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
                     metrics.update(
@@ -215,6 +218,8 @@ def _run(
                     if dry_run:
                         return op.result()
                     new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
+                    if update.dv_path is not None:
+                        op.written_path(update.dv_path)  # a lost commit must not leave it behind
                     write_deletion_vector_file(table.storage, update)
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)

@@ -34,6 +34,7 @@ from deltaexplore.core.table import Table
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.core.write.row_rules import conform, enforce, fill_generated, identity_columns
 from deltaexplore.errors import TableNotFoundError, WriteRefusedError
+from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.session import spark_errors
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def _file_writer(
     identity: bool,
 ) -> Any:
     def write(batches: Any) -> Any:
-        from deltaexplore.storage import storage_for
+        from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
         storage = storage_for(root, storage_options)
         md = Metadata.from_json(json.loads(metadata_json))
@@ -178,7 +179,7 @@ def write(
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
     dry_run: bool = False,
     storage_options: dict[str, Any] | None = None,
-    max_retries: int = 10,
+    max_retries: int | None = None,
 ) -> pa.Table:
     """Create, append to or overwrite a Delta table with the rows of a Spark DataFrame.
 
@@ -192,6 +193,7 @@ def write(
             `app_version` (or later) for `app_id`; recorded in the same commit otherwise.
         target_file_size: bytes per data file (about).
         dry_run: check the schema and count the rows; nothing is written.
+        max_retries: lost commit races tolerated (default: 10, or 100 for a blind append).
 
     Returns:
         One row of metrics: operation, version (null for a dry run or skip), dry_run, skipped,
@@ -204,8 +206,6 @@ def write(
         SparkError: the Spark job failed.
     """
     from pyspark.sql.pandas.types import to_arrow_schema
-
-    from deltaexplore.spark.jobs import progress
 
     check_write_modes(mode, schema_mode)
     table = open_for_write(uri, storage_options)

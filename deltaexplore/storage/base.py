@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import posixpath
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from deltaexplore.errors import StorageError
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
     import pyarrow.fs as pafs
 
-__all__ = ["FileInfo", "Storage", "check_relative"]
+__all__ = ["TREE_FIELDS", "FileInfo", "Storage", "check_relative", "tree_table"]
+
+#: columns of `Storage.list_tree`: path (relative to the root), size (bytes), modification_time
+#: (ms since the epoch; null when the store does not say)
+TREE_FIELDS = ("path", "size", "modification_time")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,21 @@ def check_relative(path: str, root: str) -> str:
     if norm == ".." or norm.startswith("../"):
         raise StorageError(f"path {path!r} escapes the table root {root}", path=path)
     return norm
+
+
+def tree_table(paths: list[str], sizes: list[int], mtimes: list[int | None]) -> pa.Table:
+    """The `list_tree` table (`TREE_FIELDS`), sorted by path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table(
+        {
+            "path": pa.array(paths, pa.string()),
+            "size": pa.array(sizes, pa.int64()),
+            "modification_time": pa.array(mtimes, pa.int64()),
+        }
+    )
+    return table.take(pc.sort_indices(table.column("path"))) if table.num_rows > 1 else table
 
 
 class Storage(ABC):
@@ -79,6 +101,51 @@ class Storage(ABC):
             FileNotFoundError: the directory does not exist.
             StorageError: any other failure.
         """
+
+    @abstractmethod
+    def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
+        """Every file under `rel_dir`, recursively: `TREE_FIELDS` columns, sorted by path.
+
+        Directory symlinks are neither followed nor listed (their targets may lie outside the
+        table); a file symlink is listed as itself (size and time of the link), so deleting it
+        removes only the link. `skip_dir(rel_path)` returning True keeps a directory (and all
+        below it) out of the listing and, where the store has directories, unvisited. A
+        missing `rel_dir` gives an empty table.
+
+        Raises:
+            StorageError: the listing failed.
+        """
+
+    def contains(self, path: str) -> bool:
+        """Whether `path` (relative or absolute, as `read_bytes` takes it) lies under the table
+        root once resolved (`..`, and on local disks symlinks). Maintenance uses it to leave
+        files outside the table alone: it never copies from or deletes outside the root."""
+        if "://" in path or path.startswith("/"):
+            return False
+        try:
+            check_relative(path, self.root)
+        except StorageError:
+            return False
+        return True
+
+    def outside(self, paths: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Per log path (URL-encoded, as actions hold them), whether it lies outside the table
+        root (`contains` is False for its directory): absolute paths and URIs elsewhere, `..`
+        climbing out, directories a symlink leads out of. Decided once per distinct directory,
+        so it stays cheap on a million files in a few hundred partitions."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+        if len(arr) == 0:
+            return np.zeros(0, dtype=bool)
+        dirs = pc.replace_substring_regex(arr.cast(pa.string()), "[^/]*$", "")  # with its trailing '/'
+        encoded = pc.dictionary_encode(dirs)
+        verdict = [not self.contains(unquote(d or "") + "_") for d in encoded.dictionary.to_pylist()]
+        out = np.asarray(verdict, dtype=bool)[pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)]
+        out[arr.is_null().to_numpy(zero_copy_only=False)] = False
+        return out
 
     @abstractmethod
     def read_bytes(self, path: str) -> bytes:

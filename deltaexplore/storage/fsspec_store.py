@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import posixpath
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from deltaexplore.errors import MissingDependencyError, StorageError
-from deltaexplore.storage.base import FileInfo, Storage, check_relative
+from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
+from deltaexplore.storage.credentials import redact, secret_values
+from deltaexplore.storage.local import LocalStorage, walk_local
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.fs as pafs
 
 __all__ = ["FsspecStorage"]
@@ -46,6 +50,18 @@ def _mtime_ms(info: dict[str, Any]) -> int:
     return 0
 
 
+def _under_skipped(path: str, rel: str, skip_dir: Callable[[str], bool], memo: dict[str, bool]) -> bool:
+    """Whether a directory of `path` (below the listed `rel`) is one `skip_dir` keeps out
+    (answers per directory kept in `memo`)."""
+    directory = path.rpartition("/")[0]
+    if not directory or directory == rel:
+        return False
+    known = memo.get(directory)
+    if known is None:
+        known = memo[directory] = _under_skipped(directory, rel, skip_dir, memo) or skip_dir(directory)
+    return known
+
+
 class FsspecStorage(Storage):
     """A table on an fsspec filesystem, addressed by URI."""
 
@@ -56,6 +72,7 @@ class FsspecStorage(Storage):
             raise MissingDependencyError("fsspec is required for URIs", extra="core") from exc
         scheme = uri.split("://", 1)[0].lower()
         options = dict(storage_options or {})
+        self._secrets = secret_values(options)
         #: the options the table was opened with: maintenance hands them on to other engines
         #: (Spark executors open their own filesystem)
         self.storage_options: dict[str, Any] = dict(options)
@@ -68,8 +85,8 @@ class FsspecStorage(Storage):
                 f"reading {scheme}:// tables needs an fsspec driver: pip install 'deltaexplore[{extra}]' ({exc})",
                 extra=extra,
             ) from exc
-        except ValueError as exc:
-            raise StorageError(f"unsupported URI {uri!r}: {exc}", path=uri) from exc
+        except Exception as exc:  # a driver refusing its options: never echo their values  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot open {uri!r} with these storage options", exc, uri) from self._cause(exc)
         self.fs = fs
         self.scheme = scheme
         self._root_path = path.rstrip("/")
@@ -77,6 +94,21 @@ class FsspecStorage(Storage):
 
     def __repr__(self) -> str:
         return f"FsspecStorage({self.root!r})"
+
+    def _error(self, message: str, exc: BaseException, path: str) -> StorageError:
+        """A `StorageError` for a failure of the driver: `message: <its text>` with the values
+        of credential options cut out (raise it `from self._cause(exc)`)."""
+        return StorageError(redact(f"{message}: {exc}", self._secrets), path=path)
+
+    def _cause(self, exc: BaseException) -> BaseException | None:
+        """`exc`, or None when a credential appears anywhere in its chain (the traceback would
+        print it)."""
+        texts: list[str] = []
+        cause: BaseException | None = exc
+        while cause is not None and len(texts) < 8:
+            texts.append(f"{type(cause).__name__} {cause} {cause.args!r}")
+            cause = cause.__cause__ or cause.__context__
+        return None if any(redact(t, self._secrets) != t for t in texts) else exc
 
     def _full(self, path: str) -> str:
         if "://" in path:
@@ -102,8 +134,8 @@ class FsspecStorage(Storage):
             )
         except FileNotFoundError:
             raise
-        except Exception as exc:
-            raise StorageError(f"cannot list {self.scheme}://{directory}: {exc}", path=directory) from exc
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot list {self.scheme}://{directory}", exc, directory) from self._cause(exc)
         out = []
         for info in entries:
             if info.get("type") != "file":
@@ -117,6 +149,61 @@ class FsspecStorage(Storage):
         out.sort(key=lambda f: f.path)
         return out
 
+    def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
+        rel = check_relative(rel_dir, self.root) if rel_dir else ""
+        top = posixpath.join(self._root_path, rel) if rel else self._root_path
+        if self._is_local():
+            # a local filesystem has directory symlinks: walk it without following them
+            table = walk_local(top, None if skip_dir is None else (lambda p: skip_dir(f"{rel}/{p}" if rel else p)))
+            if rel and table.num_rows:
+                import pyarrow.compute as pc
+
+                table = table.set_column(0, "path", pc.binary_join_element_wise(rel, table.column("path"), "/"))
+            return table
+        try:
+            if self._supports_refresh():
+                self.fs.invalidate_cache(top)
+            found = self.fs.find(top, detail=True, withdirs=False)
+        except FileNotFoundError:
+            return tree_table([], [], [])
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot list {self.scheme}://{top}", exc, top) from self._cause(exc)
+        cut = len(self._root_path) + 1
+        paths: list[str] = []
+        sizes: list[int] = []
+        mtimes: list[int | None] = []
+        memo: dict[str, bool] = {}
+        for name, info in found.items():
+            name = name.rstrip("/")
+            if info.get("type", "file") != "file" or info.get("islink") or not name.startswith(self._root_path + "/"):
+                continue
+            path = name[cut:]
+            if skip_dir is not None and _under_skipped(path, rel, skip_dir, memo):
+                continue
+            paths.append(path)
+            sizes.append(int(info.get("size") or 0))
+            mtimes.append(_mtime_ms(info) or None)
+        return tree_table(paths, sizes, mtimes)
+
+    def contains(self, path: str) -> bool:
+        if "://" in path:
+            try:
+                full = self._full(path)
+            except StorageError:
+                return False
+            if not full.startswith(self._root_path + "/"):
+                return False
+            path = full[len(self._root_path) + 1 :]
+        if not super().contains(path):
+            return False
+        if self._is_local():
+            return LocalStorage(self._root_path).contains(path)
+        return True
+
+    def _is_local(self) -> bool:
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        return bool({"file", "local"} & set(protocol))
+
     def _supports_refresh(self) -> bool:
         return hasattr(self.fs, "invalidate_cache") and self.scheme not in ("memory",)
 
@@ -126,8 +213,8 @@ class FsspecStorage(Storage):
             return bytes(self.fs.cat_file(full))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
-        except Exception as exc:
-            raise StorageError(f"cannot read {self.scheme}://{full}: {exc}", path=full) from exc
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot read {self.scheme}://{full}", exc, full) from self._cause(exc)
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         full = self._full(path)
@@ -135,8 +222,8 @@ class FsspecStorage(Storage):
             return bytes(self.fs.cat_file(full, start=start, end=start + length))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
-        except Exception as exc:
-            raise StorageError(f"cannot read {self.scheme}://{full}: {exc}", path=full) from exc
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot read {self.scheme}://{full}", exc, full) from self._cause(exc)
 
     def head(self, path: str) -> FileInfo | None:
         full = self._full(path)
@@ -144,8 +231,8 @@ class FsspecStorage(Storage):
             info = self.fs.info(full)
         except FileNotFoundError:
             return None
-        except Exception as exc:
-            raise StorageError(f"cannot stat {self.scheme}://{full}: {exc}", path=full) from exc
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot stat {self.scheme}://{full}", exc, full) from self._cause(exc)
         if info.get("type") != "file":
             return None
         return FileInfo(path, int(info.get("size") or 0), _mtime_ms(info))
@@ -163,6 +250,14 @@ class FsspecStorage(Storage):
             return path
         return f"{self.root}/{path}" if path else self.root
 
+    def _write_full(self, rel_path: str) -> str:
+        """The store path to create, replace or delete `rel_path` at (confined to the root; on a
+        local filesystem its directory must not resolve outside through a symlink)."""
+        rel = check_relative(rel_path, self.root)
+        if self._is_local():
+            LocalStorage(self._root_path)._write_path(rel)
+        return posixpath.join(self._root_path, rel)
+
     def check_commit_safety(self) -> None:
         if self.scheme in ATOMIC_CREATE or self.unsafe_commits_allowed:
             return
@@ -175,30 +270,30 @@ class FsspecStorage(Storage):
         )
 
     def put_if_absent(self, rel_path: str, data: bytes) -> bool:
-        full = posixpath.join(self._root_path, check_relative(rel_path, self.root))
+        full = self._write_full(rel_path)
         try:
             self.fs.pipe_file(full, data, mode="create")
         except FileExistsError:
             return False
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
             text = str(exc)
             if "PreconditionFailed" in text or "412" in text or "ConditionalRequestConflict" in text:
                 return False
-            raise StorageError(f"cannot create {self.scheme}://{full}: {exc}", path=full) from exc
+            raise self._error(f"cannot create {self.scheme}://{full}", exc, full) from self._cause(exc)
         return True
 
     def write(self, rel_path: str, data: bytes) -> None:
-        full = posixpath.join(self._root_path, check_relative(rel_path, self.root))
+        full = self._write_full(rel_path)
         try:
             self.fs.pipe_file(full, data)
-        except Exception as exc:
-            raise StorageError(f"cannot write {self.scheme}://{full}: {exc}", path=full) from exc
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot write {self.scheme}://{full}", exc, full) from self._cause(exc)
 
     def delete(self, rel_path: str) -> None:
-        full = posixpath.join(self._root_path, check_relative(rel_path, self.root))
+        full = self._write_full(rel_path)
         try:
             self.fs.rm_file(full)
         except FileNotFoundError:
             pass
-        except Exception as exc:
-            raise StorageError(f"cannot delete {self.scheme}://{full}: {exc}", path=full) from exc
+        except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
+            raise self._error(f"cannot delete {self.scheme}://{full}", exc, full) from self._cause(exc)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import os
+import stat
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from deltaexplore.errors import StorageError
-from deltaexplore.storage.base import FileInfo, Storage, check_relative
+from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs
 
-__all__ = ["LocalStorage", "local_path_of"]
+__all__ = ["LocalStorage", "local_path_of", "walk_local"]
 
 
 def local_path_of(uri: str) -> str | None:
@@ -30,6 +32,54 @@ def local_path_of(uri: str) -> str | None:
     if len(uri) > 2 and uri[1] == ":" and uri[2] in "\\/":  # windows drive
         return uri
     return None
+
+
+def walk_local(top: str, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
+    """Every file under the local directory `top` (`TREE_FIELDS`, paths relative to `top`).
+
+    Directory symlinks are not followed (nor listed); file symlinks are listed with their own
+    `lstat`. A missing `top` gives an empty table.
+
+    Raises:
+        StorageError: a directory cannot be read.
+    """
+    paths: list[str] = []
+    sizes: list[int] = []
+    mtimes: list[int | None] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        directory = os.path.join(top, rel_dir) if rel_dir else top
+        try:
+            it = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed while listing (or `top` is missing)
+        except OSError as exc:
+            raise StorageError(f"cannot list {directory}: {exc}", path=directory) from exc
+        with it:
+            for entry in it:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    if skip_dir is None or not skip_dir(rel):
+                        stack.append(rel)
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        target_is_dir = entry.is_dir(follow_symlinks=True)
+                    except OSError:
+                        target_is_dir = False
+                    if target_is_dir:
+                        continue  # a directory symlink: never followed
+                elif not stat.S_ISREG(st.st_mode):
+                    continue  # fifos, sockets, devices
+                paths.append(rel)
+                sizes.append(st.st_size)
+                mtimes.append(st.st_mtime_ns // 1_000_000)
+    return tree_table(paths, sizes, mtimes)
 
 
 class LocalStorage(Storage):
@@ -59,7 +109,42 @@ class LocalStorage(Storage):
         return os.path.join(self.root, path)
 
     def _write_path(self, rel_path: str) -> str:
-        return os.path.join(self.root, check_relative(rel_path, self.root))
+        """The local path to create, replace or delete `rel_path` at, after checking that its
+        directory (the deepest part that exists, symlinks resolved) is inside the root: a
+        directory symlink must not carry a write or a delete out of the table."""
+        target = os.path.join(self.root, check_relative(rel_path, self.root))
+        if not self._inside(os.path.dirname(target)):
+            raise StorageError(
+                f"{rel_path!r} resolves outside the table root {self.root} (through a symbolic link): not written or deleted",
+                path=rel_path,
+            )
+        return target
+
+    def _inside(self, local: str) -> bool:
+        """Whether `local`, symlinks resolved (the part that exists), is the root or below it."""
+        real_root = os.path.realpath(self.root)
+        real = os.path.realpath(local)
+        return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+    def contains(self, path: str) -> bool:
+        local = local_path_of(path) if ("://" in path or path.startswith(("/", "file:"))) else None
+        if local is None:
+            if not super().contains(path):
+                return False
+            local = os.path.join(self.root, path)
+        return self._inside(local)
+
+    def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
+        rel = check_relative(rel_dir, self.root) if rel_dir else ""
+        top = os.path.join(self.root, rel) if rel else self.root
+        if rel and not self._inside(top):
+            return tree_table([], [], [])  # a directory symlink out of the table: never followed
+        table = walk_local(top, None if skip_dir is None else (lambda p: skip_dir(f"{rel}/{p}" if rel else p)))
+        if rel and table.num_rows:
+            import pyarrow.compute as pc
+
+            table = table.set_column(0, "path", pc.binary_join_element_wise(rel, table.column("path"), "/"))
+        return table
 
     def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileInfo]:
         directory = self._abs(rel_dir) if rel_dir else self.root

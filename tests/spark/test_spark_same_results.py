@@ -84,17 +84,16 @@ def test_local_and_spark_operations_return_the_same_metrics(spark, tmp_path):
     )
     assert m["num_files"] > 0 and m["dry_run"] is True
 
-    # the explorer's maintenance reports the Spark operation's own metrics row
+    # the explorer's maintenance reports the Spark operation's own metrics row (an active session
+    # picks Spark; checkpoint is driver-only work and stays local)
     from deltaexplore.widgets import maintenance
 
-    # a checkpoint is driver-only work: it runs locally even when Spark is asked for
-    backend, _, why = maintenance.find_runner("checkpoint", "spark")
-    assert backend == "local" and "driver-only" in why
+    assert maintenance.find_runner("checkpoint")[0] == "local"
+    backend, _, _ = maintenance.find_runner("optimize")
+    assert backend == "spark"
+    out = maintenance.run("optimize", dx.open_table(uri), lambda *_: None)
+    assert out["backend"] == "spark" and out["metrics"].schema.names == METRICS["OPTIMIZE"].names
+    assert out["result"]["operation"] == "OPTIMIZE" and set(out["result"]) <= set(METRICS["OPTIMIZE"].names)
     out = maintenance.run("checkpoint", dx.open_table(uri), lambda *_: None)
     assert out["result"]["operation"] == "CHECKPOINT" and set(out["result"]) <= set(METRICS["CHECKPOINT"].names)
     assert out["result"]["num_add_files"] == dx.open_table(uri).snapshot().num_files
-    backend, _, why = maintenance.find_runner("optimize")  # the session is active: Spark
-    assert (backend, why) == ("spark", "an active Spark session")
-    out = maintenance.run("optimize", dx.open_table(uri), lambda *_: None)
-    assert out["backend"] == "spark" and out["result"]["operation"] == "OPTIMIZE"
-    assert set(out["result"]) <= set(METRICS["OPTIMIZE"].names)

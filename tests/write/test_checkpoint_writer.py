@@ -114,8 +114,11 @@ def test_v2_checkpoint_with_sidecars(tmp_path):
     fresh = dx.open_table(str(root)).snapshot()
     assert fresh.checkpoint_version == 2 and fresh.segment.checkpoint.kind == "v2-parquet"
     assert rows(fresh.to_arrow()) == rows(t.snapshot().to_arrow()) and len(fresh.to_arrow()) == 8
-    json_result = write_checkpoint(t, v2_format="json")
-    assert json_result.kind == "v2-json" and json_result.path.endswith(".json")
+    again = write_checkpoint(t, v2_format="json")
+    assert not again.written and again.path == result.path  # one checkpoint per version
+    write_table(str(root), sample(1, 99))  # a new version, checkpointed as JSON
+    json_result = write_checkpoint(dx.open_table(str(root)), v2_format="json")
+    assert json_result.kind == "v2-json" and json_result.path.endswith(".json") and json_result.version == 3
     lines = [json.loads(x) for x in (root / json_result.path).read_text().splitlines()]
     assert next(iter(lines[0])) == "checkpointMetadata" and any("sidecar" in x for x in lines)
 

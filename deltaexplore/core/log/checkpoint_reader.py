@@ -6,10 +6,12 @@ add/remove columns (large), and only the add/remove fields asked for.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -153,15 +155,27 @@ def _file_actions_from_parquet(
     kind: str,
     extra: tuple[str, ...],
     exclude: Callable[[pa.Table], pa.Array | None] | None = None,
+    *,
+    sidecar: bool = False,
 ) -> pa.Table:
     """The `kind` actions of one parquet checkpoint file or sidecar.
 
     Big columns (stats!) are copied at most once: the struct is flattened without copying, and
     rows that are not `kind` actions or that `exclude` drops go in one filter.
+
+    Raises:
+        InvalidCheckpointError: an action column that is not a struct with a `path`, or a
+            sidecar with neither `add` nor `remove` (a sidecar holds file actions only).
     """
     pf = _parquet_file(storage, path)
     fields = FILE_ACTION_FIELDS[kind]
     schema = pf.schema_arrow
+    for name in ("add", "remove"):
+        i = schema.get_field_index(name)
+        if i >= 0 and not pa.types.is_struct(schema.field(i).type):
+            raise InvalidCheckpointError(f"checkpoint {path}: '{name}' column is {schema.field(i).type}, not a struct", path=path)
+    if sidecar and schema.get_field_index("add") < 0 and schema.get_field_index("remove") < 0:
+        raise InvalidCheckpointError(f"sidecar {path} has no 'add' or 'remove' column: it is not a sidecar file", path=path)
     idx = schema.get_field_index(kind)
     if idx < 0:
         return _empty(kind)
@@ -307,21 +321,22 @@ class CheckpointReader:
         return out
 
     def sidecar_files(self) -> list[LogFile]:
-        """The sidecar files this (V2) checkpoint refers to."""
+        """The sidecar files this (V2) checkpoint refers to.
+
+        Raises:
+            InvalidCheckpointError: a sidecar path that does not lead into `_delta_log/_sidecars/`.
+        """
         out = []
+        top = self.checkpoint.parts[0].path
         for sc in self.non_file_actions().sidecars:
-            raw = str(sc.get("path"))
-            path = raw if "/" in raw else f"{SIDECAR_DIR}/{raw}"
+            path = sidecar_path(self.storage, sc.get("path"), checkpoint=top)
+            try:
+                size = int(sc.get("sizeInBytes") or 0)
+                mtime = int(sc.get("modificationTime") or 0)
+            except (TypeError, ValueError) as exc:
+                raise InvalidCheckpointError(f"checkpoint {top}: malformed sidecar action {sc!r}", path=top) from exc
             out.append(
-                LogFile(
-                    LogKind.CHECKPOINT,
-                    path,
-                    self.checkpoint.version,
-                    self.checkpoint.version,
-                    int(sc.get("sizeInBytes") or 0),
-                    int(sc.get("modificationTime") or 0),
-                    fmt="parquet",
-                )
+                LogFile(LogKind.CHECKPOINT, path, self.checkpoint.version, self.checkpoint.version, size, mtime, fmt="parquet")
             )
         return out
 
@@ -346,16 +361,26 @@ class CheckpointReader:
             dropped = exclude(t) if exclude is not None and t.num_rows else None
             tables.append(t.filter(pc.invert(dropped)) if dropped is not None else t)
         sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
-        sources += [s.path for s in self.sidecar_files()]
+        sidecars = self.sidecar_files()
+        sources += [s.path for s in sidecars]
         if sources:
             for path in sources:
                 if not self.storage.exists(path):
                     raise InvalidCheckpointError(
                         f"checkpoint {self.checkpoint.version} is incomplete: {path} is missing", path=path
                     )
+            for sc in sidecars:
+                info = self.storage.head(sc.path)
+                if sc.size > 0 and info is not None and info.size != sc.size:
+                    raise InvalidCheckpointError(
+                        f"sidecar {sc.path} is {info.size} bytes, checkpoint {self.checkpoint.version} says {sc.size}: "
+                        "not the file it refers to",
+                        path=sc.path,
+                    )
+            sidecar_paths = {s.path for s in sidecars}
 
             def load(path: str) -> pa.Table:
-                return _file_actions_from_parquet(self.storage, path, kind, extra, exclude)
+                return _file_actions_from_parquet(self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths)
 
             if len(sources) == 1:
                 tables.append(load(sources[0]))
@@ -383,6 +408,37 @@ class CheckpointReader:
         schema = _parquet_file(self.storage, self.checkpoint.parts[0].path).schema_arrow
         idx = schema.get_field_index(kind)
         return schema.field(idx).type if idx >= 0 else None
+
+
+def sidecar_path(storage: Storage, raw: Any, *, checkpoint: str) -> str:
+    """The storage path of a sidecar from its `sidecar.path` (URL-encoded): relative to
+    `_delta_log/_sidecars/`, or an absolute URI of a file there. Sidecars live in the table's
+    own sidecar directory only, so nothing outside it is read for one.
+
+    Raises:
+        InvalidCheckpointError: a path that is not a string or leads anywhere else.
+    """
+    if not isinstance(raw, str) or not raw:
+        raise InvalidCheckpointError(f"checkpoint {checkpoint}: sidecar path {raw!r} is not a file name", path=checkpoint)
+    name = unquote(raw)
+    if "://" in name or name.startswith("/"):
+        base = name.rstrip("/").rsplit("/", 1)[-1]
+        own = f"{SIDECAR_DIR}/{base}"
+        try:
+            same = bool(base) and storage.location(name) == storage.location(own)
+        except DeltaExploreError:
+            same = False
+        if not same:
+            raise InvalidCheckpointError(
+                f"checkpoint {checkpoint}: sidecar {raw!r} is not in the table's {SIDECAR_DIR}/ directory", path=checkpoint
+            )
+        return own
+    resolved = posixpath.normpath(f"{SIDECAR_DIR}/{name}")
+    if not resolved.startswith(f"{SIDECAR_DIR}/"):
+        raise InvalidCheckpointError(
+            f"checkpoint {checkpoint}: sidecar {raw!r} leads out of the table's {SIDECAR_DIR}/ directory", path=checkpoint
+        )
+    return resolved
 
 
 def _fix_maps(obj: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def read_crc(storage: Any, f: LogFile) -> dict[str, Any] | None:
     """The checksum file's JSON object, or None if it is missing or malformed."""
     try:
         obj = json.loads(storage.read_bytes(f.path))
-    except (FileNotFoundError, ValueError, DeltaExploreError):
+    except (FileNotFoundError, ValueError, RecursionError, DeltaExploreError):
         return None
     return obj if isinstance(obj, dict) else None
 

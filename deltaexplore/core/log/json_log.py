@@ -101,7 +101,7 @@ class LogLines:
         text = self.text[i].as_py()
         try:
             obj = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidLogError(
                 f"{self.location(i)}: malformed JSON line: {exc}", path=self.files[int(self.file_index[i])].path
             ) from exc
@@ -147,7 +147,8 @@ class LogLines:
         else:
             try:
                 cols = self._fast_parse(idx, kind, fields, fields_by_kind)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, TypeError, AttributeError, RecursionError):
+                # anything unusual in the lines: the line-by-line parse names the bad line
                 cols = self._slow_parse(idx, kind, fields)
         cols["version"] = pa.array(self.version[idx], pa.int64())
         order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)

@@ -103,13 +103,24 @@ class LastCheckpoint:
 
 
 def _int(value: Any) -> int | None:
+    """A long of the file, or None; ValueError when it is not a whole number in int64 range."""
     if value is None:
         return None
-    return int(str(value))
+    number = int(str(value))
+    if not -(1 << 63) <= number < (1 << 63):
+        raise ValueError(f"{value} is out of the range of a long")
+    return number
 
 
 def parse_last_checkpoint(data: bytes | None) -> LastCheckpoint:
     """Parse and validate the hint; never raises (problems are recorded on the result)."""
+    try:
+        return _parse(data)
+    except (ValueError, TypeError, RecursionError, OverflowError, MemoryError) as exc:
+        return LastCheckpoint(version=None, problem=f"corrupt: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def _parse(data: bytes | None) -> LastCheckpoint:
     if data is None:
         return LastCheckpoint(version=None, problem="missing")
     text = data.decode("utf-8", errors="replace").strip()

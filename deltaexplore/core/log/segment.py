@@ -13,9 +13,12 @@ from deltaexplore.core.log.checkpoint_reader import Checkpoint, group_checkpoint
 from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_log_file
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltaexplore.errors import InvalidLogError, TableNotFoundError, VersionNotFoundError
-from deltaexplore.storage import Storage
+from deltaexplore.storage import FileInfo, Storage
 
-__all__ = ["LogListing", "LogSegment", "list_log"]
+__all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
+
+#: versions are longs in the protocol
+MAX_VERSION = (1 << 63) - 1
 
 
 @dataclass
@@ -28,6 +31,8 @@ class LogListing:
     crcs: dict[int, LogFile] = field(default_factory=dict)
     last_checkpoint: LastCheckpoint = field(default_factory=lambda: LastCheckpoint(version=None, problem="missing"))
     other_files: list[str] = field(default_factory=list)
+    #: temporary files (`.<name>.tmp`) writers left in `_delta_log/` (also in `other_files`)
+    temp_files: list[FileInfo] = field(default_factory=list)
     #: ratified-but-unpublished commits supplied by a catalog (version -> file)
     ratified: dict[int, LogFile] = field(default_factory=dict)
     #: a catalog capped the table at this version
@@ -52,6 +57,11 @@ class LogListing:
             vs = [v for v in vs if v <= self.catalog_latest]
         return vs
 
+    def commit_versions(self, lo: int, hi: int) -> list[int]:
+        """The versions in lo..hi that have a commit file (published or ratified), sorted: never
+        a walk over the version numbers in between."""
+        return sorted(v for v in {*self.commits, *self.ratified} if lo <= v <= hi)
+
     @property
     def earliest_commit(self) -> int | None:
         versions = set(self.commits) | set(self.ratified)
@@ -74,7 +84,15 @@ def list_log(storage: Storage) -> LogListing:
         parsed = parse_log_file(info)
         if parsed is None:
             listing.other_files.append(info.path)
+            if info.name.startswith(".") and info.name.endswith(".tmp"):
+                listing.temp_files.append(info)
             continue
+        if parsed.end_version > MAX_VERSION:
+            raise InvalidLogError(
+                f"{storage.root}/{info.path}: version {parsed.end_version} is beyond the largest Delta version "
+                f"({MAX_VERSION}): not a file of this table's log",
+                path=info.path,
+            )
         if parsed.kind is LogKind.COMMIT:
             listing.commits[parsed.version] = parsed
         elif parsed.kind is LogKind.COMPACTION:
@@ -90,6 +108,11 @@ def list_log(storage: Storage) -> LogListing:
         elif parsed.is_checkpoint:
             files.append(parsed)
     listing.checkpoints = group_checkpoints(files)
+    newest = max([*listing.commits, *listing.checkpoints], default=-1)
+    stray = [c for c in listing.compactions if c.end_version > newest]
+    if stray:  # a compaction reaching past every commit and checkpoint backs versions nothing else knows
+        listing.compactions = [c for c in listing.compactions if c.end_version <= newest]
+        listing.other_files.extend(c.path for c in stray)
     lc = listing.last_checkpoint
     if lc.usable and lc.version not in listing.checkpoints:
         listing.last_checkpoint = replace(lc, problem=f"points at checkpoint {lc.version}, which is missing or incomplete")
@@ -136,26 +159,22 @@ def build_segment(listing: LogListing, version: int, *, root: str, use_compactio
         checkpoint = listing.checkpoints[v][0]
         break
     start = checkpoint.version + 1 if checkpoint else 0
-    commits: list[LogFile] = []
-    missing: list[int] = []
-    for v in range(start, version + 1):
-        c = listing.commit(v)
-        if c is None:
-            missing.append(v)
-        else:
-            commits.append(c)
+    # never a walk over version numbers: a stray huge commit name must cost nothing
+    present = sorted(v for v in {*listing.commits, *listing.ratified} if start <= v <= version)
+    commits = [c for c in (listing.commit(v) for v in present) if c is not None]
+    missing = _gaps(present, start, version)
     json_files = list(commits)
     if missing and use_compactions:
         # Commits are the source of truth; compaction files only bridge commits that are gone.
         json_files, missing = _with_compactions(listing, start, version)
     if missing:
-        if checkpoint is None and missing[0] == 0 and version < (listing.earliest_commit or 0):
+        if checkpoint is None and missing[0][0] == 0 and version < (listing.earliest_commit or 0):
             raise VersionNotFoundError(
                 f"version {version} cannot be reconstructed: the log before version {listing.earliest_commit} was cleaned up "
                 "and no checkpoint covers it",
                 path=root,
             )
-        if checkpoint is None and missing[0] == 0:
+        if checkpoint is None and missing[0][0] == 0:
             raise VersionNotFoundError(
                 f"version {version} cannot be reconstructed: commits {_ranges(missing)} are missing and no checkpoint "
                 f"at or before version {version} exists",
@@ -170,41 +189,67 @@ def build_segment(listing: LogListing, version: int, *, root: str, use_compactio
     return LogSegment(version, checkpoint, tuple(json_files), tuple(commits), listing.crcs.get(version))
 
 
-def _with_compactions(listing: LogListing, start: int, version: int) -> tuple[list[LogFile], list[int]]:
+def _with_compactions(listing: LogListing, start: int, version: int) -> tuple[list[LogFile], list[tuple[int, int]]]:
     """Cover start..version with commits, using the longest compaction file that fits where a
-    commit is missing."""
-    by_start: dict[int, list[LogFile]] = {}
+    commit is missing; the runs of versions still missing."""
+    by_start: dict[int, LogFile] = {}
     for c in listing.compactions:
         if c.version >= start and c.end_version <= version:
-            by_start.setdefault(c.version, []).append(c)
+            best = by_start.get(c.version)
+            if best is None or c.end_version > best.end_version:
+                by_start[c.version] = c
+    present = sorted(v for v in {*listing.commits, *listing.ratified} if start <= v <= version)
     out: list[LogFile] = []
-    missing: list[int] = []
+    missing: list[tuple[int, int]] = []
     v = start
+    i = 0
     while v <= version:
-        options = sorted(by_start.get(v, []), key=lambda c: c.end_version, reverse=True)
-        if options and listing.commit(v) is None:
-            out.append(options[0])
-            v = options[0].end_version + 1
-            continue
-        commit = listing.commit(v)
-        if commit is None:
-            missing.append(v)
-        else:
+        while i < len(present) and present[i] < v:
+            i += 1
+        if i < len(present) and present[i] == v:
+            commit = listing.commit(v)
+            assert commit is not None
             out.append(commit)
-        v += 1
+            v += 1
+            continue
+        if v in by_start:
+            out.append(by_start[v])
+            v = by_start[v].end_version + 1
+            continue
+        # v is missing: up to the next version a commit or a compaction starts at
+        nexts = [present[i]] if i < len(present) else []
+        nexts += [s for s in by_start if s > v]
+        stop = min(nexts) if nexts else version + 1
+        missing.append((v, stop - 1))
+        v = stop
     return out, missing
 
 
-def _ranges(versions: list[int]) -> str:
+def _gaps(present: list[int], start: int, end: int) -> list[tuple[int, int]]:
+    """The runs of versions in start..end that `present` (sorted) lacks."""
+    out = []
+    expected = start
+    for v in present:
+        if v > expected:
+            out.append((expected, v - 1))
+        expected = v + 1
+    if expected <= end:
+        out.append((expected, end))
+    return out
+
+
+def _ranges(versions: list[int] | list[tuple[int, int]]) -> str:
+    """`1-3, 7` from versions or (first, last) runs (at most 10 runs named)."""
     if not versions:
         return "none"
-    parts = []
-    lo = prev = versions[0]
-    for v in versions[1:]:
-        if v == prev + 1:
-            prev = v
-            continue
-        parts.append(f"{lo}" if lo == prev else f"{lo}-{prev}")
-        lo = prev = v
-    parts.append(f"{lo}" if lo == prev else f"{lo}-{prev}")
+    runs: list[tuple[int, int]] = []
+    for item in versions:
+        lo, hi = item if isinstance(item, tuple) else (item, item)
+        if runs and lo == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], hi)
+        else:
+            runs.append((lo, hi))
+    parts = [f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in runs[:10]]
+    if len(runs) > 10:
+        parts.append(f"... ({len(runs) - 10} more)")
     return ", ".join(parts)

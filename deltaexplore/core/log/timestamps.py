@@ -85,7 +85,7 @@ def read_ict(storage: Storage, path: str) -> int | None:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         info = obj.get("commitInfo") if isinstance(obj, dict) else None
         if isinstance(info, dict) and info.get("inCommitTimestamp") is not None:

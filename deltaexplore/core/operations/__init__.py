@@ -41,6 +41,7 @@ from deltaexplore.core.operations.engine import (
 )
 from deltaexplore.core.operations.optimize import OptimizePlan, optimize, plan_optimize, purge_deletion_vectors, zorder_indices
 from deltaexplore.core.operations.restore import RestorePlan, checkpoint, cleanup_metadata, restore, restore_actions
+from deltaexplore.core.operations.rewrite import refuse_copy_from_outside
 from deltaexplore.core.operations.update import resolve_assignments, update
 from deltaexplore.core.operations.vacuum import VacuumPlan, plan_vacuum, vacuum
 from deltaexplore.core.operations.write import (
@@ -83,6 +84,7 @@ __all__ = [
     "plan_vacuum",
     "predicate_text",
     "purge_deletion_vectors",
+    "refuse_copy_from_outside",
     "resolve_assignments",
     "restore",
     "restore_actions",

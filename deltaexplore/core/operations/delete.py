@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.operations.engine import DELETE_METRICS, OperationRun, open_for_write
-from deltaexplore.core.operations.rewrite import read_files_for_rewrite
+from deltaexplore.core.operations.rewrite import read_files_for_rewrite, refuse_copy_from_outside
 from deltaexplore.core.protocol.action_codec import file_actions_table
 from deltaexplore.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
@@ -269,7 +269,7 @@ def _condition(plan: DeletePlan, rows: pa.Table) -> pa.Array:
 
 
 def _eval(rows: pa.Table, expr: Expr, types: dict[str, pa.DataType]) -> pa.Array:
-    import pyarrow.dataset as ds
+    import pyarrow.dataset as ds  # heavy (seconds on a loaded machine): loaded by the first row-level DELETE
 
     result = ds.dataset(rows).to_table(columns={"__m": expr.to_arrow(types)})
     return result.column("__m").combine_chunks()
@@ -319,6 +319,7 @@ def delete(
             live = counts - _dv_cardinality(plan.files)
             metrics.update(num_deleted_rows=int(live.sum()), num_removed_files=plan.files.num_rows)
             if plan.change_data_feed and plan.files.num_rows and not dry_run:
+                refuse_copy_from_outside(snapshot, plan.files, "DELETE (change data feed)")
                 rows, _ = read_files_for_rewrite(snapshot, plan.files)
                 cdc_rows.append(rows.select(snapshot.schema.names))
             if not dry_run and plan.files.num_rows:
@@ -334,6 +335,8 @@ def delete(
             files = plan.files.filter(pa.array(hit)) if len(hit) else plan.files
             hits = [m for m in matched if len(m)]
             metrics["num_deleted_rows"] = int(sum(len(m) for m in hits))
+            if plan.change_data_feed:
+                refuse_copy_from_outside(snapshot, files, "DELETE (change data feed)")
             if plan.use_deletion_vectors:
                 update = deletion_vector_update(snapshot, files, hits)
                 metrics.update(
@@ -341,10 +344,13 @@ def delete(
                     num_deletion_vectors_added=update.adds.num_rows,
                 )
                 if not dry_run and update.removes.num_rows:
+                    if update.dv_path is not None:
+                        op.written_path(update.dv_path)  # a lost commit must not leave it behind
                     write_deletion_vector_file(storage, update)
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)
             elif files.num_rows:
+                refuse_copy_from_outside(snapshot, files, "DELETE")
                 rows, extra = read_files_for_rewrite(snapshot, files)
                 gone = _condition(plan, rows)
                 survivors = rows.filter(pc.invert(gone))

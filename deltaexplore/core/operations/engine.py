@@ -31,7 +31,7 @@ from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.core.write.transaction import Transaction
-from deltaexplore.errors import DeltaExploreError
+from deltaexplore.errors import DeltaExploreError, StorageError
 from deltaexplore.storage import Storage
 
 __all__ = [
@@ -179,7 +179,8 @@ class OperationRun:
     not commit (see the module docstring). Use it as a context manager: when the block ends
     without a commit (an error before it, a refused commit — a `DeltaExploreError` — or no commit
     at all), the files registered with `written` are deleted and the `on_failure` callbacks run;
-    when the commit fails in any other way (its outcome unknown), the files are kept."""
+    when the commit fails in any other way, or with a `StorageError` (its outcome unknown), the
+    files are kept."""
 
     def __init__(
         self,
@@ -239,6 +240,12 @@ class OperationRun:
         self._written.append(files)
         return files
 
+    def written_path(self, path: str) -> str:
+        """Register one file (a log path: a deletion vector file, ...) about to be written for
+        this operation (deleted if it does not commit); returns it."""
+        self._written.append(pa.table({"path": pa.array([path], pa.string())}))
+        return path
+
     def on_failure(self, undo: Callable[[], None]) -> None:
         """Run `undo` (best effort) if the operation does not commit."""
         self._on_failure.append(undo)
@@ -247,8 +254,9 @@ class OperationRun:
         """The metrics row as it stands."""
         return metrics_table(self.metrics, self.schema)
 
-    def commit(self, *, max_retries: int = 10) -> pa.Table:
-        """Commit the transaction; the metrics row with the version committed."""
+    def commit(self, *, max_retries: int | None = None) -> pa.Table:
+        """Commit the transaction; the metrics row with the version committed (`max_retries`:
+        see `Transaction.commit`)."""
         self._committing = True
         self.metrics["version"] = self.txn.commit(max_retries=max_retries).version
         self._committing = False
@@ -260,8 +268,14 @@ class OperationRun:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        if error is not None and self._committing and not isinstance(error, DeltaExploreError):
-            return  # the commit's outcome is unknown: the files stay (VACUUM removes them if unused)
+        if (
+            error is not None
+            and self._committing
+            and (isinstance(error, StorageError) or not isinstance(error, DeltaExploreError))
+        ):
+            # the commit's outcome is unknown (creating the commit file may have failed after it
+            # landed): the files stay (VACUUM removes them if unused)
+            return
         if error is None and not self._written and not self._on_failure:
             return  # committed, or nothing was written
         for files in self._written:

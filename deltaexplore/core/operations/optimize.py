@@ -91,9 +91,10 @@ def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
         return size
     value = snapshot.properties.get("delta.targetFileSize")
     try:
-        return int(value) if value else DEFAULT_TARGET_FILE_SIZE
+        size = int(value) if value else DEFAULT_TARGET_FILE_SIZE
     except ValueError:
         return DEFAULT_TARGET_FILE_SIZE
+    return size if 0 < size < 1 << 63 else DEFAULT_TARGET_FILE_SIZE
 
 
 def plan_optimize(
@@ -131,6 +132,9 @@ def plan_optimize(
         if f.name.lower() in parts:
             raise WriteRefusedError(f"Z-order column {c!r} is a partition column: Z-order by data columns only")
     files = snapshot.scan(where=expr).files
+    outside = snapshot.storage.outside(files.column("path"))
+    if outside.any():  # data outside the root is read, never copied into the table
+        files = files.filter(pa.array(~outside))
     plan = OptimizePlan(snapshot, target_size=target, considered_files=files.num_rows, zorder_by=zorder)
     if files.num_rows == 0:
         return plan

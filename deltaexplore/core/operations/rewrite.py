@@ -1,17 +1,39 @@
 """The live rows of files an operation rewrites (DELETE and UPDATE by rewrite, OPTIMIZE, DV
-purge), with their stable row ids and commit versions when the table tracks rows."""
+purge), with their stable row ids and commit versions when the table tracks rows; and the rule
+that rows of data files outside the table root are never copied into it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import WriteRefusedError
 
-__all__ = ["read_files_for_rewrite"]
+__all__ = ["read_files_for_rewrite", "refuse_copy_from_outside"]
+
+
+def refuse_copy_from_outside(snapshot: Snapshot, files: pa.Table, operation: str) -> None:
+    """Refuse an operation that would copy rows of data files outside the table root into it
+    (the protocol lets a table refer to them; maintenance leaves them where they are).
+
+    Raises:
+        WriteRefusedError: some of `files` (add rows) lie outside the root.
+    """
+    if files.num_rows == 0:
+        return
+    outside = snapshot.storage.outside(files.column("path"))
+    if outside.any():
+        first = files.column("path")[int(np.flatnonzero(outside)[0])].as_py()
+        raise WriteRefusedError(
+            f"{operation} would copy rows of {int(outside.sum())} data file(s) outside the table root "
+            f"{snapshot.table.uri} (e.g. {first}) into the table: refused; "
+            "use deletion vectors (delta.enableDeletionVectors, without change data feed) to delete from them",
+            path=first,
+        )
 
 
 def read_files_for_rewrite(snapshot: Snapshot, files: pa.Table) -> tuple[pa.Table, list[str]]:

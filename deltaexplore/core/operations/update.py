@@ -29,7 +29,7 @@ from deltaexplore.core.operations.delete import (
     write_deletion_vector_file,
 )
 from deltaexplore.core.operations.engine import UPDATE_METRICS, OperationRun, open_for_write
-from deltaexplore.core.operations.rewrite import read_files_for_rewrite
+from deltaexplore.core.operations.rewrite import read_files_for_rewrite, refuse_copy_from_outside
 from deltaexplore.core.protocol.schema import to_arrow_type
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
@@ -170,6 +170,7 @@ def update(
                     )
                 old_rows.append(rows)
             files = plan.files.take(pa.array(keep, pa.int64()))
+            refuse_copy_from_outside(snapshot, files, "UPDATE")
             metrics["num_updated_rows"] = int(sum(len(p) for p in positions))
             if metrics["num_updated_rows"] and not dry_run:
                 dv = deletion_vector_update(snapshot, files, positions)
@@ -181,6 +182,8 @@ def update(
                 if tracked:  # updated rows: a new commit version
                     news = news.set_column(news.column_names.index(tracked[1]), tracked[1], pa.nulls(news.num_rows, pa.int64()))
                 new_rows.append(news)
+                if dv.dv_path is not None:
+                    op.written_path(dv.dv_path)  # a lost commit must not leave it behind
                 write_deletion_vector_file(storage, dv)
                 txn.remove_files(dv.removes)
                 txn.add_files(dv.adds)
@@ -207,6 +210,7 @@ def update(
                 new_rows.append(news)
                 copied = pa.concat_tables(copied_parts)
                 files = plan.files.take(pa.array(hit_files, pa.int64()))
+                refuse_copy_from_outside(snapshot, files, "UPDATE")
                 metrics.update(num_updated_rows=olds.num_rows, num_removed_files=files.num_rows, num_copied_rows=copied.num_rows)
                 if not dry_run:
                     adds = write(pa.concat_tables([copied, news.cast(copied.schema)]), extra)

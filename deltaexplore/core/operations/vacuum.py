@@ -21,13 +21,14 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
 from deltaexplore.core.arguments import number
 from deltaexplore.core.log.json_log import read_log_files
@@ -35,7 +36,7 @@ from deltaexplore.core.operations.engine import VACUUM_METRICS, metrics_table, o
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
 from deltaexplore.core.protocol.features import check_writable
 from deltaexplore.core.snapshot import CATALOG_FEATURES
-from deltaexplore.errors import DeltaExploreError, StorageError, WriteRefusedError
+from deltaexplore.errors import DeltaExploreError, WriteRefusedError
 
 if TYPE_CHECKING:
     from deltaexplore.core.log.catalog import CatalogClient
@@ -43,9 +44,11 @@ if TYPE_CHECKING:
     from deltaexplore.core.table import Table
     from deltaexplore.storage import Storage
 
-__all__ = ["VacuumPlan", "plan_vacuum", "vacuum"]
+__all__ = ["VacuumPlan", "list_vacuumable", "plan_vacuum", "vacuum", "vacuum_partition_names", "vacuumable"]
 
 _TMP = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+#: the longest retention: what a long holds in milliseconds (some 290 million years)
+MAX_RETENTION_HOURS = float(((1 << 63) - 1) // 3_600_000)
 
 
 @dataclass
@@ -107,62 +110,36 @@ def _dv_paths(storage: Storage, dvs: list[dict[str, Any] | None]) -> set[str]:
     return out
 
 
-def _hidden(rel: str, partition_names: set[str]) -> bool:
-    for part in rel.split("/")[:-1]:
-        if part.startswith("."):
-            return True
-        if part.startswith("_") and part != "_change_data":
-            if "=" in part and part.split("=", 1)[0] in partition_names:
-                continue
-            return True
-    name = rel.rsplit("/", 1)[-1]
-    if name.startswith(".") and not _TMP.match(name):
-        return True
-    return name.startswith("_")
+def vacuumable(paths: pa.Array | pa.ChunkedArray | list[str], partition_columns: Iterable[str] = ()) -> np.ndarray:
+    """VACUUM's one rule of which table-relative paths it may delete (a bool per path).
 
-
-def _list_all(storage: Storage) -> list[tuple[str, int, int | None]]:
-    """(table-relative path, size, mtime ms or None) of every file under the root."""
-    fsspec_fs = getattr(storage, "fs", None)
-    if fsspec_fs is not None:  # fsspec stores: `find` keeps the modification times pyarrow's wrapper drops
-        return _list_fsspec(storage, fsspec_fs)
-    fs, root = storage.arrow_filesystem()
-    root = root.rstrip("/")
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    except OSError as exc:
-        raise StorageError(f"cannot list {storage.root}: {exc}", path=storage.root) from exc
-    out = []
-    for info in infos:
-        if info.type != pafs.FileType.File:
-            continue
-        path = info.path
-        if not path.startswith(root + "/"):
-            continue
-        rel = path[len(root) + 1 :]
-        mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else None
-        out.append((rel, int(info.size or 0), mtime))
-    return out
-
-
-def _list_fsspec(storage: Storage, fs: Any) -> list[tuple[str, int, int | None]]:
-    from deltaexplore.storage.fsspec_store import _mtime_ms
-
-    root = storage.location("").rstrip("/")
-    try:
-        found = fs.find(root, detail=True, withdirs=False)
-    except FileNotFoundError:
-        return []
-    except Exception as exc:
-        raise StorageError(f"cannot list {storage.root}: {exc}", path=storage.root) from exc
-    out = []
-    for path, info in found.items():
-        path = path.rstrip("/")
-        if info.get("type", "file") != "file" or not path.startswith(root + "/"):
-            continue
-        mtime = _mtime_ms(info) or None
-        out.append((path[len(root) + 1 :], int(info.get("size") or 0), mtime))
-    return out
+    As Delta's `isHiddenDirectory`, applied to every part of the path: a part that starts with
+    `.` or `_` hides the path (so nothing in `_delta_log/` or in hidden directories is ever
+    touched), except `_change_data*`, `_delta_index*` and partition directories
+    (`<partition column>=...`, see `vacuum_partition_names`); a part named `metadata` (the
+    Iceberg metadata of UniForm tables) hides it too. Our own temporary files
+    (`.<name>.<32 hex>.tmp`, left behind by a killed write) are not hidden: VACUUM removes them.
+    """
+    arr = pa.array(paths, pa.string()) if isinstance(paths, list) else paths
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    parts = pc.split_pattern(arr.cast(pa.string()), "/")
+    names = pc.list_flatten(parts)
+    owner = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
+    exempt = "|".join(["_change_data", "_delta_index", *(re.escape(f"{c}=") for c in partition_columns if c)])
+    hidden = pc.and_(
+        pc.match_substring_regex(names, r"^[._]"),
+        pc.invert(pc.match_substring_regex(names, f"^(?:{exempt})")),
+    )
+    hidden = pc.and_(hidden, pc.invert(pc.match_substring_regex(names, _TMP.pattern)))
+    hidden = pc.or_(hidden, pc.equal(names, "metadata"))
+    mask = pc.fill_null(hidden, True).to_numpy(zero_copy_only=False)
+    if not mask.any():
+        return np.ones(n, dtype=bool)
+    return np.bincount(owner[mask], minlength=n) == 0
 
 
 def plan_vacuum(
@@ -185,7 +162,8 @@ def plan_vacuum(
         raise WriteRefusedError(f"VACUUM of catalog-managed table {root} is not permitted by its catalog", path=root)
     config = snapshot.config
     default_ms = config.deleted_file_retention_ms
-    retention_hours = number(retention_hours, "retention_hours")
+    # at most what a long holds in milliseconds (some 290 million years)
+    retention_hours = number(retention_hours, "retention_hours", maximum=MAX_RETENTION_HOURS)
     retention = default_ms if retention_hours is None else int(retention_hours * 3_600_000)
     if retention < 0:
         raise WriteRefusedError(f"retention must not be negative, got {retention_hours} hours")
@@ -209,25 +187,31 @@ def plan_vacuum(
         keep |= {p for p in (_relative(storage, x) for x in young.column("path").to_pylist()) if p}
         keep |= _dv_paths(storage, young.column("deletionVector").to_pylist())
     keep |= _recent_commit_files(table, snapshot, cutoff)
-    mode = snapshot.column_mapping_mode
-    names = set(snapshot.partition_columns)
-    if mode != "none":
-        names |= {snapshot.schema.field(p).physical_name for p in snapshot.partition_columns}
-    rows = []
-    for rel, size, mtime in _list_all(storage):
-        if rel.startswith("_delta_log/") or rel in keep or _hidden(rel, names):
-            continue
-        if mtime is None or mtime >= cutoff:
-            continue
-        rows.append((rel, size, mtime))
-    files = pa.table(
-        {
-            "path": pa.array([r[0] for r in rows], pa.string()),
-            "size": pa.array([r[1] for r in rows], pa.int64()),
-            "modification_time": pa.array([r[2] for r in rows], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
-        }
-    )
+    listed = list_vacuumable(storage, vacuum_partition_names(snapshot))
+    old = pc.fill_null(pc.less(listed.column("modification_time"), pa.scalar(cutoff, pa.int64())), False)
+    unkept = pc.invert(pc.is_in(listed.column("path"), value_set=pa.array(sorted(keep), pa.string())))
+    files = listed.filter(pc.and_(old, unkept))
+    files = files.set_column(2, "modification_time", files.column("modification_time").cast(pa.timestamp("ms", tz="UTC")))
     return VacuumPlan(snapshot, retention, cutoff, files, len(keep))
+
+
+def vacuum_partition_names(snapshot: Snapshot) -> set[str]:
+    """The names a partition directory of the table starts with (`<name>=`): the partition
+    columns, and their physical names with column mapping."""
+    names = set(snapshot.partition_columns)
+    if snapshot.column_mapping_mode != "none":
+        fields = [snapshot.schema.get(p) for p in snapshot.partition_columns]
+        names |= {f.physical_name for f in fields if f is not None}
+    return names
+
+
+def list_vacuumable(storage: Storage, partition_columns: Iterable[str]) -> pa.Table:
+    """The files VACUUM may consider (`Storage.list_tree` columns): the table listed without
+    following directory symlinks or descending into hidden directories, filtered by
+    `vacuumable`."""
+    names = sorted(partition_columns)
+    listed = storage.list_tree(skip_dir=lambda d: not bool(vacuumable([d], names)[0]))
+    return listed.filter(pa.array(vacuumable(listed.column("path"), names))) if listed.num_rows else listed
 
 
 def _recent_commit_files(table: Table, snapshot: Snapshot, cutoff: int) -> set[str]:

@@ -116,7 +116,7 @@ def write_table(
     storage_options: dict[str, Any] | None = None,
     catalog: CatalogClient | None = None,
     user_metadata: str | None = None,
-    max_retries: int = 10,
+    max_retries: int | None = None,
 ) -> pa.Table:
     """Write Arrow data (table, batches, polars/pandas frame) to a Delta table, creating it.
 
@@ -132,6 +132,8 @@ def write_table(
         app_id / app_version: idempotent write; skipped when the table already recorded
             `app_version` or later for `app_id`.
         dry_run: plan only: nothing is written.
+        max_retries: lost commit races tolerated (default: 10, or 100 for a blind append,
+            which cannot conflict; each lost race waits a random back-off).
 
     Returns:
         One row of metrics: operation, version (null for a dry run or skip), dry_run, skipped,

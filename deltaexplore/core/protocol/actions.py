@@ -112,7 +112,7 @@ class Protocol:
             if rv is None or wv is None:
                 raise ValueError("minReaderVersion and minWriterVersion are required")
             return cls(int(rv), int(wv), _str_list(obj.get("readerFeatures")), _str_list(obj.get("writerFeatures")))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise InvalidLogError(f"malformed protocol action {obj!r}: {exc}") from exc
 
     def to_json(self) -> dict[str, Any]:
@@ -172,7 +172,7 @@ class Metadata:
                 format_options=_str_map(fmt.get("options")),
                 created_time=int(created) if created is not None else None,
             )
-        except (TypeError, ValueError, AttributeError) as exc:
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise InvalidLogError(f"malformed metaData action: {exc}") from exc
 
     def to_json(self) -> dict[str, Any]:
@@ -220,7 +220,7 @@ class Txn:
         try:
             lu = obj.get("lastUpdated")
             return cls(str(obj["appId"]), int(obj["version"]), int(lu) if lu is not None else None)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise InvalidLogError(f"malformed txn action {obj!r}: {exc}") from exc
 
 
@@ -247,5 +247,5 @@ class DomainMetadata:
         """The configuration parsed as JSON (the raw string when it is not JSON)."""
         try:
             return json.loads(self.configuration)
-        except ValueError:
+        except (ValueError, RecursionError):
             return self.configuration

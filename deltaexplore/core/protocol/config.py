@@ -37,7 +37,10 @@ def parse_interval_ms(text: str) -> int:
     m = _INTERVAL.match(str(text))
     if not m or m.group(2).lower() not in _UNITS_MS:
         raise DeltaProtocolError(f"cannot parse interval {text!r} (expected e.g. 'interval 7 days')")
-    return int(float(m.group(1)) * _UNITS_MS[m.group(2).lower()])
+    ms = float(m.group(1)) * _UNITS_MS[m.group(2).lower()]
+    if not -(2.0**63) < ms < 2.0**63:
+        raise DeltaProtocolError(f"interval {text!r} is beyond the range of a long in milliseconds")
+    return int(ms)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
+from pyroaring import BitMap64
 
-from deltaexplore.errors import DeletionVectorError, DeltaExploreError
-from deltaexplore.storage import Storage
+from deltaexplore.errors import DeletionVectorError, DeltaExploreError, StorageError
+from deltaexplore.storage import Storage, check_relative
 
 __all__ = [
     "DV_MAGIC",
@@ -129,7 +130,8 @@ class DeletionVectorDescriptor:
         """Where the DV file is: table-relative for `u`, absolute for `p`, None when inline.
 
         Raises:
-            DeletionVectorError: unknown storage type or malformed `u` path.
+            DeletionVectorError: unknown storage type, or a malformed `u` path or one whose
+                prefix leads out of the table (relative DVs live under the table root).
         """
         if self.storage_type == "i":
             return None
@@ -138,9 +140,21 @@ class DeletionVectorDescriptor:
             if len(encoded) < 20:
                 raise DeletionVectorError(f"relative DV path {encoded!r} is shorter than a Z85 UUID (20 chars)")
             prefix, uuid_z85 = encoded[:-20], encoded[-20:]
-            dv_uuid = uuid.UUID(bytes=z85_decode(uuid_z85))
+            raw = z85_decode(uuid_z85)
+            if len(raw) != 16:
+                raise DeletionVectorError(f"relative DV path {encoded!r} does not end in a Z85-encoded UUID")
+            dv_uuid = uuid.UUID(bytes=raw)
             name = f"deletion_vector_{dv_uuid}.bin"
-            return f"{prefix}/{name}" if prefix else name
+            path = f"{prefix}/{name}" if prefix else name
+            if not prefix:
+                return path
+            try:
+                return check_relative(path, "")
+            except StorageError:
+                raise DeletionVectorError(
+                    f"relative deletion vector {encoded!r} has a prefix {prefix!r} that leads outside the table root",
+                    path=path,
+                ) from None
         if self.storage_type == "p":
             return unquote(self.path_or_inline_dv)
         raise DeletionVectorError(f"unknown deletion vector storage type {self.storage_type!r} (expected 'u', 'i' or 'p')")
@@ -152,8 +166,6 @@ def decode_bitmap(data: bytes, *, where: str = "") -> np.ndarray:
     Raises:
         DeletionVectorError: bad magic or undecodable bitmap.
     """
-    from pyroaring import BitMap64
-
     if len(data) < 4:
         raise DeletionVectorError(f"deletion vector{where} is {len(data)} bytes: too short for the magic number")
     magic = struct.unpack_from("<I", data, 0)[0]
@@ -168,8 +180,6 @@ def decode_bitmap(data: bytes, *, where: str = "") -> np.ndarray:
 
 def encode_bitmap(rows: np.ndarray | list[int]) -> bytes:
     """Serialize row indexes as magic + portable 64-bit roaring bitmap."""
-    from pyroaring import BitMap64
-
     bitmap = BitMap64(np.asarray(rows, dtype=np.uint64).tolist())
     bitmap.run_optimize()
     return struct.pack("<I", DV_MAGIC) + bitmap.serialize()

@@ -47,6 +47,8 @@ PRIMITIVES = {
     "variant",
     "void",
 }
+#: the protocol's largest decimal precision
+MAX_DECIMAL_PRECISION = 38
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
 _GEO = re.compile(r"^(geometry|geography)(\(.*\))?$")
 
@@ -178,7 +180,13 @@ def _parse_type(obj: Any, where: str) -> DataType:
             return PrimitiveType(text)
         m = _DECIMAL.match(text)
         if m:
-            return DecimalType(int(m.group(1)), int(m.group(2)))
+            precision, scale = int(m.group(1)), int(m.group(2))
+            if not (1 <= precision <= MAX_DECIMAL_PRECISION and 0 <= scale <= precision):
+                raise DeltaProtocolError(
+                    f"data type {text!r} at {where}: Delta decimals have a precision of 1 to {MAX_DECIMAL_PRECISION} "
+                    "and a scale of 0 to the precision"
+                )
+            return DecimalType(precision, scale)
         if text == "decimal":
             return DecimalType(10, 0)
         if _GEO.match(text):
@@ -225,9 +233,12 @@ def parse_schema(schema_string: str) -> StructType:
     """
     try:
         obj = json.loads(schema_string)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidLogError(f"schemaString is not valid JSON: {exc}") from exc
-    parsed = _parse_type(obj, "")
+    try:
+        parsed = _parse_type(obj, "")
+    except RecursionError as exc:
+        raise InvalidLogError("schemaString nests types too deeply") from exc
     if not isinstance(parsed, StructType):
         raise InvalidLogError("schemaString is not a struct type")
     return parsed
@@ -286,8 +297,6 @@ def to_arrow_type(t: DataType, *, physical: bool = False) -> pa.DataType:
             return pa.string()
         raise DeltaProtocolError(f"data type {t.name!r} has no Arrow equivalent")
     if isinstance(t, DecimalType):
-        if t.precision > 38:
-            return pa.decimal256(t.precision, t.scale)
         return pa.decimal128(t.precision, t.scale)
     if isinstance(t, ArrayType):
         return pa.list_(pa.field("element", to_arrow_type(t.element_type, physical=physical), nullable=t.contains_null))

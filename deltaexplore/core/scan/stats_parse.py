@@ -10,6 +10,7 @@ JSON stats. Output columns: `path`, `num_records`, `tight_bounds`, then `min.<co
 from __future__ import annotations
 
 import json
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
@@ -124,8 +125,6 @@ def _coerce_json(value: Any, typ: pa.DataType) -> Any:
     if pa.types.is_integer(typ):
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     if pa.types.is_decimal(typ):
-        from decimal import Decimal, InvalidOperation
-
         try:
             return Decimal(str(value))
         except InvalidOperation:
@@ -140,7 +139,7 @@ def _json_rows(texts: list[str], schema: pa.Schema) -> pa.StructArray:
     for text in texts:
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = {}
         rows.append(_coerce_json(obj if isinstance(obj, dict) else {}, typ))
     try:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltaexplore.core.log.checkpoint_reader import Checkpoint
 from deltaexplore.core.log.file_names import LOG_DIR, SIDECAR_DIR
 from deltaexplore.core.log.last_checkpoint import checksum_of, parse_last_checkpoint
 from deltaexplore.core.protocol.action_codec import json_text
@@ -285,6 +286,9 @@ def write_checkpoint(
         raise WriteRefusedError(f"{root} lacks the v2Checkpoint feature: V2 checkpoints need it", path=root)
     if snapshot.protocol.has(*CATALOG_FEATURES) and v not in snapshot.table.listing(refresh=False).commits:
         raise WriteRefusedError(f"version {v} of catalog-managed {root} is not published yet: cannot checkpoint it", path=root)
+    existing = snapshot.table.listing(refresh=True).checkpoints.get(v)
+    if existing:  # one checkpoint per version is enough (V2 names are unique: never write a second)
+        return _existing(snapshot, existing[0])
     actions = checkpoint_tables(snapshot, now_ms=now_ms)
     if kind == "classic":
         result = _write_classic(storage, v, actions)
@@ -293,6 +297,23 @@ def write_checkpoint(
     if result.written:
         write_last_checkpoint(storage, result)
     return result
+
+
+def _existing(snapshot: Snapshot, found: Checkpoint) -> CheckpointResult:
+    """The result for a checkpoint already there (`written=False`); counts from
+    `_last_checkpoint` when it describes that checkpoint, else 0."""
+    lc = snapshot.table.listing(refresh=False).last_checkpoint
+    described = lc.usable and lc.version == found.version
+    return CheckpointResult(
+        found.version,
+        found.kind,
+        found.parts[0].path,
+        (),
+        (lc.size or 0) if described else 0,
+        (lc.num_of_add_files or 0) if described else 0,
+        found.size,
+        False,
+    )
 
 
 def _non_file_columns(actions: _Actions) -> dict[str, tuple[pa.DataType, pa.Array | None]]:

@@ -79,7 +79,7 @@ class WinningCommit:
         try:
             conf: Any = json.loads(raw) if isinstance(raw, str) else raw
             return int(conf["rowIdHighWaterMark"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return None
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -50,6 +51,8 @@ __all__ = [
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 STRING_PREFIX = 32
+#: characters a partition value written here may not hold (C0 controls and DEL)
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _ESCAPE = set("\"#%'*/:=?\\{[]^") | {chr(c) for c in range(0x20)} | {"\x7f"}
 
 
@@ -347,6 +350,12 @@ def write_data_files(
         for f, value in zip(part_fields, values):
             key = f.physical_name if mode != "none" else f.name
             text = serialize_partition_value(value, f.type)
+            bad = _CONTROL.search(text) if text is not None else None
+            if bad is not None:
+                raise WriteRefusedError(
+                    f"partition column {f.name!r}: value {text!r} holds the control character U+{ord(bad.group()):04X}: "
+                    "partition values must be printable text"
+                )
             part_map.append((key, text))
             dirs.append(f"{hive_escape(key)}={HIVE_NULL if text is None or text == '' else hive_escape(text)}")
         if mode != "none" and kind == "add":

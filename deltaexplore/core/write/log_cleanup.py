@@ -17,11 +17,17 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from deltaexplore.core.log.checkpoint_reader import CheckpointReader
-from deltaexplore.core.log.file_names import LOG_DIR, SIDECAR_DIR, STAGED_DIR, LogKind, parse_log_file
+from deltaexplore.core.log.file_names import LOG_DIR, SIDECAR_DIR, STAGED_DIR, parse_log_file
+from deltaexplore.core.log.segment import LogListing
 from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.storage import FileInfo
 
-__all__ = ["CleanupPlan", "cleanup_log", "plan_log_cleanup"]
+__all__ = ["TEMP_FILE_GRACE_MS", "CleanupPlan", "cleanup_log", "plan_log_cleanup", "stale_temp_files"]
+
+#: a temporary file older than this is a killed writer's (a commit or checkpoint writes its
+#: temporary file and renames or links it within seconds)
+TEMP_FILE_GRACE_MS = 3_600_000
 
 
 @dataclass
@@ -55,6 +61,9 @@ def plan_log_cleanup(table: Table, *, now_ms: int | None = None, retention_ms: i
         else:
             break
     plan = CleanupPlan(cutoff, cutoff_version, None)
+    for tmp in stale_temp_files(table, now):  # whatever the cut-off: nothing reads them
+        plan.files.append(tmp.path)
+        plan.sizes.append(tmp.size)
     if cutoff_version is None:
         return plan
     candidates = sorted(v for v in listing.checkpoints if v <= cutoff_version)
@@ -86,27 +95,41 @@ def plan_log_cleanup(table: Table, *, now_ms: int | None = None, retention_ms: i
         if f.version <= cp:
             doomed.append((f.version, f.path, f.size))
     storage = table.storage
-    for sub, kind in ((STAGED_DIR, LogKind.STAGED_COMMIT), (LOG_DIR, None)):
-        try:
-            infos = storage.list_dir(sub)
-        except FileNotFoundError:
-            continue
-        for info in infos:
-            if kind is LogKind.STAGED_COMMIT:
-                parsed = parse_log_file(info)
-                if parsed is not None and parsed.version <= cp:
-                    doomed.append((parsed.version, info.path, info.size))
-            elif info.name.startswith(".") and info.name.endswith(".tmp") and info.modification_time < cutoff:
-                doomed.append((-1, info.path, info.size))
+    try:
+        staged = storage.list_dir(STAGED_DIR)
+    except FileNotFoundError:
+        staged = []
+    for info in staged:
+        parsed = parse_log_file(info)
+        if parsed is not None and parsed.version <= cp:
+            doomed.append((parsed.version, info.path, info.size))
     doomed.extend(_orphan_sidecars(table, listing, cp, cutoff))
     doomed.sort(key=lambda d: (d[0], d[1]))
-    seen = set()
+    seen = set(plan.files)
     for _, path, size in doomed:
         if path not in seen:
             seen.add(path)
             plan.files.append(path)
             plan.sizes.append(size)
     return plan
+
+
+def stale_temp_files(table: Table, now_ms: int, *, listing: LogListing | None = None) -> list[FileInfo]:
+    """Temporary files (`.<name>.tmp`) in `_delta_log/` and `_delta_log/_sidecars/` older
+    than `TEMP_FILE_GRACE_MS`: what a killed writer left behind (a live one renames or deletes
+    its own within seconds). With `listing`, `_delta_log/` is taken from it (no new listing)
+    and `_sidecars/` is not looked at."""
+    cutoff = now_ms - TEMP_FILE_GRACE_MS
+    if listing is not None:
+        infos = list(listing.temp_files)
+    else:
+        infos = []
+        for sub in (LOG_DIR, SIDECAR_DIR):
+            try:
+                infos += [i for i in table.storage.list_dir(sub) if i.name.startswith(".") and i.name.endswith(".tmp")]
+            except FileNotFoundError:
+                continue
+    return [i for i in infos if i.modification_time < cutoff]
 
 
 def _orphan_sidecars(table: Table, listing: object, cp: int, cutoff: int) -> list[tuple[int, str, int]]:

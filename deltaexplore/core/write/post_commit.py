@@ -25,7 +25,7 @@ from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.core.write.checkpoint_writer import write_checkpoint
 from deltaexplore.core.write.crc_writer import checksum_after_commit, checksum_from_state, checksum_path, write_checksum
-from deltaexplore.core.write.log_cleanup import cleanup_log
+from deltaexplore.core.write.log_cleanup import cleanup_log, stale_temp_files
 from deltaexplore.errors import DeltaExploreError
 
 __all__ = ["CommittedVersion", "PostCommitReport", "publish_commits", "run_post_commit"]
@@ -121,7 +121,7 @@ def _checksum(commit: CommittedVersion) -> dict[str, Any] | None:
 def read_crc_file(storage: Any, version: int) -> dict[str, Any] | None:
     try:
         obj = json.loads(storage.read_bytes(checksum_path(version)))
-    except (FileNotFoundError, ValueError, DeltaExploreError):
+    except (FileNotFoundError, ValueError, RecursionError, DeltaExploreError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -188,6 +188,12 @@ def run_post_commit(commit: CommittedVersion) -> PostCommitReport:
             checksum_written = write_checksum(table.storage, version, obj)
     except (DeltaExploreError, OSError) as exc:
         errors.append(f"checksum file for version {version}: {exc}")
+    try:  # temporary files a killed writer left in the log (from the listing the commit read)
+        listing = table.listing(refresh=False)
+        for f in stale_temp_files(table, int(time.time() * 1000), listing=listing):
+            table.storage.delete(f.path)
+    except (DeltaExploreError, OSError) as exc:
+        errors.append(f"removing temporary log files: {exc}")
     checkpoint = None
     config = TableConfig(protocol, metadata)
     if published and version > 0 and version % config.checkpoint_interval == 0:

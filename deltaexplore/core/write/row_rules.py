@@ -113,7 +113,7 @@ def constraint_rules(metadata: Metadata) -> list[ConstraintRule]:
         try:
             obj = json.loads(raw) if isinstance(raw, str) else raw
             expr = obj["expression"]["expression"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise WriteRefusedError(f"invariant of column {path!r} is malformed: {raw!r}") from exc
         rules.append(ConstraintRule("invariant", path, str(expr)))
     for key, value in metadata.configuration.items():

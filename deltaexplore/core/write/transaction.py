@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import random
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -60,6 +61,12 @@ from deltaexplore.errors import (
 __all__ = ["ISOLATION_LEVELS", "CommitResult", "Transaction", "engine_info"]
 
 ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
+#: lost races a commit tolerates by default, and for blind appends (which never conflict)
+DEFAULT_RETRIES = 10
+BLIND_APPEND_RETRIES = 100
+#: back-off after a lost race: full jitter over an exponentially growing window
+BACKOFF_BASE_S = 0.02
+BACKOFF_MAX_S = 1.0
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 
 
@@ -381,11 +388,17 @@ class Transaction:
             "cdc": _concat("cdc", self._cdc),
         }
 
-    def commit(self, *, max_retries: int = 10, post_commit: bool = True) -> CommitResult:
+    def commit(self, *, max_retries: int | None = None, post_commit: bool = True) -> CommitResult:
         """Validate and commit; retry at the next version after a lost race without conflict.
 
+        After each lost race the transaction waits a random time (exponential back-off with
+        full jitter, `BACKOFF_BASE_S` doubling up to `BACKOFF_MAX_S`) so that racing writers
+        spread out instead of colliding again.
+
         Args:
-            max_retries: lost races tolerated before giving up with `CommitConflictError`.
+            max_retries: lost races tolerated before giving up with `CommitConflictError`
+                (default `DEFAULT_RETRIES`; `BLIND_APPEND_RETRIES` for a blind append, which
+                can never conflict: it only has to find a free version).
             post_commit: run the hooks (checksum, checkpoint, log cleanup).
 
         Raises:
@@ -403,6 +416,8 @@ class Transaction:
             (staged["add"].num_rows and pc.any(staged["add"].column("dataChange")).as_py())
             or (staged["remove"].num_rows and pc.any(staged["remove"].column("dataChange")).as_py())
         )
+        if max_retries is None:
+            max_retries = BLIND_APPEND_RETRIES if self._blind_append(staged["add"], staged["remove"]) else DEFAULT_RETRIES
         rebase = _Rebase(self.read_version, self._read_ict(), self._read_row_id_mark(), [])
         attempts = 0
         rebased_over: list[int] = []
@@ -421,6 +436,7 @@ class Transaction:
                     f"(last tried version {version})",
                     path=root,
                 )
+            time.sleep(_backoff(attempts))
             listing = self.table.listing(refresh=True)
             latest = listing.latest_version
             if latest is None or latest < version:
@@ -625,8 +641,9 @@ class Transaction:
         self._last_domains = domains
         return lines, info, write_md or metadata, adds, ict
 
-    def _commit_info(self, now: int, ict: int | None, adds: pa.Table, removes: pa.Table, tags: dict[str, str]) -> dict[str, Any]:
-        blind = (
+    def _blind_append(self, adds: pa.Table, removes: pa.Table) -> bool:
+        """Adds data without reading the table or changing its metadata (`isBlindAppend`)."""
+        return (
             removes.num_rows == 0
             and not self._reads.predicates
             and not self._reads.paths
@@ -634,6 +651,9 @@ class Transaction:
             and self._metadata is None
             and (adds.num_rows == 0 or bool(pc.all(adds.column("dataChange")).as_py()))
         )
+
+    def _commit_info(self, now: int, ict: int | None, adds: pa.Table, removes: pa.Table, tags: dict[str, str]) -> dict[str, Any]:
+        blind = self._blind_append(adds, removes)
         metrics = dict(self.metrics)
         if adds.num_rows or removes.num_rows:
             metrics.setdefault("numAddedFiles", adds.num_rows)
@@ -684,6 +704,11 @@ class Transaction:
         except OSError as exc:
             raise StorageError(f"cannot create {name} under {storage.root}: {exc}", path=name) from exc
         return name if created else None
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait after the `attempt`-th lost race: uniform in [0, min(max, base * 2^n))."""
+    return random.uniform(0.0, min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** min(attempt - 1, 30)))
 
 
 def _concat(kind: str, tables: list[pa.Table]) -> pa.Table:
