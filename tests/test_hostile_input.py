@@ -211,3 +211,27 @@ def test_optimize_groups_partition_values_with_control_characters(tmp_path: Path
             x["add"]["partitionValues"]["part"] += "\x01"
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     assert optimize(str(root), dry_run=True).column("num_files_removed")[0].as_py() == 0
+
+
+def test_invalid_utf8_in_a_checkpoint_is_an_invalid_checkpoint(tmp_path: Path) -> None:
+    """Parquet hands strings over unchecked: a checkpoint whose paths are not UTF-8 must not
+    reach the engines behind (polars panics on them) but be named as corrupt."""
+    import pyarrow.parquet as pq
+
+    root = _table(tmp_path)
+    checkpoint(str(root))
+    cp = root / "_delta_log" / f"{2:020d}.checkpoint.parquet"
+    pq.write_table(pq.read_table(cp), cp, compression="none", use_dictionary=False)
+    data = bytearray(cp.read_bytes())
+    at = data.find(b"part-")
+    assert at > 0
+    while at > 0:  # every copy of a path (data pages and footer statistics)
+        data[at + 1] = 0xFF
+        at = data.find(b"part-", at + 1)
+    cp.write_bytes(bytes(data))
+    table = dx.open_table(str(root))
+    with pytest.raises(dx.InvalidCheckpointError, match=cp.name):
+        table.snapshot().files()
+    with pytest.raises(dx.DeltaExploreError):
+        dxi.commits(table, 2, checkpoints=True)
+    _everything(root)

@@ -84,7 +84,9 @@ _READ_ERRORS = (pa.ArrowInvalid, OSError, pa.ArrowNotImplementedError)
 
 def _read(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
     try:
-        return pf.read(columns=columns, use_threads=True)
+        table = pf.read(columns=columns, use_threads=True)
+        table.validate(full=True)
+        return table
     except _READ_ERRORS as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
 
@@ -100,6 +102,7 @@ def _read_file_columns(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.
     batches = []
     try:
         for batch in pf.iter_batches(batch_size=FILE_BATCH_ROWS, columns=columns, use_threads=True):
+            batch.validate(full=True)  # parquet hands over strings unchecked: no invalid UTF-8 passes
             batches.append(batch)
             pool.release_unused()
     except _READ_ERRORS as exc:
@@ -119,6 +122,7 @@ def _read_non_null(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Tabl
                 present = pc.or_(present, pc.is_valid(col))
             if pc.any(present).as_py():
                 kept.append(batch.filter(present))
+                kept[-1].validate(full=True)
     except _READ_ERRORS as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
     return pa.Table.from_batches(kept, schema=schema)
