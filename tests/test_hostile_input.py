@@ -235,3 +235,28 @@ def test_invalid_utf8_in_a_checkpoint_is_an_invalid_checkpoint(tmp_path: Path) -
     with pytest.raises(dx.DeltaExploreError):
         dxi.commits(table, 2, checkpoints=True)
     _everything(root)
+
+
+def test_a_checkpoint_part_that_is_a_data_file_stops_vacuum(tmp_path: Path) -> None:
+    """A multi-part checkpoint whose part is a data file would read as a part with no files, and
+    VACUUM would then delete the data of that part: it is an invalid checkpoint instead."""
+    import pyarrow.parquet as pq
+
+    from deltaexplore.core.write.checkpoint_writer import write_checkpoint
+
+    root = _table(tmp_path)
+    result = write_checkpoint(dx.open_table(str(root)))
+    full = pq.read_table(root / result.path)
+    log = root / "_delta_log"
+    half = full.num_rows // 2
+    pq.write_table(full.slice(0, half), log / f"{2:020d}.checkpoint.{1:010d}.{2:010d}.parquet")
+    pq.write_table(sample(3), log / f"{2:020d}.checkpoint.{2:010d}.{2:010d}.parquet")  # not a part
+    (root / result.path).unlink()
+    (log / "_last_checkpoint").unlink()
+    before = sorted(p.name for p in root.rglob("*.parquet") if "_delta_log" not in p.parts)
+    table = dx.open_table(str(root))
+    with pytest.raises(dx.InvalidCheckpointError, match="not a checkpoint"):
+        table.snapshot().files()
+    with pytest.raises(dx.InvalidCheckpointError):
+        vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert sorted(p.name for p in root.rglob("*.parquet") if "_delta_log" not in p.parts) == before

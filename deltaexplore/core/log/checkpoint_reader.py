@@ -180,6 +180,11 @@ def _file_actions_from_parquet(
             raise InvalidCheckpointError(f"checkpoint {path}: '{name}' column is {schema.field(i).type}, not a struct", path=path)
     if sidecar and schema.get_field_index("add") < 0 and schema.get_field_index("remove") < 0:
         raise InvalidCheckpointError(f"sidecar {path} has no 'add' or 'remove' column: it is not a sidecar file", path=path)
+    if not sidecar and not {"add", "remove", *NON_FILE_COLUMNS} & set(schema.names):
+        raise InvalidCheckpointError(
+            f"checkpoint file {path} has no action column (columns: {', '.join(schema.names[:8])}): it is not a checkpoint",
+            path=path,
+        )
     idx = schema.get_field_index(kind)
     if idx < 0:
         return _empty(kind)
