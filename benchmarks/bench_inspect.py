@@ -235,8 +235,8 @@ def main() -> None:
         "  (`incremental`); the newer version is built without replaying its files. When the older side has",
         "  no checkpoint, its own replay (JSON only) dominates: compare with the `snapshot open at v...` row.",
         "- `layout` = snapshot open + one column's min/max/null count and numRecords read from the snapshot's",
-        "  own `add.stats` arrays, without copying them (`core/stats_search.py`): "
-        + ("the compiled kernel (`core/_stats_kernel.c`)" if _kernel() else "polars and numpy (the kernel is not built)")
+        "  own `add.stats` arrays, without copying them (`core/scan/stats_search.py`): "
+        + ("the compiled kernel (`core/scan/_stats_kernel.c`)" if _kernel() else "polars and numpy (the kernel is not built)")
         + " locates",
         "  the key, the three headers and the four values of each file in one pass per string (SSE2 masks of",
         "  quotes and candidate characters, strings followed by a prefix XOR, the GIL released; runs of 128k",
@@ -245,7 +245,7 @@ def main() -> None:
         "  keys (the values themselves; dense ranks only for strings), `searchsorted` counts. Checkpoints with",
         "  `stats_parsed` skip the text (a struct field read); this table has none.",
         "- `deletion_vectors` reads descriptors only (no DV file is opened); the DV rows are filtered without",
-        "  the stats column and their numRecords read in place (`stats_search.num_records`).",
+        "  the stats column and their numRecords read in place (`core.scan.stats.num_records`).",
     ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")

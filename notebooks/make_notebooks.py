@@ -77,6 +77,11 @@ an object (an Arrow table, a chart or the explorer) that you can keep working wi
         code("%load_ext deltaexplore"),
         code("%delta use tables/tour_sales"),
         code("%delta help"),
+        md("""
+Inspection tables show as formatted tables (sizes, local times with UTC on hover, operations,
+parameters as chips); the value is still the Arrow table, so `_` or an assignment keeps it.
+"""),
+        code("%delta history -n 5"),
         code("""
 history = %delta history --all
 show(history, ["version", "operation", "user_name", "files_added", "files_removed", "rows_added", "rows_removed"])

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.errors import SparkError
+from deltaexplore.spark.types import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -95,8 +96,6 @@ def keep_row(bitmap: str, row_index: str) -> Column:
     short: kept). SQL text: one expression for the JVM to parse."""
     from pyspark.sql import functions as F
 
-    from deltaexplore.spark.types import quoted
-
     b, r = quoted(bitmap), quoted(row_index)
     return F.expr(f"coalesce(bit_get(get({b}, CAST({r} >> 6 AS INT)), CAST({r} & 63 AS INT)), 0) = 0")
 
@@ -118,7 +117,7 @@ class DeletedRows:
 
 def _executor_decoder(root: str, storage_options: dict[str, Any] | None) -> Any:
     def decode(batches: Any) -> Any:
-        from deltaexplore.storage import storage_for
+        from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
         storage = storage_for(root, storage_options)
         for batch in batches:

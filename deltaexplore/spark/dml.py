@@ -38,10 +38,13 @@ from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE
 from deltaexplore.core.write.row_rules import generated_columns
 from deltaexplore.errors import WriteRefusedError
+from deltaexplore.spark.filters import to_spark_filter
+from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.maintenance import pack_bins, rewrite_native
 from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.types import spark_type
 from deltaexplore.spark.writer import write_files
 
 if TYPE_CHECKING:
@@ -110,10 +113,6 @@ def _run(
     max_retries: int,
 ) -> pa.Table:
     from pyspark.sql import functions as F
-
-    from deltaexplore.spark.filters import to_spark_filter
-    from deltaexplore.spark.jobs import progress
-    from deltaexplore.spark.types import spark_type
 
     table = open_for_write(uri, storage_options)
     snapshot = table.snapshot()

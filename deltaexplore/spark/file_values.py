@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import DataType, PrimitiveType
 from deltaexplore.core.scan.data_file import resolve_data_path
+from deltaexplore.spark.types import quoted, spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -147,8 +148,6 @@ def _tree(key: str, sorted_keys: list[int], lo: int, hi: int) -> str:
 
 def _attach_literal(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
     from pyspark.sql import functions as F
-
-    from deltaexplore.spark.types import quoted, spark_type
 
     assert values.sizes is not None
     order = np.argsort(np.asarray(values.sizes, dtype=np.int64), kind="stable")
@@ -268,8 +267,6 @@ def _ship_longs(spark: SparkSession, values: np.ndarray) -> Any:
 def _value_literal(arr: pa.Array, i: int, typ: DataType) -> Column:
     """Element `i` of a typed partition column as an exact Spark literal."""
     from pyspark.sql import functions as F
-
-    from deltaexplore.spark.types import spark_type
 
     if not arr[i].is_valid:
         return F.lit(None).cast(spark_type(typ))

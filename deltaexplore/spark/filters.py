@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from deltaexplore.core.protocol.predicates import And, Cmp, Expr, In, IsNull, Literal, Or, typed_literal
 from deltaexplore.core.protocol.schema import DataType, StructType, to_arrow_type
 from deltaexplore.errors import ColumnNotFoundError
+from deltaexplore.spark.types import spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -40,8 +41,6 @@ def _resolve(schema: StructType, column: str) -> tuple[list[str], DataType]:
 
 def _spark_literal(value: Any, dtype: DataType) -> Column:
     from pyspark.sql import functions as F
-
-    from deltaexplore.spark.types import spark_type
 
     arrow_type = to_arrow_type(dtype)
     scalar = typed_literal(value, arrow_type)

@@ -30,7 +30,8 @@ from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.partition_values import partition_groups
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
-from deltaexplore.errors import WriteRefusedError
+from deltaexplore.errors import SparkError, WriteRefusedError
+from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.native_write import (
     NativeFile,
     Staging,
@@ -139,8 +140,6 @@ def optimize(
         num_bins, num_files_removed, num_files_added, bytes_removed, bytes_added,
         num_partitions_optimized, total_considered_files, num_deleted_rows_purged.
     """
-    from deltaexplore.spark.jobs import progress
-
     table = open_for_write(uri, storage_options)
     snapshot = table.snapshot()
     plan = plan_optimize(
@@ -307,8 +306,6 @@ def rewrite_native(
 
     from pyspark.sql import functions as F
 
-    from deltaexplore.errors import SparkError
-
     if keep is not None and zorder_by:
         raise WriteRefusedError("a row filter and Z-order cannot be combined")
     session = write_session(spark)
@@ -462,7 +459,7 @@ def vacuum(
             root = table.storage.root
 
             def delete_all(batch: Any) -> Any:
-                from deltaexplore.storage import storage_for
+                from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
                 storage = storage_for(root, storage_options)
                 for p in batch:

@@ -31,8 +31,11 @@ from deltaexplore.core.scan.plan import ScanPlan, partition_table
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import UnsupportedFeatureError
+from deltaexplore.spark import file_values as fv
+from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_rows, keep_row
 from deltaexplore.spark.file_values import FILE_COL
-from deltaexplore.spark.paths import file_path_key, spark_location
+from deltaexplore.spark.filters import to_spark_filter
+from deltaexplore.spark.paths import file_path_key, spark_location, spark_root
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import quoted, spark_field, spark_schema, spark_type, sql_type
 
@@ -107,9 +110,6 @@ def _has_delta_extension(spark: SparkSession) -> bool:
 
 
 def _read_with_extension(spark: SparkSession, snap: Snapshot, columns: list[str] | None, where: Any) -> DataFrame:
-    from deltaexplore.spark.filters import to_spark_filter
-    from deltaexplore.spark.paths import spark_root
-
     with spark_errors("reading with the Delta extension", path=snap.uri):
         df = spark.read.format("delta").option("versionAsOf", snap.version).load(spark_root(snap.storage))
         expr = parse_predicate(where)
@@ -122,8 +122,6 @@ def read_plan(
     spark: SparkSession, plan: ScanPlan, *, dv_mode: str = "auto", storage_options: dict[str, Any] | None = None
 ) -> DataFrame:
     """Execute a core `ScanPlan` with Spark (see the module docstring)."""
-    from deltaexplore.spark.filters import to_spark_filter
-
     snap = plan.snapshot
     wanted: list[StructField] = []
     for f in [*plan.fields, *plan.extra_fields]:
@@ -189,8 +187,6 @@ def logical_columns(
     where it can say the type (see `project`), else a Column."""
     from pyspark.sql import functions as F
 
-    from deltaexplore.spark import file_values as fv
-
     data_index = {f.name: i for i, f in enumerate(data_fields)}
     part_index = {f.name: j for j, f in enumerate(part_fields)}
     out: list[str | Column] = []
@@ -240,9 +236,6 @@ def scan_files(
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    from deltaexplore.spark import file_values as fv
-    from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_rows, keep_row
 
     n = files.num_rows
     if n == 0:

@@ -34,6 +34,7 @@ from deltaexplore.core.table import Table
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.core.write.row_rules import conform, enforce, fill_generated, identity_columns
 from deltaexplore.errors import TableNotFoundError, WriteRefusedError
+from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.session import spark_errors
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def _file_writer(
     identity: bool,
 ) -> Any:
     def write(batches: Any) -> Any:
-        from deltaexplore.storage import storage_for
+        from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
         storage = storage_for(root, storage_options)
         md = Metadata.from_json(json.loads(metadata_json))
@@ -205,8 +206,6 @@ def write(
         SparkError: the Spark job failed.
     """
     from pyspark.sql.pandas.types import to_arrow_schema
-
-    from deltaexplore.spark.jobs import progress
 
     check_write_modes(mode, schema_mode)
     table = open_for_write(uri, storage_options)

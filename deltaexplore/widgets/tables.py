@@ -130,11 +130,11 @@ STYLE = """
 .dx-out .dx-bar{display:inline-block;width:36px;height:5px;margin-left:6px;border-radius:3px;vertical-align:middle;
  background:rgba(128,128,128,.2);overflow:hidden}
 .dx-out .dx-bar i{display:block;height:100%;background:var(--jp-brand-color1,#1f6feb)}
-.dx-out dl.dx-kv{display:grid;grid-template-columns:max-content auto;gap:3px 16px;margin:0 0 8px;padding:8px 12px;
+.dx-out dl.dx-kv{display:grid;grid-template-columns:max-content max-content;gap:3px 16px;margin:0 0 8px;padding:8px 12px;
  width:fit-content;max-width:100%;box-sizing:border-box;
  border:1px solid var(--jp-border-color2,#d1d9e0);border-radius:6px;background:var(--jp-layout-color1,#fff)}
-.dx-out dl.dx-kv dt{color:var(--jp-ui-font-color2,#59636e);margin:0}
-.dx-out dl.dx-kv dd{margin:0;font-variant-numeric:tabular-nums}
+.dx-out dl.dx-kv dt{color:var(--jp-ui-font-color2,#59636e);margin:0;padding:0;white-space:nowrap;font-weight:normal}
+.dx-out dl.dx-kv dd{margin:0;padding:0;white-space:nowrap;font-variant-numeric:tabular-nums}
 """
 
 

@@ -115,6 +115,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterato
             "--allow-root",
             "--LabApp.news_url=",
             "--LabApp.expose_app_in_browser=True",
+            '--ServerApp.jpserver_extensions={"deltaexplore.labserver": True}',  # Delta folders marked
             *extra,
         ],
         env=env,

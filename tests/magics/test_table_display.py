@@ -115,7 +115,10 @@ def test_hostile_values_are_escaped_everywhere(ip, hostile, shown):
     assert "<script" not in report.split("</style>", 1)[1]
 
 
-def test_maintenance_reports_share_the_style(ip, sales):
+def test_maintenance_reports_share_the_style(ip, sales, monkeypatch):
+    from deltaexplore.widgets import maintenance
+
+    monkeypatch.setattr(maintenance, "_active_spark", lambda: False)  # a Spark test may share this worker
     r = delta(ip, f"optimize {sales}")
     html = r._repr_html_()
     assert 'class="dx-out"' in html and '<dl class="dx-kv">' in html and ">10.7 KiB<" in html

@@ -84,11 +84,16 @@ def test_local_and_spark_operations_return_the_same_metrics(spark, tmp_path):
     )
     assert m["num_files"] > 0 and m["dry_run"] is True
 
-    # the explorer's maintenance reports the Spark operation's own metrics row
+    # the explorer's maintenance reports the Spark operation's own metrics row (an active session
+    # picks Spark; checkpoint is driver-only work and stays local)
     from deltaexplore.widgets import maintenance
 
-    backend, _, _ = maintenance.find_runner("checkpoint")
+    assert maintenance.find_runner("checkpoint")[0] == "local"
+    backend, _, _ = maintenance.find_runner("optimize")
     assert backend == "spark"
+    out = maintenance.run("optimize", dx.open_table(uri), lambda *_: None)
+    assert out["backend"] == "spark" and out["metrics"].schema.names == METRICS["OPTIMIZE"].names
+    assert out["result"]["operation"] == "OPTIMIZE" and set(out["result"]) <= set(METRICS["OPTIMIZE"].names)
     out = maintenance.run("checkpoint", dx.open_table(uri), lambda *_: None)
     assert out["result"]["operation"] == "CHECKPOINT" and set(out["result"]) <= set(METRICS["CHECKPOINT"].names)
     assert out["result"]["num_add_files"] == dx.open_table(uri).snapshot().num_files

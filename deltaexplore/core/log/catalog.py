@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -171,8 +172,6 @@ class _FileLock:
         self.fd: int | None = None
 
     def __enter__(self) -> _FileLock:
-        import time
-
         self.lock.acquire()
         deadline = time.monotonic() + 30
         while True:

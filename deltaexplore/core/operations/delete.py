@@ -271,7 +271,7 @@ def _condition(plan: DeletePlan, rows: pa.Table) -> pa.Array:
 
 
 def _eval(rows: pa.Table, expr: Expr, types: dict[str, pa.DataType]) -> pa.Array:
-    import pyarrow.dataset as ds
+    import pyarrow.dataset as ds  # heavy (seconds on a loaded machine): loaded by the first row-level DELETE
 
     result = ds.dataset(rows).to_table(columns={"__m": expr.to_arrow(types)})
     return result.column("__m").combine_chunks()

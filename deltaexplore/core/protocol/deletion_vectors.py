@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
+from pyroaring import BitMap64
 
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError, StorageError
 from deltaexplore.storage import Storage, check_relative
@@ -165,8 +166,6 @@ def decode_bitmap(data: bytes, *, where: str = "") -> np.ndarray:
     Raises:
         DeletionVectorError: bad magic or undecodable bitmap.
     """
-    from pyroaring import BitMap64
-
     if len(data) < 4:
         raise DeletionVectorError(f"deletion vector{where} is {len(data)} bytes: too short for the magic number")
     magic = struct.unpack_from("<I", data, 0)[0]
@@ -181,8 +180,6 @@ def decode_bitmap(data: bytes, *, where: str = "") -> np.ndarray:
 
 def encode_bitmap(rows: np.ndarray | list[int]) -> bytes:
     """Serialize row indexes as magic + portable 64-bit roaring bitmap."""
-    from pyroaring import BitMap64
-
     bitmap = BitMap64(np.asarray(rows, dtype=np.uint64).tolist())
     bitmap.run_optimize()
     return struct.pack("<I", DV_MAGIC) + bitmap.serialize()

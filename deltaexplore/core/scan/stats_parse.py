@@ -10,6 +10,7 @@ JSON stats. Output columns: `path`, `num_records`, `tight_bounds`, then `min.<co
 from __future__ import annotations
 
 import json
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
@@ -124,8 +125,6 @@ def _coerce_json(value: Any, typ: pa.DataType) -> Any:
     if pa.types.is_integer(typ):
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     if pa.types.is_decimal(typ):
-        from decimal import Decimal, InvalidOperation
-
         try:
             return Decimal(str(value))
         except InvalidOperation:
