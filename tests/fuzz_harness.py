@@ -368,7 +368,9 @@ def run_case(root: str, steps: list[tuple[str, Callable[[Any], Any]]]) -> dict[s
             if outcome == "ok":
                 outcome = "typed"
             errors.append(f"{name}: {type(exc).__name__}")
-        except Exception as exc:  # noqa: BLE001 - what the fuzzing looks for
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - what the fuzzing looks for (Rust panics are BaseExceptions)
             import traceback
 
             tb = traceback.extract_tb(exc.__traceback__)
@@ -510,7 +512,7 @@ def run(all_cases: list[Case], *, workers: int = 1, timeout: float = 20.0, log: 
                 if result["outcome"] in ("other", "hang", "crash"):
                     stats.failures.append((case, result))
                     if log:
-                        log(f"{result['outcome']}: {case.table} {case.what}: {result}")
+                        log(f"{result['outcome']}: {case.table} {case.what} (seed {case.seed}): {result}")
                 shutil.rmtree(dst, ignore_errors=True)
         for worker_ in pool:
             if worker_ is not None:

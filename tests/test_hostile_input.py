@@ -211,3 +211,52 @@ def test_optimize_groups_partition_values_with_control_characters(tmp_path: Path
             x["add"]["partitionValues"]["part"] += "\x01"
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     assert optimize(str(root), dry_run=True).column("num_files_removed")[0].as_py() == 0
+
+
+def test_invalid_utf8_in_a_checkpoint_is_an_invalid_checkpoint(tmp_path: Path) -> None:
+    """Parquet hands strings over unchecked: a checkpoint whose paths are not UTF-8 must not
+    reach the engines behind (polars panics on them) but be named as corrupt."""
+    import pyarrow.parquet as pq
+
+    root = _table(tmp_path)
+    checkpoint(str(root))
+    cp = root / "_delta_log" / f"{2:020d}.checkpoint.parquet"
+    pq.write_table(pq.read_table(cp), cp, compression="none", use_dictionary=False)
+    data = bytearray(cp.read_bytes())
+    at = data.find(b"part-")
+    assert at > 0
+    while at > 0:  # every copy of a path (data pages and footer statistics)
+        data[at + 1] = 0xFF
+        at = data.find(b"part-", at + 1)
+    cp.write_bytes(bytes(data))
+    table = dx.open_table(str(root))
+    with pytest.raises(dx.InvalidCheckpointError, match=cp.name):
+        table.snapshot().files()
+    with pytest.raises(dx.DeltaExploreError):
+        dxi.commits(table, 2, checkpoints=True)
+    _everything(root)
+
+
+def test_a_checkpoint_part_that_is_a_data_file_stops_vacuum(tmp_path: Path) -> None:
+    """A multi-part checkpoint whose part is a data file would read as a part with no files, and
+    VACUUM would then delete the data of that part: it is an invalid checkpoint instead."""
+    import pyarrow.parquet as pq
+
+    from deltaexplore.core.write.checkpoint_writer import write_checkpoint
+
+    root = _table(tmp_path)
+    result = write_checkpoint(dx.open_table(str(root)))
+    full = pq.read_table(root / result.path)
+    log = root / "_delta_log"
+    half = full.num_rows // 2
+    pq.write_table(full.slice(0, half), log / f"{2:020d}.checkpoint.{1:010d}.{2:010d}.parquet")
+    pq.write_table(sample(3), log / f"{2:020d}.checkpoint.{2:010d}.{2:010d}.parquet")  # not a part
+    (root / result.path).unlink()
+    (log / "_last_checkpoint").unlink()
+    before = sorted(p.name for p in root.rglob("*.parquet") if "_delta_log" not in p.parts)
+    table = dx.open_table(str(root))
+    with pytest.raises(dx.InvalidCheckpointError, match="not a checkpoint"):
+        table.snapshot().files()
+    with pytest.raises(dx.InvalidCheckpointError):
+        vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert sorted(p.name for p in root.rglob("*.parquet") if "_delta_log" not in p.parts) == before

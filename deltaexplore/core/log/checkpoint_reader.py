@@ -84,7 +84,9 @@ _READ_ERRORS = (pa.ArrowInvalid, OSError, pa.ArrowNotImplementedError)
 
 def _read(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
     try:
-        return pf.read(columns=columns, use_threads=True)
+        table = pf.read(columns=columns, use_threads=True)
+        table.validate(full=True)
+        return table
     except _READ_ERRORS as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
 
@@ -100,6 +102,7 @@ def _read_file_columns(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.
     batches = []
     try:
         for batch in pf.iter_batches(batch_size=FILE_BATCH_ROWS, columns=columns, use_threads=True):
+            batch.validate(full=True)  # parquet hands over strings unchecked: no invalid UTF-8 passes
             batches.append(batch)
             pool.release_unused()
     except _READ_ERRORS as exc:
@@ -119,6 +122,7 @@ def _read_non_null(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Tabl
                 present = pc.or_(present, pc.is_valid(col))
             if pc.any(present).as_py():
                 kept.append(batch.filter(present))
+                kept[-1].validate(full=True)
     except _READ_ERRORS as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
     return pa.Table.from_batches(kept, schema=schema)
@@ -176,6 +180,11 @@ def _file_actions_from_parquet(
             raise InvalidCheckpointError(f"checkpoint {path}: '{name}' column is {schema.field(i).type}, not a struct", path=path)
     if sidecar and schema.get_field_index("add") < 0 and schema.get_field_index("remove") < 0:
         raise InvalidCheckpointError(f"sidecar {path} has no 'add' or 'remove' column: it is not a sidecar file", path=path)
+    if not sidecar and not {"add", "remove", *NON_FILE_COLUMNS} & set(schema.names):
+        raise InvalidCheckpointError(
+            f"checkpoint file {path} has no action column (columns: {', '.join(schema.names[:8])}): it is not a checkpoint",
+            path=path,
+        )
     idx = schema.get_field_index(kind)
     if idx < 0:
         return _empty(kind)

@@ -135,7 +135,9 @@ def _loosen(stats: str | None) -> str | None:
         return stats
     try:
         obj = json.loads(stats)
-    except ValueError:
+    except (ValueError, RecursionError):
+        return stats
+    if not isinstance(obj, dict):
         return stats
     obj["tightBounds"] = False
     return json.dumps(obj, separators=(",", ":"))
