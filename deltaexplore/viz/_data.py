@@ -11,7 +11,17 @@ import pyarrow as pa
 
 from deltaexplore.errors import DeltaExploreError
 
-__all__ = ["MAX_POINTS", "VizError", "as_inspect_table", "bucket_versions", "frame"]
+__all__ = ["BYTES_LABELS", "MAX_POINTS", "VizError", "as_inspect_table", "bucket_versions", "frame"]
+
+#: a Vega label expression showing a byte count in binary units (1.5 KiB, 20 MiB), as the
+#: display contract's `bytes` unit does; for `alt.Axis(labelExpr=BYTES_LABELS)`
+BYTES_LABELS = (
+    " : ".join(
+        f"abs(datum.value) >= {1024**k} ? format(datum.value / {1024**k}, '.1~f') + ' {unit}'"
+        for k, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB"))
+    )
+    + " : format(datum.value, 'd') + ' B'"
+)
 
 #: the most marks a chart spec carries; larger inputs are aggregated before charting
 MAX_POINTS = 2000

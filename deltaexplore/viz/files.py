@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes
-from deltaexplore.viz._data import as_inspect_table, frame
+from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, frame
 
 __all__ = ["file_size_histogram", "partition_skew_chart"]
 
@@ -93,13 +93,19 @@ def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> 
         pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("partition"),
         (pl.col("small_files") / pl.col("files")).alias("small_share"),
     )
+    axis = alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else alt.Axis(format=",")
     return (
         alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
         .mark_bar()
         .encode(
             y=alt.Y("partition:N", sort=None, title=None),
-            x=alt.X(f"{metric}:Q", title=metric),
-            color=alt.Color("small_share:Q", title="small files", scale=alt.Scale(domain=[0, 1], scheme="orangered")),
+            x=alt.X(f"{metric}:Q", title=metric, axis=axis),
+            color=alt.Color(
+                "small_share:Q",
+                title="small files",
+                scale=alt.Scale(domain=[0, 1], scheme="orangered"),
+                legend=alt.Legend(format="%"),
+            ),
             tooltip=[
                 "partition:N",
                 alt.Tooltip(f"{metric}:Q", format=","),

@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from deltaexplore.viz._data import MAX_POINTS, as_inspect_table, bucket_versions, frame
+from deltaexplore.viz._data import BYTES_LABELS, MAX_POINTS, as_inspect_table, bucket_versions, frame
 
 __all__ = ["log_health_chart"]
 
@@ -45,7 +45,7 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         .mark_line(point=True, interpolate="step-after")
         .encode(
             x=alt.X("version:Q", axis=alt.Axis(format="d")),
-            y=alt.Y("bytes:Q", title="bytes", scale=alt.Scale(type="symlog")),
+            y=alt.Y("bytes:Q", title="bytes", scale=alt.Scale(type="symlog"), axis=alt.Axis(labelExpr=BYTES_LABELS)),
             color=alt.Color(
                 "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])
             ),
