@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 INSTALL_INPUTS := pyproject.toml setup.py deltaexplore/core/scan/_stats_kernel.c
 STAMP  := $(VENV)/.installed-$(shell cat $(INSTALL_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: setup setup-ui setup-extension extension demo lab summary test test-fast lint typecheck bench corpus clean
+.PHONY: setup setup-ui setup-extension extension frontend demo lab summary test test-fast lint typecheck bench corpus clean
 
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,7 +14,24 @@ $(STAMP): $(INSTALL_INPUTS)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@rm -f $(VENV)/.installed-*; touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) frontend
+
+## The explorer's front end (frontend/: TypeScript, Arrow JS, Vega, AG Grid), bundled by esbuild
+## into deltaexplore/widgets/static/ (not committed: built here and by the wheel build). Needs
+## Node.js and npm; rebuilt when its sources or lock file change.
+FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null | sort) frontend/build.mjs frontend/package-lock.json
+FRONTEND_STAMP := deltaexplore/widgets/static/.built-$(shell cat $(FRONTEND_SRC) 2>/dev/null | cksum | cut -d' ' -f1)
+
+frontend: $(FRONTEND_STAMP)
+
+frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	@command -v npm >/dev/null || { echo "make frontend: Node.js and npm are needed to build the explorer's front end (frontend/)"; exit 1; }
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(FRONTEND_STAMP): frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
+	cd frontend && npm run --silent build
+	@rm -f deltaexplore/widgets/static/.built-*; touch $@
 
 ## UI prerequisites (browser and extension tests): Debian chromium (apt-get, as root), the
 ## JupyterLab extension built (npm ci + npm run build), galata's node modules. Nothing else is
@@ -79,4 +96,4 @@ bench: setup
 	$(BIN)/python benchmarks/bench_snapshot.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build *.egg-info frontend/node_modules deltaexplore/widgets/static

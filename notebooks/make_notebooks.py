@@ -298,7 +298,7 @@ explorer
         ),
         code("""
 print(outcome["version_before"], "->", outcome["version_after"], "| explorer shows version", explorer.version)
-print("files:", table.snapshot(7).num_files, "->", explorer.overview["num_files"])
+print("files:", table.snapshot(7).num_files, "->", table.snapshot(explorer.version).num_files)
 print("rows unchanged:", table.snapshot().to_arrow().num_rows == table.snapshot(7).to_arrow().num_rows)
 """),
         md("""

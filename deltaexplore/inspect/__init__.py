@@ -11,6 +11,8 @@ Everything is vectorized: 1M-file tables stay Arrow columns end to end.
 How the table got there (time):
 
 - `history(limit=None)` -> core `HISTORY_SCHEMA`: one row per commit, newest first.
+- `commit_infos(start=None, end=None)` -> `COMMIT_INFOS_SCHEMA`: who did what when, per commit,
+  from its `commitInfo` alone (the head of each commit file): the whole history cheaply.
 - `commits(start=None, end=None, *, checkpoints=False)` -> `COMMITS_SCHEMA`: every action of
   commits start..end, raw JSON and parsed columns, with its source (commit | staged |
   compaction | checkpoint | sidecar).
@@ -43,6 +45,8 @@ Why it is slow, and what to do about it:
 
 - `layout(column)` -> `schemas.layout_schema(type)`: per-file min/max, overlapping files,
   overlap depth (files a point query reads), truncated bounds.
+- `layout_density(column, *, bins=100)` -> `schemas.layout_density_schema(type)`: files per
+  range of the column's values and the overlap depth there (readable at a million files).
 - `layout_summary(columns=None)` -> `LAYOUT_SUMMARY_SCHEMA`: per column stats coverage,
   data-skipping eligibility, clustering quality.
 - `explain(predicate)` -> `EXPLAIN_SCHEMA`: per file read / partition_pruned / stats_pruned and
@@ -67,6 +71,7 @@ from deltaexplore.core.table import Table
 from deltaexplore.inspect._common import InspectError
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
+from deltaexplore.inspect.commit_infos import commit_infos
 from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
 from deltaexplore.inspect.diff import diff, diff_files, diff_rows
@@ -74,6 +79,7 @@ from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.files import files, partitions
 from deltaexplore.inspect.layout import layout, layout_summary
+from deltaexplore.inspect.layout_density import layout_density
 from deltaexplore.inspect.log_health import log_files, log_health
 from deltaexplore.inspect.namespace import InspectNamespace
 from deltaexplore.inspect.overview import overview
@@ -88,6 +94,7 @@ __all__ = [
     "catalog_status",
     "clustering",
     "column_mapping",
+    "commit_infos",
     "commits",
     "compatibility",
     "deleted_rows",
@@ -102,6 +109,7 @@ __all__ = [
     "files",
     "history",
     "layout",
+    "layout_density",
     "layout_summary",
     "log_files",
     "log_health",
@@ -125,6 +133,7 @@ FUNCTIONS = {
     for name in (
         "overview",
         "history",
+        "commit_infos",
         "commits",
         "diff",
         "diff_files",
@@ -132,6 +141,7 @@ FUNCTIONS = {
         "files",
         "partitions",
         "layout",
+        "layout_density",
         "layout_summary",
         "explain",
         "deletion_vectors",

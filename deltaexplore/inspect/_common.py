@@ -17,7 +17,10 @@ __all__ = [
     "InspectError",
     "conform",
     "dv_cardinality",
+    "file_partitions",
     "live_rows",
+    "remember",
+    "snapshot_cache",
     "snapshot_of",
     "table_of",
 ]
@@ -50,22 +53,66 @@ def table_of(obj: Table | Snapshot) -> Table:
     raise InspectError(f"expected a deltaexplore Table or Snapshot, got {type(obj).__name__}")
 
 
+#: snapshots of other versions than the latest kept per table (the explorer's current and
+#: previous versions: moving back and forth, or diffing them, replays nothing)
+RECENT_SNAPSHOTS = 2
+
+
+def remember(snapshot: Snapshot) -> Snapshot:
+    """Keep `snapshot` among its table's recent snapshots (`snapshot_of` returns it for its version)."""
+    from collections import OrderedDict
+
+    recent = table_cache(table_of(snapshot)).setdefault("recent", OrderedDict())
+    recent[snapshot.version] = snapshot
+    recent.move_to_end(snapshot.version)
+    while len(recent) > RECENT_SNAPSHOTS:
+        recent.popitem(last=False)
+    return snapshot
+
+
+def snapshot_cache(snapshot: Snapshot) -> dict[Any, Any]:
+    """A per-snapshot dict for results computed from it alone (snapshots are immutable: such a
+    result never goes stale); freed with the snapshot."""
+    cache = snapshot.__dict__.get(_CACHE_ATTR)
+    if cache is None:
+        cache = {}
+        snapshot.__dict__[_CACHE_ATTR] = cache
+    return cache
+
+
+def file_partitions(snapshot: Snapshot) -> pa.Array:
+    """`col=value/...` of every active file of `snapshot`, in add-action order (kept per
+    snapshot: files, overview and layout share it)."""
+    from deltaexplore.core.scan.partition_values import partition_keys
+
+    cache = snapshot_cache(snapshot)
+    if "partition_keys" not in cache:
+        cache["partition_keys"] = partition_keys(snapshot, snapshot.add_actions())
+    keys: pa.Array = cache["partition_keys"]
+    return keys
+
+
 def snapshot_of(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
     """A snapshot: `obj` itself, the table at `version`, or the table's latest version.
 
     The latest snapshot of a table is cached (per table object) while the table does not move,
-    so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once.
+    so `table.inspect.files()` then `table.inspect.layout(...)` replay the log once; so are the
+    last `RECENT_SNAPSHOTS` other versions asked for (see `remember`).
     """
     if isinstance(obj, Snapshot):
         if version is None or version == obj.version:
             return obj
-        return obj.table.snapshot(version)
+        return snapshot_of(table_of(obj), version)
     table = table_of(obj)
     if version is not None:
         cached = table_cache(table).get("latest")
         if cached is not None and cached.version == version:
             return cached
-        return table.snapshot(version)
+        recent = table_cache(table).get("recent")
+        if recent is not None and version in recent:
+            recent.move_to_end(version)
+            return recent[version]
+        return remember(table.snapshot(version))
     cached = table_cache(table).get("latest")
     if cached is not None and cached.version == table.latest_version():
         return cached

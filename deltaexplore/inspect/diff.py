@@ -33,6 +33,7 @@ from deltaexplore.inspect._common import (
     conform,
     dv_cardinality,
     dv_ids,
+    snapshot_of,
     table_cache,
     table_of,
 )
@@ -195,8 +196,8 @@ def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapsho
     if hit is not None and hit[0] == stamp:
         changes, a, b, method = hit[1]
     else:
-        a = table.snapshot(lo)
-        b = a if hi == lo else table.snapshot(hi)
+        a = snapshot_of(table, lo)
+        b = a if hi == lo else snapshot_of(table, hi)
         if lo == hi:
             frame, method = _compare(_side(a, a.add_actions().slice(0, 0)), _side(a, a.add_actions().slice(0, 0))), "same version"
         else:

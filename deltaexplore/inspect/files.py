@@ -13,15 +13,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.scan.partition_values import partition_keys
-from deltaexplore.inspect._common import conform, dv_cardinality, snapshot_of
+from deltaexplore.inspect._common import conform, dv_cardinality, file_partitions, snapshot_cache, snapshot_of
 from deltaexplore.inspect.schemas import FILES_SCHEMA, PARTITIONS_SCHEMA
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["DEFAULT_SMALL_FILE_BYTES", "files", "partitions", "small_file_threshold"]
+__all__ = ["DEFAULT_SMALL_FILE_BYTES", "files", "files_ready", "partitions", "small_file_threshold"]
 
 #: files below this size count as small unless the table sets delta.targetFileSize
 #: (128 MiB: the target of Delta's auto compaction; OPTIMIZE aims at 1 GiB files)
@@ -52,6 +51,11 @@ def _parse_size(text: str) -> int:
     return int(t)
 
 
+def files_ready(snapshot: Snapshot, small_file_bytes: int | None = None) -> bool:
+    """Whether `files(snapshot)` is computed already (then free)."""
+    return ("files", small_file_threshold(snapshot, small_file_bytes)) in snapshot_cache(snapshot)
+
+
 def files(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
     """One row per active file (schema `schemas.FILES_SCHEMA`).
 
@@ -65,18 +69,24 @@ def files(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes
     - `is_small`: `size < small_file_bytes` (default: `delta.targetFileSize` / 2, else 128 MiB)
     """
     snap = snapshot_of(obj, version)
+    threshold = small_file_threshold(snap, small_file_bytes)
+    cache = snapshot_cache(snap)
+    hit = cache.get(("files", threshold))
+    if hit is not None:
+        return hit  # a snapshot never changes: overview, partitions and the explorer share one
     core = snap.files()
     adds = snap.add_actions()
-    threshold = small_file_threshold(snap, small_file_bytes)
     deleted = dv_cardinality(adds)
     num_records = core.column("num_records").combine_chunks()
     cols = {name: core.column(name) for name in core.column_names}
-    cols["partition"] = partition_keys(snap, adds)
+    cols["partition"] = file_partitions(snap)
     cols["deleted_rows"] = deleted
     cols["live_rows"] = pc.subtract(num_records, deleted)
     cols["has_stats"] = pc.is_valid(num_records)
     cols["is_small"] = pc.less(core.column("size").combine_chunks(), threshold) if core.num_rows else pa.array([], pa.bool_())
-    return conform(cols, FILES_SCHEMA)
+    out = conform(cols, FILES_SCHEMA)
+    cache[("files", threshold)] = out
+    return out
 
 
 def partitions(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:

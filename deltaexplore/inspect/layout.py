@@ -25,12 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import ArrayType, MapType, leaf_paths, to_arrow_type
-from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.core.scan.stats_columns import physical_path, stats_columns
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect._common import conform, snapshot_of
+from deltaexplore.inspect._common import conform, file_partitions, snapshot_cache, snapshot_of
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 
 if TYPE_CHECKING:
@@ -179,7 +178,19 @@ def _resolve(snap: Snapshot, column: str) -> tuple[str, Any, bool]:
 
 
 def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
-    """Per requested column: typed min, max, null_count, and the stats table's num_records."""
+    """Per requested column: typed min, max, null_count, and the stats table's num_records.
+
+    Kept per snapshot and column (`layout`, `layout_summary` and `layout_density` of one
+    column read its bounds once)."""
+    cache = snapshot_cache(snap).setdefault("bounds", {})
+    names = [_resolve(snap, c)[0] for c in columns]
+    missing = [n for n in names if n not in cache]
+    if missing:
+        cache.update(_read_bounds(snap, adds, missing))
+    return {n: cache[n] for n in names}
+
+
+def _read_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
     resolved = [_resolve(snap, c) for c in columns]
     out: dict[str, dict[str, Any]] = {}
     stat_names = [name for name, _, is_part in resolved if not is_part]
@@ -244,6 +255,14 @@ def _metrics(mins: pa.Array, maxs: pa.Array) -> tuple[dict[str, np.ndarray], np.
     return overlap_metrics(lo, hi), has
 
 
+def _column_metrics(b: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """`_metrics` of one column's bounds, kept with them (the bounds are kept per snapshot)."""
+    if "metrics" not in b:
+        b["metrics"] = _metrics(b["min"], b["max"])
+    metrics: tuple[dict[str, np.ndarray], np.ndarray] = b["metrics"]
+    return metrics
+
+
 def _scatter(values: np.ndarray, has: np.ndarray) -> pa.Array:
     full = np.zeros(len(has), np.int64)
     full[has] = values
@@ -269,12 +288,12 @@ def layout(obj: Table | Snapshot, column: str, *, version: int | None = None) ->
     name = _resolve(snap, column)[0]
     b = _bounds(snap, adds, [name])[name]
     mins, maxs = b["min"], b["max"]
-    metrics, has = _metrics(mins, maxs)
+    metrics, has = _column_metrics(b)
     records = b.get("num_records")
     value_type = to_arrow_type(b["type"])
     cols = {
         "path": adds.column("path"),
-        "partition": partition_keys(snap, adds),
+        "partition": file_partitions(snap),
         "size": adds.column("size"),
         "num_records": records if records is not None else num_records(adds),
         "null_count": b["null_count"],
@@ -382,7 +401,7 @@ def layout_summary(obj: Table | Snapshot, columns: list[str] | None = None, *, v
     bounds = _bounds(snap, adds, with_bounds) if with_bounds and n else {}
     # columns' overlap metrics side by side (numpy, Arrow and polars release the GIL)
     with ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, 4)) as pool:
-        measured = dict(zip(bounds, pool.map(lambda b: _metrics(b["min"], b["max"]), bounds.values())))
+        measured = dict(zip(bounds, pool.map(_column_metrics, bounds.values())))
     for e in entries:
         b = bounds.get(e["column"])
         e["files"] = n

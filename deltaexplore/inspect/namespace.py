@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
+from deltaexplore.inspect.commit_infos import commit_infos
 from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
 from deltaexplore.inspect.diff import diff, diff_files, diff_rows
@@ -20,6 +21,7 @@ from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.files import files, partitions
 from deltaexplore.inspect.layout import layout, layout_summary
+from deltaexplore.inspect.layout_density import layout_density
 from deltaexplore.inspect.log_health import log_files, log_health
 from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
@@ -62,6 +64,10 @@ class InspectNamespace:
         return annotate_core(
             self._table.history(limit, start_version=start_version, end_version=self._snapshot_version), "history"
         )
+
+    def commit_infos(self, start: int | None = None, end: int | None = None) -> pa.Table:
+        """Provenance of every commit from its commitInfo alone (see `inspect.commit_infos.commit_infos`)."""
+        return commit_infos(self._obj, start, end)
 
     def commits(self, start: int | None = None, end: int | None = None, *, checkpoints: bool = False) -> pa.Table:
         """Every action of commits start..end (see `inspect.commits.commits`)."""
@@ -116,6 +122,10 @@ class InspectNamespace:
     def layout(self, column: str, *, version: int | None = None) -> pa.Table:
         """Per-file ranges of a column and their overlap (see `inspect.layout.layout`)."""
         return layout(self._obj, column, version=version)
+
+    def layout_density(self, column: str, *, bins: int = 100, version: int | None = None) -> pa.Table:
+        """Files per range of a column's values (see `inspect.layout_density.layout_density`)."""
+        return layout_density(self._obj, column, bins=bins, version=version)
 
     def layout_summary(self, columns: list[str] | None = None, *, version: int | None = None) -> pa.Table:
         """Per column: stats coverage, skipping, clustering (see `inspect.layout.layout_summary`)."""

@@ -9,8 +9,9 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.features import features_of
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import snapshot_of
+from deltaexplore.inspect._common import dv_cardinality, file_partitions, snapshot_of
 from deltaexplore.inspect.files import files as files_table
+from deltaexplore.inspect.files import small_file_threshold
 from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.inspect.log_health import metric, metrics_table
 
@@ -21,62 +22,113 @@ if TYPE_CHECKING:
 __all__ = ["overview"]
 
 
-def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
-    """Key facts of a version as `METRICS_SCHEMA` rows (sections table, size, layout, protocol).
+def _per_file(snap: Snapshot, small_file_bytes: int | None, rows: bool) -> dict[str, Any]:
+    """The per-file columns the overview sums: from `files()` (which parses every file's
+    statistics for its row count), or with `rows=False` from the add actions alone."""
+    if rows:
+        f = files_table(snap, small_file_bytes=small_file_bytes)
+        return {
+            "n": f.num_rows,
+            "size": f.column("size"),
+            "num_records": f.column("num_records"),
+            "deleted_rows": f.column("deleted_rows"),
+            "has_stats": f.column("has_stats"),
+            "is_small": f.column("is_small"),
+            "cardinality": f.column("cardinality"),
+            "partition": f.column("partition"),
+        }
+    adds = snap.add_actions()
+    n = adds.num_rows
+    size = adds.column("size")
+    dv = adds.column("deletionVector")
+    return {
+        "n": n,
+        "size": size,
+        "num_records": None,
+        "deleted_rows": dv_cardinality(adds),
+        "has_stats": None,
+        "is_small": pc.less(size, small_file_threshold(snap, small_file_bytes)) if n else pa.array([], pa.bool_()),
+        "cardinality": pc.struct_field(dv.combine_chunks(), "cardinality") if n else pa.array([], pa.int64()),
+        "partition": file_partitions(snap),
+    }
 
-    - `table`: uri, version, timestamp, name, description, table_id, created
-    - `size`: files, bytes, rows (files with stats), deleted_rows, live_rows, files_without_stats
-    - `layout`: partition_columns, partitions, small_files (status warn over half the files),
-      mean_file_bytes, dv_files, deleted_ratio
-    - `protocol`: reader_version, writer_version, reader_features, writer_features,
-      column_mapping
-    """
-    snap = snapshot_of(obj, version)
-    rows: list[dict[str, Any]] = []
-    md = snap.metadata_or_none
-    rows.append(metric("table", "uri", snap.table.uri))
-    rows.append(metric("table", "version", snap.version, unit="version"))
-    rows.append(
-        metric(
-            "table",
-            "timestamp",
-            snap.timestamp.isoformat(timespec="milliseconds"),
-            number=float(snap.timestamp_ms),
-            unit="timestamp",
-        )
-    )
-    if md is not None:
-        rows.append(metric("table", "name", md.name))
-        rows.append(metric("table", "description", md.description))
-        rows.append(metric("table", "table_id", md.id))
-    f = files_table(snap, small_file_bytes=small_file_bytes)
-    n = f.num_rows
-    size = int(pc.sum(f.column("size")).as_py() or 0) if n else 0
-    records = int(pc.sum(f.column("num_records")).as_py() or 0) if n else 0
-    deleted = int(pc.sum(f.column("deleted_rows")).as_py() or 0) if n else 0
-    no_stats = int(pc.sum(pc.invert(f.column("has_stats").combine_chunks()).cast(pa.int64())).as_py() or 0) if n else 0
-    small = int(pc.sum(f.column("is_small").combine_chunks().cast(pa.int64())).as_py() or 0) if n else 0
-    dv_files = int(pc.sum(pc.is_valid(f.column("cardinality").combine_chunks()).cast(pa.int64())).as_py() or 0) if n else 0
-    rows.append(metric("size", "files", n, unit="files"))
-    rows.append(metric("size", "bytes", size, unit="bytes", detail=human_bytes(size)))
-    rows.append(
+
+#: the file-derived metrics of the overview, in order: (section, metric, unit)
+_FILE_METRICS = (
+    ("size", "files", "files"),
+    ("size", "bytes", "bytes"),
+    ("size", "rows", "rows"),
+    ("size", "deleted_rows", "rows"),
+    ("size", "live_rows", "rows"),
+    ("size", "files_without_stats", "files"),
+    ("layout", "partition_columns", None),
+    ("layout", "partitions", "partitions"),
+    ("layout", "small_files", "files"),
+    ("layout", "mean_file_bytes", "bytes"),
+    ("layout", "dv_files", "files"),
+    ("layout", "deleted_ratio", "ratio"),
+)
+
+
+def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, small_file_bytes: int | None, rows: bool) -> None:
+    """Append the file-derived metrics (`_FILE_METRICS`, in that order) to `out`."""
+    f = _per_file(snap, small_file_bytes, rows)
+    n = f["n"]
+
+    def total(values: Any) -> int:
+        return int(pc.sum(values).as_py() or 0) if n else 0
+
+    size = total(f["size"])
+    deleted = total(f["deleted_rows"])
+    small = total(pc.cast(f["is_small"], pa.int64()))
+    dv_files = total(pc.cast(pc.is_valid(f["cardinality"]), pa.int64()))
+    records: int | None = total(f["num_records"]) if rows else None
+    no_stats: int | None = total(pc.cast(pc.invert(f["has_stats"]), pa.int64())) if rows else None
+    out.append(metric("size", "files", n, unit="files"))
+    out.append(metric("size", "bytes", size, unit="bytes", detail=human_bytes(size)))
+    uncounted = "not counted: overview(rows=False) reads no statistics"
+    out.append(
         metric(
             "size",
             "rows",
             records,
+            number=None if records is None else float(records),
             unit="rows",
-            status="warn" if no_stats else "ok",
-            detail=f"{no_stats} files have no statistics: their rows are not counted" if no_stats else "",
+            status="info" if records is None else "warn" if no_stats else "ok",
+            detail=uncounted
+            if records is None
+            else f"{no_stats} files have no statistics: their rows are not counted"
+            if no_stats
+            else "",
         )
     )
-    rows.append(metric("size", "deleted_rows", deleted, unit="rows", detail="soft-deleted by deletion vectors"))
-    rows.append(metric("size", "live_rows", records - deleted, unit="rows"))
-    rows.append(metric("size", "files_without_stats", no_stats, unit="files", status="warn" if no_stats else "ok"))
+    out.append(metric("size", "deleted_rows", deleted, unit="rows", detail="soft-deleted by deletion vectors"))
+    live = None if records is None else records - deleted
+    out.append(
+        metric(
+            "size",
+            "live_rows",
+            live,
+            unit="rows",
+            status="info",
+            detail=uncounted if live is None else "",
+        )
+    )
+    out.append(
+        metric(
+            "size",
+            "files_without_stats",
+            no_stats,
+            unit="files",
+            status="info" if no_stats is None else "warn" if no_stats else "ok",
+            detail=uncounted if no_stats is None else "",
+        )
+    )
     parts = snap.partition_columns
-    rows.append(metric("layout", "partition_columns", ", ".join(parts) or "none"))
-    n_parts = len(pc.unique(f.column("partition").combine_chunks())) if n and parts else (1 if n else 0)
-    rows.append(metric("layout", "partitions", n_parts, unit="partitions"))
-    rows.append(
+    out.append(metric("layout", "partition_columns", ", ".join(parts) or "none"))
+    n_parts = len(pc.unique(pc.cast(f["partition"], pa.string()))) if n and parts else (1 if n else 0)
+    out.append(metric("layout", "partitions", n_parts, unit="partitions"))
+    out.append(
         metric(
             "layout",
             "small_files",
@@ -86,31 +138,88 @@ def overview(obj: Table | Snapshot, *, version: int | None = None, small_file_by
             detail="run OPTIMIZE to compact small files" if n and small > n / 2 and n > 10 else "",
         )
     )
-    rows.append(
+    out.append(
         metric("layout", "mean_file_bytes", size / n if n else None, unit="bytes", detail=human_bytes(size / n) if n else "")
     )
-    rows.append(metric("layout", "dv_files", dv_files, unit="files"))
+    out.append(metric("layout", "dv_files", dv_files, unit="files"))
     ratio = deleted / records if records else None
-    rows.append(
+    out.append(
         metric(
             "layout",
             "deleted_ratio",
             None if ratio is None else round(ratio, 6),
             number=ratio,
             unit="ratio",
-            status="warn" if ratio is not None and ratio > 0.2 else "ok",
-            detail="rows soft-deleted: REORG/OPTIMIZE would rewrite them" if ratio and ratio > 0.2 else "",
+            status="info" if records is None else "warn" if ratio is not None and ratio > 0.2 else "ok",
+            detail=uncounted
+            if records is None
+            else "rows soft-deleted: REORG/OPTIMIZE would rewrite them"
+            if ratio and ratio > 0.2
+            else "",
         )
     )
+
+
+def overview(
+    obj: Table | Snapshot,
+    *,
+    version: int | None = None,
+    small_file_bytes: int | None = None,
+    rows: bool = True,
+    files: bool = True,
+) -> pa.Table:
+    """Key facts of a version as `METRICS_SCHEMA` rows (sections table, size, layout, protocol).
+
+    - `table`: uri, version, timestamp, name, description, table_id, created
+    - `size`: files, bytes, rows (files with stats), deleted_rows, live_rows, files_without_stats
+    - `layout`: partition_columns, partitions, small_files (status warn over half the files),
+      mean_file_bytes, dv_files, deleted_ratio
+    - `protocol`: reader_version, writer_version, reader_features, writer_features,
+      column_mapping
+
+    `rows=False` leaves out what needs every file's statistics (rows, live_rows,
+    files_without_stats and deleted_ratio: null, status info); `files=False` also what needs
+    the file actions (every `size` and `layout` number but partition_columns): views that cost
+    the replay alone, and the log's metadata alone (the explorer shows them first).
+    """
+    snap = snapshot_of(obj, version)
+    out: list[dict[str, Any]] = []
+    md = snap.metadata_or_none
+    out.append(metric("table", "uri", snap.table.uri))
+    out.append(metric("table", "version", snap.version, unit="version"))
+    out.append(
+        metric(
+            "table",
+            "timestamp",
+            snap.timestamp.isoformat(timespec="milliseconds"),
+            number=float(snap.timestamp_ms),
+            unit="timestamp",
+        )
+    )
+    if md is not None:
+        out.append(metric("table", "name", md.name))
+        out.append(metric("table", "description", md.description))
+        out.append(metric("table", "table_id", md.id))
+    parts = snap.partition_columns
+    if not files:
+        # the snapshot's log alone (no file action replayed): every file-derived number is null
+        unread = "not counted: overview(files=False) reads no file actions"
+        for section, name, unit in _FILE_METRICS:
+            if (section, name) == ("layout", "partition_columns"):
+                out.append(metric("layout", "partition_columns", ", ".join(parts) or "none"))
+            else:
+                out.append(metric(section, name, None, unit=unit, status="info", detail=unread))
+    else:
+        _file_metrics(out, snap, small_file_bytes, rows)
     p = snap.protocol
     readers, writers = features_of(p)
-    rows.append(metric("protocol", "reader_version", p.min_reader_version))
-    rows.append(metric("protocol", "writer_version", p.min_writer_version))
-    rows.append(metric("protocol", "reader_features", ", ".join(readers) or "none"))
-    rows.append(metric("protocol", "writer_features", ", ".join(writers) or "none"))
+    out.append(metric("protocol", "reader_version", p.min_reader_version))
+    out.append(metric("protocol", "writer_version", p.min_writer_version))
+    out.append(metric("protocol", "reader_features", ", ".join(readers) or "none"))
+    out.append(metric("protocol", "writer_features", ", ".join(writers) or "none"))
     try:
         mode = snap.column_mapping_mode
     except DeltaExploreError:
         mode = "unknown"
-    rows.append(metric("protocol", "column_mapping", mode))
-    return metrics_table(rows, "overview")
+    out.append(metric("protocol", "column_mapping", mode))
+    return metrics_table(out, "overview")

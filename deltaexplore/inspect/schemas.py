@@ -28,6 +28,7 @@ __all__ = [
     "CLUSTERING_SCHEMA",
     "COLUMN_MAPPING_SCHEMA",
     "COMMITS_SCHEMA",
+    "COMMIT_INFOS_SCHEMA",
     "COMPATIBILITY_SCHEMA",
     "DELETED_ROWS_SCHEMA",
     "DIFF_FILES_SCHEMA",
@@ -50,6 +51,7 @@ __all__ = [
     "VACUUM_SCHEMA",
     "VERSIONS_SCHEMA",
     "annotate_core",
+    "layout_density_schema",
     "layout_schema",
 ]
 
@@ -537,6 +539,43 @@ CATALOG_SCHEMA = _s(
     ("path", pa.string(), "commit file (published, else the ratified staged file)", "path"),
 )
 
+#: `commit_infos(start, end)`: one row per commit, from its commitInfo only (newest first).
+COMMIT_INFOS_SCHEMA = _s(
+    "commit_infos",
+    ("version", pa.int64(), "commit version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware, as history())", "timestamp"),
+    ("operation", pa.string(), "commitInfo.operation (WRITE, MERGE, OPTIMIZE, ...)", "operation"),
+    ("parameters", STRING_MAP, "commitInfo.operationParameters (values as text)", "json"),
+    ("metrics", STRING_MAP, "commitInfo.operationMetrics as the writer recorded them", "json"),
+    ("user_id", pa.string(), "commitInfo.userId", "text"),
+    ("user_name", pa.string(), "commitInfo.userName", "text"),
+    ("engine", pa.string(), "commitInfo.engineInfo (else clientVersion)", "text"),
+    ("isolation_level", pa.string(), "commitInfo.isolationLevel", "text"),
+    ("is_blind_append", pa.bool_(), "commitInfo.isBlindAppend", "bool"),
+    ("read_version", pa.int64(), "commitInfo.readVersion: the version the writer read", "version"),
+    ("user_metadata", pa.string(), "commitInfo.userMetadata (set by the writer's user)", "text"),
+    ("txn_id", pa.string(), "commitInfo.txnId", "text"),
+    ("cluster_id", pa.string(), "commitInfo.clusterId", "text"),
+    ("commit_info", pa.string(), "the whole commitInfo as JSON text (null: the commit has none)", "json"),
+    ("commit_bytes", pa.int64(), "size of the commit file", "bytes"),
+)
+
+
+def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
+    """`layout_density(column)`: files per range of values; `lo`/`hi` have the column's type."""
+    return _s(
+        "layout_density",
+        ("bin", pa.int64(), "bin number, 0-based, in value order", "number"),
+        ("lo", value_type, "smallest value of the bin", None),
+        ("hi", value_type, "largest value of the bin", None),
+        ("position_lo", pa.float64(), "the bin's start on a numeric axis (the value; its rank for strings)", "number"),
+        ("position_hi", pa.float64(), "the bin's end on that axis", "number"),
+        ("files", pa.int64(), "files whose [min, max] intersects the bin", "count"),
+        ("max_depth", pa.int64(), "most files containing one single value of the bin: what a point query there reads", "count"),
+        ("starts", pa.int64(), "files whose min falls in the bin", "count"),
+    )
+
+
 #: name -> schema of every fixed-schema inspection function
 SCHEMAS: dict[str, pa.Schema] = {
     "history": HISTORY_SCHEMA,
@@ -563,4 +602,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "clustering": CLUSTERING_SCHEMA,
     "transactions": TXNS_SCHEMA,
     "catalog_status": CATALOG_SCHEMA,
+    "commit_infos": COMMIT_INFOS_SCHEMA,
 }

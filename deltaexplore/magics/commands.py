@@ -377,7 +377,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
 def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -> Command:
     def cmd(ctx: Context, argv: list[str]) -> Any:
         from deltaexplore.widgets import maintenance
-        from deltaexplore.widgets.explorer_data import ExplorerData
+        from deltaexplore.widgets.views import TableView
 
         p = parser(name, description, version=False)
         mode = p.add_mutually_exclusive_group()
@@ -406,7 +406,7 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -
                     f"VACUUM (dry run) · {_short_name(table)}: {files.num_rows} files, {human_bytes(total)}"
                     f" · --run would use {backend}",
                 )
-            return Report(f"{label} · {_short_name(table)}", maintenance.preview(name, ExplorerData(table), **params), note=note)
+            return Report(f"{label} · {_short_name(table)}", maintenance.preview(name, TableView(table), **params), note=note)
         show = maintenance.progress_display(f"{label} · {_short_name(table)}")
         out = maintenance.run(name, table, show, engine=args.engine, storage_options=ctx.storage_options or None, **params)
         summary = {

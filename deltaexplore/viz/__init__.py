@@ -12,6 +12,8 @@ thousand rows, whatever the table size.
 - `file_size_histogram(files)`: files per power-of-two size bin, small files highlighted
 - `partition_skew_chart(partitions, metric="bytes", top=40)`: largest partitions
 - `layout_chart(layout, column=None)`: per-file min..max ranges coloured by overlap depth
+- `layout_density_chart(layout_density, column=None)`: files per value range and the overlap
+  depth there (any number of files)
 - `explain_funnel(explain, predicate=None)`: files left after partition and stats pruning
 - `dv_density_chart(deletion_vectors)`: deleted ratio per file (binned when large)
 - `deleted_rows_heatmap(deleted_rows, path=None, num_records=None)`: deleted rows within a file
@@ -34,7 +36,7 @@ from deltaexplore.viz._data import VizError
 from deltaexplore.viz.deletion_vectors import deleted_rows_heatmap, dv_density_chart
 from deltaexplore.viz.files import file_size_histogram, partition_skew_chart
 from deltaexplore.viz.history import history_chart, operations_chart, versions_chart
-from deltaexplore.viz.layout import explain_funnel, layout_chart
+from deltaexplore.viz.layout import explain_funnel, layout_chart, layout_density_chart
 from deltaexplore.viz.log import log_health_chart
 from deltaexplore.viz.render import enable_in_kernel, enable_offline_renderer, show, to_png, to_svg
 
@@ -49,6 +51,7 @@ __all__ = [
     "file_size_histogram",
     "history_chart",
     "layout_chart",
+    "layout_density_chart",
     "log_health_chart",
     "operations_chart",
     "partition_skew_chart",

@@ -10,7 +10,7 @@ import polars as pl
 
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
 
-__all__ = ["history_chart", "operations_chart", "versions_chart"]
+__all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "versions_chart"]
 
 _METRICS = {
     "files": ("files_added", "files_removed"),
@@ -83,22 +83,37 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
     )
 
 
-def operations_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
+#: names of the selections `interactive=True` adds (the explorer listens to them)
+TIME_BRUSH = "time_brush"
+
+
+def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bool = False) -> alt.Chart:
     """One tick per commit on a time axis, one row per operation (WRITE, MERGE, OPTIMIZE, ...).
 
-    More than `max_points` commits are counted per (operation, time bucket) instead.
+    `data` is a history table, `inspect.commit_infos()` output (the whole history, cheap) or a
+    Table/Snapshot. More than `max_points` commits are counted per (operation, time bucket)
+    instead (`version` is then the bucket's first version, `last_version` its last).
+    `interactive=True` adds an interval selection over time named `TIME_BRUSH` ("time_brush").
     """
     h = as_inspect_table(data, ("version", "timestamp", "operation"), _history, "operations_chart")
-    df = frame(h, ["version", "timestamp", "operation"]).with_columns(pl.col("operation").fill_null("(unknown)"))
+    cols = ["version", "timestamp", "operation"] + [c for c in ("user_name",) if c in h.column_names]
+    df = frame(h, cols).with_columns(pl.col("operation").fill_null("(unknown)"))
+    if "user_name" not in df.columns:
+        df = df.with_columns(pl.lit(None, pl.String).alias("user_name"))
     if df.height > max_points:
         df = (
             df.sort("timestamp")
             .group_by_dynamic("timestamp", every=_every(df), group_by="operation")
-            .agg(pl.len().alias("commits"), pl.col("version").min().alias("version"))
+            .agg(
+                pl.len().alias("commits"),
+                pl.col("version").min().alias("version"),
+                pl.col("version").max().alias("last_version"),
+                pl.col("user_name").drop_nulls().first().alias("user_name"),
+            )
         )
     else:
-        df = df.with_columns(pl.lit(1).alias("commits"))
-    return (
+        df = df.with_columns(pl.lit(1).alias("commits"), pl.col("version").alias("last_version"))
+    chart = (
         alt.Chart(df.to_arrow(), title="operations over time")
         .mark_tick(thickness=2)
         .encode(
@@ -107,12 +122,17 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
             color=alt.Color("operation:N", legend=None),
             tooltip=[
                 alt.Tooltip("version:Q", format="d"),
+                alt.Tooltip("last_version:Q", format="d", title="to version"),
                 "operation:N",
                 alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
+                alt.Tooltip("user_name:N", title="user"),
                 "commits:Q",
             ],
         )
     )
+    if interactive:
+        chart = chart.add_params(alt.selection_interval(name=TIME_BRUSH, encodings=["x"]))
+    return chart
 
 
 def _every(df: pl.DataFrame) -> str:

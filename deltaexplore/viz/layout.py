@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import altair as alt
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.viz._data import VizError, as_inspect_table, frame
 
-__all__ = ["explain_funnel", "layout_chart"]
+__all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
+
+#: name of the interval selection `layout_density_chart(interactive=True)` adds
+VALUE_BRUSH = "value_brush"
 
 
 def _numeric_bounds(mins: pa.Array, maxs: pa.Array) -> tuple[pa.Array, pa.Array, str]:
@@ -31,13 +35,15 @@ def _numeric_bounds(mins: pa.Array, maxs: pa.Array) -> tuple[pa.Array, pa.Array,
     return ranks.slice(0, n), ranks.slice(n), "Q"
 
 
-def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400) -> alt.Chart:
+def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, height: int | None = None) -> alt.Chart:
     """One horizontal rule per file from its min to its max of a column, files ordered by min,
     coloured by overlap depth (how many files a point query in that range reads).
 
     `data` is `inspect.layout(column)` output, or a Table/Snapshot with `column`. More than
     `max_files` files are merged into `max_files` groups of consecutive files (the group's
-    smallest min, largest max and deepest overlap). String bounds are placed by rank.
+    smallest min, largest max and deepest overlap). String bounds are placed by rank. Each
+    mark's data holds `rank_lo`/`rank_hi`: the files' ranks it stands for (a click in the
+    explorer shows those files).
     """
     if column is None and not isinstance(data, pa.Table | pl.DataFrame):
         raise VizError("layout_chart needs the column name when given a table or snapshot")
@@ -49,53 +55,152 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400) 
         return layout(obj, column)
 
     lay = as_inspect_table(data, ("min", "max", "rank", "overlap_depth", "path"), compute, "layout_chart")
-    lay = lay.filter(pc.is_valid(lay.column("rank"))) if lay.num_rows else lay
+    rank = lay.column("rank").combine_chunks()
+    # the files with bounds, in rank order: rank numbers them 0..n-1 (nulls: no bounds)
+    rows = np.flatnonzero(pc.is_valid(rank).to_numpy(zero_copy_only=False)) if len(rank) else np.zeros(0, np.int64)
+    n = len(rows)
+    order = np.empty(n, np.int64)
+    order[rank.to_numpy(zero_copy_only=False)[rows].astype(np.int64)] = rows
     raw_min, raw_max = lay.column("min").combine_chunks(), lay.column("max").combine_chunks()
-    mins, maxs, kind = _numeric_bounds(raw_min, raw_max)
-    by_rank = mins.type != raw_min.type and pa.types.is_integer(mins.type) and not pa.types.is_boolean(raw_min.type)
-    base = pa.table(
-        {
-            "rank": lay.column("rank"),
-            "lo": mins,
-            "hi": maxs,
-            "depth": lay.column("overlap_depth"),
-            "path": lay.column("path"),
-            "min": _text(raw_min),
-            "max": _text(raw_max),
-        }
-    )
-    df = frame(base)
-    n = df.height
+    depth = lay.column("overlap_depth").combine_chunks()
     if n > max_files:
-        df = (
-            df.with_columns((pl.col("rank") * max_files // n).alias("group"))
-            .group_by("group")
+        # groups of consecutive files, aggregated on numbers; text only for the rows shown
+        take = pa.array(order)
+        mins, maxs, kind = _numeric_bounds(raw_min.take(take), raw_max.take(take))
+        group = np.arange(n, dtype=np.int64) * max_files // n
+        agg = (
+            pl.DataFrame(
+                {"group": group, "lo": pl.from_arrow(mins), "hi": pl.from_arrow(maxs), "depth": pl.from_arrow(depth.take(take))}
+            )
+            .with_row_index("r")
+            .group_by("group", maintain_order=True)
             .agg(
                 pl.col("lo").min(),
                 pl.col("hi").max(),
                 pl.col("depth").max(),
                 pl.len().alias("files"),
-                pl.col("min").first(),
-                pl.col("max").last(),
-                pl.format("{} files", pl.len()).alias("path"),
+                pl.col("r").min().alias("rank_lo"),
+                pl.col("r").max().alias("rank_hi"),
+                pl.col("r").get(pl.col("hi").arg_max()).alias("r_max"),
             )
-            .rename({"group": "rank"})
         )
+        # the smallest min is the first file's (files are in min order), the largest max any one's
+        first = pa.array(order[agg.get_column("rank_lo").to_numpy()])
+        last = pa.array(order[agg.get_column("r_max").to_numpy()])
+        df = (
+            agg.drop("r_max")
+            .rename({"group": "rank"})
+            .with_columns(
+                pl.format("{} files", pl.col("files")).alias("path"),
+                pl.Series("min", _text(raw_min.take(first)).to_pylist(), pl.String),
+                pl.Series("max", _text(raw_max.take(last)).to_pylist(), pl.String),
+                pl.col("rank_lo").cast(pl.Int64),
+                pl.col("rank_hi").cast(pl.Int64),
+            )
+        )
+        numeric = pa.types.is_decimal(raw_min.type) or pa.types.is_boolean(raw_min.type)
+        by_rank = kind == "Q" and mins.type != raw_min.type and not numeric
     else:
-        df = df.with_columns(pl.lit(1).alias("files"))
+        take = pa.array(order)
+        shown_min, shown_max = raw_min.take(take), raw_max.take(take)
+        mins, maxs, kind = _numeric_bounds(shown_min, shown_max)
+        by_rank = mins.type != raw_min.type and pa.types.is_integer(mins.type) and not pa.types.is_boolean(raw_min.type)
+        df = frame(
+            pa.table(
+                {
+                    "rank": pa.array(np.arange(n, dtype=np.int64)),
+                    "lo": mins,
+                    "hi": maxs,
+                    "depth": depth.take(take),
+                    "path": lay.column("path").combine_chunks().take(take),
+                    "min": _text(shown_min),
+                    "max": _text(shown_max),
+                }
+            )
+        ).with_columns(pl.lit(1).alias("files"), pl.col("rank").alias("rank_lo"), pl.col("rank").alias("rank_hi"))
     name = column or "column"
     title = f"{name}: file ranges ordered by min" + (f" ({n} files in {df.height} groups)" if n > max_files else "")
-    return (
-        alt.Chart(df.sort("rank").to_arrow(), title=title)
-        .mark_rule(strokeWidth=3)
-        .encode(
-            x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
-            x2="hi",
-            y=alt.Y("rank:Q", title="files (ordered by min)", axis=alt.Axis(format="d")),
-            color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
-            tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
-        )
+    chart = alt.Chart(df.sort("rank").to_arrow(), title=title)
+    if height is not None:
+        chart = chart.properties(height=height)
+    return chart.mark_rule(strokeWidth=3).encode(
+        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
+        x2="hi",
+        y=alt.Y("rank:Q", title="files (ordered by min)", axis=alt.Axis(format="d")),
+        color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+        tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
     )
+
+
+def _density(data: Any, column: str | None) -> pa.Table:
+    def compute(obj: Any) -> pa.Table:
+        from deltaexplore.inspect import layout_density
+
+        assert column is not None
+        return layout_density(obj, column)
+
+    return as_inspect_table(
+        data, ("lo", "hi", "position_lo", "position_hi", "files", "max_depth"), compute, "layout_density_chart"
+    )
+
+
+def layout_density_chart(data: Any, column: str | None = None, *, interactive: bool = False) -> alt.Chart:
+    """Files per range of a column's values: bars of the files whose [min, max] intersects each
+    range, a line of the overlap depth there (the files a point query in that range reads).
+    Readable at any number of files: `inspect.layout_density` bins the values first.
+
+    `data` is `inspect.layout_density(column)` output, or a Table/Snapshot with `column`.
+    Numbers, dates and times are placed by value, other types by the rank of their bounds.
+    `interactive=True` adds an interval selection over the value axis named `VALUE_BRUSH`.
+    """
+    if column is None and not isinstance(data, pa.Table | pl.DataFrame):
+        raise VizError("layout_density_chart needs the column name when given a table or snapshot")
+    d = _density(data, column)
+    lo_type = d.schema.field("lo").type
+    if pa.types.is_timestamp(lo_type) or pa.types.is_date(lo_type):
+        x, x2, kind, title = "lo", "hi", "T", column or "value"
+    elif pa.types.is_integer(lo_type) or pa.types.is_floating(lo_type) or pa.types.is_decimal(lo_type):
+        x, x2, kind, title = "x_lo", "x_hi", "Q", column or "value"
+    else:
+        x, x2, kind, title = "position_lo", "position_hi", "Q", f"{column or 'value'} (rank of value)"
+    cols = {
+        "bin": d.column("bin"),
+        "lo": d.column("lo") if kind == "T" else _text(d.column("lo").combine_chunks()),
+        "hi": d.column("hi") if kind == "T" else _text(d.column("hi").combine_chunks()),
+        "position_lo": d.column("position_lo"),
+        "position_hi": d.column("position_hi"),
+        "files": d.column("files"),
+        "max_depth": d.column("max_depth"),
+        "starts": d.column("starts"),
+    }
+    if x == "x_lo" and d.num_rows:
+        # each bar reaches the next bin's start (the last one its max), so the bins tile the axis
+        starts = d.column("lo").combine_chunks().cast(pa.float64())
+        last = d.column("hi").combine_chunks().cast(pa.float64()).slice(d.num_rows - 1)
+        cols["x_lo"] = starts
+        cols["x_hi"] = pa.concat_arrays([starts.slice(1), last])
+    elif x == "x_lo":
+        cols["x_lo"] = cols["x_hi"] = pa.array([], pa.float64())
+    table = pa.table(cols)
+    base = alt.Chart(table, title=f"{column or 'column'}: files per value range")
+    tooltip = [
+        alt.Tooltip("lo:T" if kind == "T" else "lo:N", title="from"),
+        alt.Tooltip("hi:T" if kind == "T" else "hi:N", title="to"),
+        alt.Tooltip("files:Q", format=",", title="files overlapping"),
+        alt.Tooltip("max_depth:Q", format=",", title="overlap depth (files a point query reads)"),
+        alt.Tooltip("starts:Q", format=",", title="files starting here"),
+    ]
+    bars = base.mark_rect(opacity=0.85).encode(
+        x=alt.X(f"{x}:{kind}", title=title),
+        x2=x2,
+        y=alt.Y("files:Q", title="files"),
+        y2=alt.datum(0),
+        color=alt.Color("max_depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+        tooltip=tooltip,
+    )
+    if interactive:
+        bars = bars.add_params(alt.selection_interval(name=VALUE_BRUSH, encodings=["x"]))
+    return bars
 
 
 _STAGES = ["all files", "after partition pruning", "after stats pruning (read)"]

@@ -21,7 +21,7 @@ MIME_TYPE = "application/vnd.deltaexplore.table+json"
 
 
 def _human(n: int | None) -> str:
-    from deltaexplore.widgets.explorer_data import human_bytes
+    from deltaexplore.inspect.formatting import human_bytes
 
     return human_bytes(n)
 
@@ -93,7 +93,7 @@ def table_mimebundle(table: Any, include: Any = None, exclude: Any = None) -> di
             from deltaexplore.widgets.explorer import Explorer
 
             explorer = Explorer(table)  # one snapshot serves the explorer and the static summary
-        summary = summary_json(table, snapshot=explorer.data.snap if explorer is not None else None)
+        summary = summary_json(table, snapshot=explorer.view.snap if explorer is not None else None)
     except DeltaExploreError as exc:
         msg = f"Delta table {table.uri}: {exc}"
         return {"text/plain": msg, "text/html": f"<pre>{html.escape(msg)}</pre>"}

@@ -1,40 +1,66 @@
 """`Explorer`: the anywidget that shows one Delta table through time.
 
-State lives in synced traitlets. Small summaries travel as JSON dicts; every table of rows
-(history, partitions, a page of files, layout ranges, DVs, diff) travels as an Arrow IPC stream
-in a binary buffer (`*_ipc` traits). Tabs are computed when first shown, per version, so the
-first render of a million-file table costs one snapshot and one aggregate.
+State lives in synced traitlets: the version and tab, and one dict per tab (`*_data`) holding
+Arrow IPC buffers (tables), Vega-Lite specs (the `deltaexplore.viz` charts) and descriptions of
+row sources. Tabs are computed when first shown, per version; the first view of a version is the log's
+metadata alone (no file action replayed): the browser asks for the file counts, then the row
+counts, once it has drawn it. Grids whose rows stay in the
+kernel (files, layout, diff files, ...) ask for windows of rows with custom messages:
 
-Browser -> Python: trait changes (`version`, `tab`, `files_query`, `layout_column`,
-`diff_from`/`diff_to`) and custom messages ``{"type": "preview"|"run"|"refresh", "op": ...}``.
+    browser -> kernel  {"type": "rows", "req", "source", "start", "end", "sort", "filter"}
+    kernel -> browser  {"type": "rows", "req", "total"} + [Arrow IPC stream]
+    browser -> kernel  {"type": "export", "req", "source", "format": "csv"|"arrow", "sort", "filter"}
+    kernel -> browser  {"type": "export", "req", "filename", "mime"} + [file bytes]
+    browser -> kernel  {"type": "commit", "req", "version"} -> {"type": "commit", "req", "detail"}
+    browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
+    browser -> kernel  {"type": "preview"|"run", "op", "params"} and {"type": "refresh"}
+
+A reply carrying "error" says why a request failed (a bad sort, a version that vanished).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 import time
-from pathlib import Path
+from collections import OrderedDict
 from typing import Any
 
 import anywidget
 import traitlets as t
 
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
-from deltaexplore.widgets import maintenance
+from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
-from deltaexplore.widgets.explorer_data import ExplorerData
+from deltaexplore.widgets.frontend import bundle
+from deltaexplore.widgets.sources import RowSource
+from deltaexplore.widgets.views import TableView
 
 _log = logging.getLogger(__name__)
 
 __all__ = ["TABS", "Explorer"]
 
-_STATIC = Path(__file__).parent / "static"
 TABS = ("overview", "history", "files", "layout", "dv", "diff", "health", "maintenance")
+#: tabs whose content depends on the shown version
+_PER_VERSION = ("overview", "files", "layout", "dv", "health")
+#: row sources kept (older ones are dropped; a grid asking for one then reloads its tab)
+_SOURCES_KEPT = 16
 
 
-def _esm() -> str:
-    # one module: the Arrow reader first, then the view (anywidget loads a single ES module)
-    return (_STATIC / "arrow_lite.js").read_text() + "\n" + (_STATIC / "explorer.js").read_text()
+def _warm_charts() -> None:
+    """Import the chart layer (altair: seconds on a cold kernel) in the background once the
+    first view is on its way, so the first tab with a chart does not wait for it."""
+    if "deltaexplore.viz" in sys.modules:
+        return
+
+    def run() -> None:
+        try:
+            import deltaexplore.viz  # noqa: F401
+        except Exception:  # noqa: BLE001 - a missing extra shows when a chart is asked for
+            _log.debug("deltaexplore explorer: warming the chart layer failed", exc_info=True)
+
+    threading.Thread(target=run, name="deltaexplore-warm-charts", daemon=True).start()
 
 
 class Explorer(anywidget.AnyWidget):
@@ -43,89 +69,100 @@ class Explorer(anywidget.AnyWidget):
     Args:
         table: a `Table` (or anything `open_table` accepts, via `deltaexplore.explore`).
         version: the version to open at (latest when None).
-        page_size: rows per page of the file list.
-        history_limit: newest commits listed at first in the history tab ("older commits" doubles it).
+        tab: the tab shown first.
+        page_size: rows a grid asks the kernel for at a time as it scrolls.
+
+    Raises:
+        FrontendNotBuiltError: the front end bundle is missing (a source checkout never built).
     """
 
-    _esm = _esm()
-    _css = (_STATIC / "explorer.css").read_text()
-
     uri = t.Unicode("").tag(sync=True)
+    title = t.Unicode("").tag(sync=True)
     version = t.Int(0).tag(sync=True)
     min_version = t.Int(0).tag(sync=True)
     max_version = t.Int(0).tag(sync=True)
     tab = t.Unicode("overview").tag(sync=True)
+    page_size = t.Int(200).tag(sync=True)
     busy = t.Unicode("").tag(sync=True)
     error = t.Unicode("").tag(sync=True)
 
-    overview = t.Dict().tag(sync=True)
-    history_ipc = t.Bytes(b"").tag(sync=True)
-    history_more = t.Bool(False).tag(sync=True)
-    partitions_summary = t.Dict().tag(sync=True)
-    partitions_ipc = t.Bytes(b"").tag(sync=True)
-    sizes_ipc = t.Bytes(b"").tag(sync=True)
-    files_query = t.Dict().tag(sync=True)
-    files_total = t.Int(0).tag(sync=True)
-    files_ipc = t.Bytes(b"").tag(sync=True)
-    layout_columns = t.List(t.Unicode()).tag(sync=True)
-    layout_column = t.Unicode("").tag(sync=True)
-    layout_summary = t.Dict().tag(sync=True)
-    layout_ipc = t.Bytes(b"").tag(sync=True)
-    dv_summary = t.Dict().tag(sync=True)
-    dv_ipc = t.Bytes(b"").tag(sync=True)
-    diff_from = t.Int(-1).tag(sync=True)
-    diff_to = t.Int(-1).tag(sync=True)
-    diff_summary = t.Dict().tag(sync=True)
-    diff_changes_ipc = t.Bytes(b"").tag(sync=True)
-    diff_ipc = t.Bytes(b"").tag(sync=True)
-    health_ipc = t.Bytes(b"").tag(sync=True)
+    overview_data = t.Dict().tag(sync=True)
+    history_data = t.Dict().tag(sync=True)
+    files_data = t.Dict().tag(sync=True)
+    layout_data = t.Dict().tag(sync=True)
+    dv_data = t.Dict().tag(sync=True)
+    diff_data = t.Dict().tag(sync=True)
+    health_data = t.Dict().tag(sync=True)
     maintenance = t.Dict().tag(sync=True)
 
+    layout_column = t.Unicode("").tag(sync=True)
+    diff_from = t.Int(-1).tag(sync=True)
+    diff_to = t.Int(-1).tag(sync=True)
+
     def __init__(
-        self,
-        table: Any,
-        version: int | None = None,
-        *,
-        page_size: int = 200,
-        history_limit: int = 100,
-        tab: str = "overview",
-        **kwargs: Any,
+        self, table: Any, version: int | None = None, *, tab: str = "overview", page_size: int = 200, **kwargs: Any
     ) -> None:
         started = time.perf_counter()
         if tab not in TABS:
             raise InvalidArgumentError(f"tab must be one of {', '.join(TABS)}, got {tab!r}")
-        self.data = ExplorerData(table, version)
-        self.history_limit = history_limit
+        front = bundle()
+        cls = type(self)
+        cls._esm, cls._css = front.esm, front.css  # anywidget syncs these class attributes
+        self.view = TableView(table, version)
         self._loaded: set[str] = set()
-        self._choosing_layout_column = False
-        lo, hi = self.data.version_range()
+        self._sources: OrderedDict[str, RowSource] = OrderedDict()
+        self._choosing = False
+        lo, hi = self.view.version_range()
         super().__init__(
             uri=table.uri,
-            version=self.data.version,
+            version=self.view.version,
             min_version=lo,
             max_version=hi,
-            files_query={"offset": 0, "limit": page_size, "sort": "size", "descending": True, "search": ""},
-            diff_from=max(lo, self.data.version - 1),
-            diff_to=self.data.version,
+            diff_from=max(lo, self.view.version - 1),
+            diff_to=self.view.version,
+            page_size=max(20, int(page_size)),
             maintenance={"operations": [maintenance.describe(op) for op in maintenance.OPERATIONS], "selected": None},
             **kwargs,
         )
+        # versioned: anywidget names the page's <style> after this id, so an old saved state's
+        # CSS (another build) lands in its own element and never replaces this build's
+        self._anywidget_id = f"deltaexplore.Explorer@{front.build_id}"
         self.on_msg(self._on_custom_msg)
         self._load("overview")
         if tab != "overview":
             self.tab = tab
         #: seconds the constructor took (the benchmark reads it)
         self.first_render_seconds = time.perf_counter() - started
+        if self.overview_data.get("complete"):
+            _warm_charts()  # else once the overview is complete (the replay comes first)
 
     def __repr__(self) -> str:
         return f"Explorer({self.uri!r}, version={self.version}, tab={self.tab!r})"
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view plus a static summary (`fallback`): what a saved notebook shows once
+        the kernel that held the model is gone (nbviewer and GitHub: `text/html`; JupyterLab
+        with the deltaexplore extension: the summary until the live explorer is there)."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        try:
+            s = fallback.summary(self)
+        except DeltaExploreError:
+            return data, metadata
+        view = data.get("application/vnd.jupyter.widget-view+json")
+        data = {**data, "text/html": fallback.summary_html(s), fallback.EXPLORER_MIME: {**s, "view": view}}
+        return data, metadata
+
     # -- loading ---------------------------------------------------------------------------
-    def _guard(self, what: str, fn: Any) -> None:
+    def _guard(self, what: str, fn: Any) -> bool:
+        """Run `fn`; a library error becomes the `error` trait (shown in the widget). True: it worked."""
         self.busy = f"loading {what}…"
         try:
             fn()
             self.error = ""
+            return True
         except DeltaExploreError as exc:
             self.error = f"{what}: {exc}"
         except Exception as exc:  # noqa: BLE001 - a bug must show in the widget, not vanish into a log
@@ -133,79 +170,102 @@ class Explorer(anywidget.AnyWidget):
             self.error = f"{what}: unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
         finally:
             self.busy = ""
+        return False
 
     def _load(self, tab: str, *, force: bool = False) -> None:
         if tab in self._loaded and not force:
             return
-        loader = getattr(self, f"_load_{tab}")
-        self._guard(tab, loader)
-        self._loaded.add(tab)
+        if self._guard(tab, getattr(self, f"_load_{tab}")):
+            self._loaded.add(tab)
+
+    def _register(self, key: str, source: RowSource) -> dict[str, Any]:
+        self._sources[key] = source
+        self._sources.move_to_end(key)
+        while len(self._sources) > _SOURCES_KEPT:
+            self._sources.popitem(last=False)
+        return {"id": key, **source.describe()}
 
     def _load_overview(self) -> None:
-        self.overview = self.data.overview()
+        data = self.view.overview()
+        with self.hold_sync():
+            self.title = self._title()
+            self.overview_data = data
+
+    def _complete_overview(self, version: Any = None) -> None:
+        """The overview's later stages (the file actions, then every file's statistics), asked
+        for by the browser once it drew the first; then the previous version is prepared in the
+        background."""
+        if version is not None and version != self.view.version:
+            return
+        for stage in (1, 2):
+            data = self.overview_data or {}
+            if data.get("version") != self.view.version or data.get("stage", 0) >= stage:
+                continue
+
+            def load(stage: int = stage) -> None:
+                self.overview_data = self.view.overview(stage)
+
+            if not self._guard("file counts" if stage == 1 else "row counts", load):
+                return
+        _warm_charts()
+        self.view.prefetch(self.view.version - 1)
+
+    def _title(self) -> str:
+        snap = self.view.snap
+        name = snap.metadata.name if snap.has_metadata else None
+        return name or self.uri.rstrip("/").rsplit("/", 1)[-1] or self.uri
 
     def _load_history(self) -> None:
-        # newest first, `history_limit` at a time: older commits (before a checkpoint) are the costly ones
-        h = self.data.history(self.history_limit)
-        with self.hold_sync():
-            self.history_more = h.num_rows >= self.history_limit
-            self.history_ipc = to_ipc(h)
+        data, source = self.view.history()
+        data["source"] = self._register(f"history@{data['latest']}", source)
+        self.history_data = data
 
     def _load_files(self) -> None:
-        summary, parts = self.data.partitions()
-        with self.hold_sync():
-            self.partitions_summary = summary
-            self.partitions_ipc = to_ipc(parts)
-            self.sizes_ipc = to_ipc(self.data.size_histogram())
-            self._load_files_page()
-
-    def _load_files_page(self) -> None:
-        q = self.files_query
-        total, page = self.data.files_page(
-            int(q.get("offset", 0)),
-            int(q.get("limit", 200)),
-            sort=str(q.get("sort", "size")),
-            descending=bool(q.get("descending", True)),
-            search=str(q.get("search", "")),
-        )
-        with self.hold_sync():
-            self.files_total = total
-            self.files_ipc = to_ipc(page)
+        data, files, parts = self.view.files()
+        v = self.view.version
+        data["files"] = self._register(f"files@{v}", files)
+        data["partitions"] = self._register(f"partitions@{v}", parts)
+        self.files_data = data
 
     def _load_layout(self) -> None:
-        self.layout_columns = self.data.stats_columns()
-        # the tab opens on a column (clustering column, else the first with stats), not empty
-        column = self.layout_column or self.data.default_layout_column()
+        column = self.layout_column or self.view.default_layout_column()
         if not column:
+            self.layout_data = {"version": self.view.version, "columns": [], "column": ""}
             return
-        summary, ranges = self.data.layout(column)
+        data, source = self.view.layout(column)
+        data["columns"] = self.view.stats_columns()
+        data["files"] = self._register(f"layout@{self.view.version}:{column}", source)
         with self.hold_sync():
-            self.layout_summary = summary
-            self.layout_ipc = to_ipc(ranges)
+            self.layout_data = data
             if column != self.layout_column:
-                self._choosing_layout_column = True  # shown in the picker, already loaded
+                self._choosing = True  # shown in the picker, already loaded
                 try:
                     self.layout_column = column
                 finally:
-                    self._choosing_layout_column = False
+                    self._choosing = False
 
     def _load_dv(self) -> None:
-        summary, rows = self.data.deletion_vectors()
-        with self.hold_sync():
-            self.dv_summary = summary
-            self.dv_ipc = to_ipc(rows)
+        data, source = self.view.deletion_vectors()
+        data["files"] = self._register(f"dv@{self.view.version}", source)
+        self.dv_data = data
 
     def _load_diff(self) -> None:
-        if self.diff_from < 0 or self.diff_to < 0:
+        a, b = self.diff_from, self.diff_to
+        if a < 0 or b < 0:
             return
-        changes, files = self.data.diff(self.diff_from, self.diff_to)
-        with self.hold_sync():
-            self.diff_summary = {"from_version": self.diff_from, "to_version": self.diff_to, "files_shown": files.num_rows}
-            self.diff_changes_ipc = to_ipc(changes)
-            self.diff_ipc = to_ipc(files)
+        # stale results go at once: the browser shows the pair being computed, not the old one
+        self.diff_data = {"from": a, "to": b, "state": "loading"}
+        try:
+            data, source = self.view.diff(a, b)
+        except DeltaExploreError as exc:
+            self.diff_data = {"from": a, "to": b, "state": "error", "error": str(exc)}
+            raise
+        data["state"] = "ready"
+        data["files"] = self._register(f"diff@{a}-{b}", source)
+        self.diff_data = data
 
     def _load_health(self) -> None:
-        self.health_ipc = to_ipc(self.data.log_health())
+        self.health_data = self.view.health()
 
     def _load_maintenance(self) -> None:
         self.maintenance = {**self.maintenance, "operations": [maintenance.describe(op) for op in maintenance.OPERATIONS]}
@@ -228,57 +288,80 @@ class Explorer(anywidget.AnyWidget):
     @t.observe("version")
     def _version_changed(self, change: dict[str, Any]) -> None:
         def move() -> None:
-            self.data.set_version(change["new"])
-            self._loaded = {"diff"} if "diff" in self._loaded else set()
+            self.view.set_version(change["new"])
+            self._loaded -= set(_PER_VERSION)
             self._load_overview()
             self._loaded.add("overview")
-            if self.tab != "overview":
-                self._load(self.tab, force=True)
-            self.files_query = {**self.files_query, "offset": 0}
+            if self.tab in _PER_VERSION and self.tab != "overview":
+                self._load(self.tab)
 
         self._guard(f"version {change['new']}", move)
 
-    @t.observe("files_query")
-    def _files_query_changed(self, change: dict[str, Any]) -> None:
-        if "files" in self._loaded:
-            self._guard("files", self._load_files_page)
-
     @t.observe("layout_column")
     def _layout_column_changed(self, change: dict[str, Any]) -> None:
-        if self._choosing_layout_column:
-            return
-        self._guard("layout", self._load_layout)
-        self._loaded.add("layout")
+        if not self._choosing:
+            self._load("layout", force=True)
 
     @t.observe("diff_from", "diff_to")
     def _diff_changed(self, change: dict[str, Any]) -> None:
         if self.tab == "diff" or "diff" in self._loaded:
-            self._guard("diff", self._load_diff)
-            self._loaded.add("diff")
+            self._load("diff", force=True)
 
     def _on_custom_msg(self, _widget: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
         kind = content.get("type")
-        if kind == "refresh":
+        if kind in ("rows", "export", "commit"):
+            self._answer(kind, content)
+        elif kind == "complete_overview":
+            self._complete_overview(content.get("version"))
+        elif kind == "refresh":
             self.refresh()
-        elif kind == "more_history":
-            self.history_limit *= 2
-            self._load("history", force=True)
         elif kind == "preview":
-            self.preview(str(content.get("op")), **content.get("params", {}))
+            self.preview(str(content.get("op")), **(content.get("params") or {}))
         elif kind == "run":
-            self.run(str(content.get("op")), **content.get("params", {}))
+            self.run(str(content.get("op")), **(content.get("params") or {}))
+
+    def _answer(self, kind: str, content: dict[str, Any]) -> None:
+        """Reply to a request of one view (`req` names it); a failure is a reply with `error`."""
+        reply: dict[str, Any] = {"type": kind, "req": content.get("req")}
+        buffers: list[bytes] = []
+        try:
+            if kind == "commit":
+                reply["detail"] = self.view.commit_detail(int(content["version"]))
+            else:
+                source = self._sources.get(str(content.get("source")))
+                if source is None:
+                    raise InvalidArgumentError(f"the rows of {content.get('source')!r} are no longer loaded: reopen the tab")
+                if kind == "rows":
+                    total, rows = source.window(
+                        int(content.get("start", 0)), int(content.get("end", 100)), content.get("sort"), content.get("filter")
+                    )
+                    reply["total"] = total
+                    buffers = [to_ipc(rows)]
+                else:
+                    data, filename, mime = source.export(str(content.get("format")), content.get("sort"), content.get("filter"))
+                    reply.update(filename=filename, mime=mime)
+                    buffers = [data]
+        except (DeltaExploreError, KeyError, ValueError, TypeError) as exc:
+            reply["error"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug must reach the grid as a message
+            _log.exception("deltaexplore explorer: answering %s failed", kind)
+            reply["error"] = f"unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
+        self.send(reply, buffers)
 
     # -- Python API ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Re-list the log; when new versions appeared, move to the newest."""
 
         def reread() -> None:
-            self.data.listing = self.data.table.listing(refresh=True)
-            lo, hi = self.data.version_range()
+            self.view.refresh()
+            lo, hi = self.view.version_range()
+            self._loaded.discard("history")
             with self.hold_sync():
                 self.min_version, self.max_version = lo, hi
                 if self.version != hi:
                     self.version = hi
+            if self.tab == "history":
+                self._load("history")
 
         self._guard("refresh", reread)
 
@@ -287,7 +370,7 @@ class Explorer(anywidget.AnyWidget):
         result: dict[str, Any] = {}
 
         def do() -> None:
-            result.update(maintenance.preview(op, self.data, **params))
+            result.update(maintenance.preview(op, self.view, **params))
             self.maintenance = {**self.maintenance, "selected": op, "preview": result, "result": None, "progress": 0}
 
         self._guard(f"preview {op}", do)
@@ -303,7 +386,7 @@ class Explorer(anywidget.AnyWidget):
         def do() -> None:
             self.maintenance = {**self.maintenance, "selected": op, "running": True, "result": None}
             try:
-                outcome.update(maintenance.run(op, self.data.table, progress, **params))
+                outcome.update(maintenance.run(op, self.view.table, progress, **params))
             finally:
                 self.maintenance = {**self.maintenance, "running": False}
             self.refresh()
@@ -311,6 +394,7 @@ class Explorer(anywidget.AnyWidget):
                 **self.maintenance,
                 "result": f"{maintenance.OPERATIONS[op].label} done with {outcome['backend']}: "
                 f"version {outcome['version_before']} -> {outcome['version_after']}",
+                "metrics": outcome.get("result"),
             }
 
         self._guard(f"run {op}", do)

@@ -41,7 +41,7 @@ from deltaexplore.errors import DeltaExploreError
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
-    from deltaexplore.widgets.explorer_data import ExplorerData
+    from deltaexplore.widgets.views import TableView
 
 __all__ = [
     "DRIVER_ONLY",
@@ -239,7 +239,7 @@ def describe(op: str, engine: str = "auto") -> dict[str, Any]:
     }
 
 
-def preview(op: str, data: ExplorerData, **params: Any) -> dict[str, Any]:
+def preview(op: str, data: TableView, **params: Any) -> dict[str, Any]:
     """What `op` would do at the data's current version, from metadata only."""
     if op not in OPERATIONS:
         raise DeltaExploreError(f"unknown maintenance operation {op!r}: expected one of {', '.join(OPERATIONS)}")
@@ -257,7 +257,7 @@ def preview(op: str, data: ExplorerData, **params: Any) -> dict[str, Any]:
 EXACT_PLAN_MAX_FILES = 200_000
 
 
-def _preview_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
+def _preview_optimize(data: TableView, target: int | None) -> dict[str, Any]:
     from deltaexplore.core.operations import plan_optimize
 
     if data.snap.num_files > EXACT_PLAN_MAX_FILES:
@@ -276,20 +276,22 @@ def _preview_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
     }
 
 
-def _estimate_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]:
+def _estimate_optimize(data: TableView, target: int | None) -> dict[str, Any]:
     """Small files per partition (two or more), grouped by columns: what OPTIMIZE would roughly rewrite."""
     if target is None:
         value = data.snap.properties.get("delta.targetFileSize") if data.snap.has_metadata else None
         target = int(value) if value and value.isdigit() else 128 * 1024 * 1024
-    fc = data.files_cache()
-    sizes = fc.files.column("size")
-    t = pa.table({"partition": fc.partition, "size": sizes}).filter(pc.less(sizes, target))
+    from deltaexplore.inspect import files
+
+    f = files(data.snap)
+    sizes = f.column("size")
+    t = pa.table({"partition": f.column("partition"), "size": sizes}).filter(pc.less(sizes, target))
     g = t.group_by("partition").aggregate([("size", "count"), ("size", "sum")])
     g = g.filter(pc.greater_equal(g.column("size_count"), 2))
     totals = g.column("size_sum").to_numpy(zero_copy_only=False) if g.num_rows else []
     return {
         "target_file_bytes": target,
-        "files_considered": fc.files.num_rows,
+        "files_considered": f.num_rows,
         "estimate": "over 200,000 files: counted per partition, bins not planned",
         "partitions_to_compact": g.num_rows,
         "files_to_rewrite": int(pc.sum(g.column("size_count")).as_py() or 0),
@@ -298,7 +300,7 @@ def _estimate_optimize(data: ExplorerData, target: int | None) -> dict[str, Any]
     }
 
 
-def _preview_vacuum(data: ExplorerData, retention_hours: float | None) -> dict[str, Any]:
+def _preview_vacuum(data: TableView, retention_hours: float | None) -> dict[str, Any]:
     from deltaexplore.inspect import reconstructable_versions, vacuum_preview
 
     hours = None if retention_hours is None else float(retention_hours)
@@ -315,7 +317,7 @@ def _preview_vacuum(data: ExplorerData, retention_hours: float | None) -> dict[s
     }
 
 
-def _preview_purge(data: ExplorerData) -> dict[str, Any]:
+def _preview_purge(data: TableView) -> dict[str, Any]:
     from deltaexplore.inspect import deletion_vectors
 
     dvs = deletion_vectors(data.snap)
@@ -332,7 +334,7 @@ def _preview_purge(data: ExplorerData) -> dict[str, Any]:
     }
 
 
-def _preview_checkpoint(data: ExplorerData) -> dict[str, Any]:
+def _preview_checkpoint(data: TableView) -> dict[str, Any]:
     listing = data.listing
     latest = data.table.latest_version()
     cps = [v for v in listing.checkpoints if v <= latest]

@@ -5,6 +5,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { explorerOutputExtension } from './explorer_output';
 import { renderSummary } from './summary';
 import { ITableSummary, MIME_PLUGIN_ID, MIME_TYPE } from './tokens';
 
@@ -34,4 +35,5 @@ const extension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default extension;
+// the table summary, and the explorer's saved summary (explorer_output.ts)
+export default [extension, explorerOutputExtension];

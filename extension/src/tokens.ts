@@ -10,6 +10,9 @@
 /** MIME type of a Delta table summary (see `deltaexplore.widgets.display.summary_json`). */
 export const MIME_TYPE = 'application/vnd.deltaexplore.table+json';
 
+/** MIME type of an explorer's saved summary (see `deltaexplore.widgets.fallback`). */
+export const EXPLORER_MIME_TYPE = 'application/vnd.deltaexplore.explorer+json';
+
 /** Command ids; menus and context menus for them are declared in `schema/plugin.json`. */
 export namespace CommandIDs {
   export const exploreTable = 'deltaexplore:explore-table';
@@ -20,6 +23,7 @@ export namespace CommandIDs {
 /** Plugin ids. */
 export const EXPLORE_PLUGIN_ID = 'deltaexplore-jupyterlab:plugin';
 export const MIME_PLUGIN_ID = 'deltaexplore-jupyterlab:mime';
+export const EXPLORER_PLUGIN_ID = 'deltaexplore-jupyterlab:explorer-output';
 
 /** The summary `deltaexplore` sends with the MIME type. */
 export interface ITableSummary {

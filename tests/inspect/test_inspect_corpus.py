@@ -39,6 +39,7 @@ def _calls(snap: dx.Snapshot) -> dict[str, tuple | None]:
     dvs = [p for p, d in zip(adds.column("path").to_pylist(), adds.column("deletionVector").to_pylist()) if d]
     return {
         "layout": (column,) if column else None,
+        "layout_density": (column,) if column else None,
         "explain": (f"`{column}` IS NOT NULL",) if column else None,
         "deleted_rows": (dvs[0],) if dvs else None,
     }

@@ -195,6 +195,7 @@ def test_every_function_is_reachable_and_matches_its_schema(tmp_path):
     t = dx.open_table(str(tmp_path))
     calls = {
         "layout": ("id",),
+        "layout_density": ("id",),
         "explain": ("id > 3",),
         "deleted_rows": ("b.parquet",),
         "diff_rows": None,  # needs change data feed

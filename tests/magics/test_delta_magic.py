@@ -49,7 +49,7 @@ def test_history_returns_an_arrow_table(ip, sales):
 
 def test_explore_returns_the_widget(ip, sales):
     w = delta(ip, f"explore {sales} -v 2 --tab files")
-    assert isinstance(w, Explorer) and w.version == 2 and w.tab == "files" and w.files_total == 9
+    assert isinstance(w, Explorer) and w.version == 2 and w.tab == "files" and w.files_data["files"]["total"] == 9
 
 
 def test_use_sets_the_default_table_and_variables_work(ip, sales):

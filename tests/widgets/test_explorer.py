@@ -1,174 +1,299 @@
-"""The explorer widget, headless: set traits as the browser would, assert state and Arrow buffers."""
+"""The explorer widget, headless: set traits and send messages as the browser does, check the
+state, the Arrow buffers and the replies against the inspection tables they come from."""
 
 from __future__ import annotations
 
 import json
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 
 import deltaexplore as dx
+from deltaexplore import inspect
 from deltaexplore.widgets import Explorer, explore, maintenance
 from deltaexplore.widgets.arrow_ipc import from_ipc
 
-IPC_TRAITS = {
-    "history_ipc",
-    "partitions_ipc",
-    "sizes_ipc",
-    "files_ipc",
-    "layout_ipc",
-    "dv_ipc",
-    "diff_ipc",
-    "diff_changes_ipc",
-    "health_ipc",
-}
+
+class Replies:
+    """What the kernel sends back to the browser (custom messages with their buffers)."""
+
+    def __init__(self, w: Explorer) -> None:
+        self.sent: list[tuple[dict, list]] = []
+        w.send = lambda content, buffers=None: self.sent.append((content, list(buffers or [])))  # type: ignore[method-assign]
+        self.w = w
+
+    def ask(self, kind: str, **payload) -> tuple[dict, list]:
+        self.w._on_custom_msg(self.w, {"type": kind, "req": f"r{len(self.sent)}", **payload}, [])
+        return self.sent[-1]
+
+    def rows(self, source: dict, start: int = 0, end: int = 100, sort=None, filter=None) -> tuple[int, list[dict]]:
+        reply, buffers = self.ask("rows", source=source["id"], start=start, end=end, sort=sort or [], filter=filter or {})
+        assert "error" not in reply, reply
+        return reply["total"], from_ipc(buffers[0]).to_pylist()
 
 
-def rows(w: Explorer, trait: str) -> list[dict]:
-    return from_ipc(getattr(w, trait)).to_pylist()
+def table(data: bytes) -> pa.Table:
+    return from_ipc(data)
 
 
-def test_first_render_is_the_overview_at_the_latest_version(sales):
+def test_first_render_is_the_overview_from_inspect(sales, monkeypatch):
+    from deltaexplore.widgets import views
+
+    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)  # as a big table: stage by stage
     w = explore(sales)
     assert isinstance(w, Explorer)
     assert (w.version, w.min_version, w.max_version) == (7, 0, 7)
-    o = w.overview
-    assert o["num_files"] == 9 and o["name"] == "sales" and o["partition_columns"] == ["region"]
-    assert [c["name"] for c in o["schema"]] == ["id", "region", "amount", "customer", "channel"]
-    assert o["files_with_dv"] == 2 and o["live_rows"] == o["num_records"] - o["deleted_rows"]
-    assert o["timestamp"] == "2024-01-01T07:00:00+00:00"
+    assert w.title == "sales"
+    data = w.overview_data
+    assert data["version"] == 7 and data["commit"]["operation"] == "DELETE" and data["commit"]["user_name"] == "ana"
+    cols = ["section", "metric", "value", "number", "unit", "status"]
+    # first the log's metadata alone, then (asked for by the browser once drawn) the file
+    # counts and the row counts, each a stage of inspect.overview
+    assert (data["stage"], data["complete"]) == (0, False)
+    assert w.view.snap.files_loaded is False  # no file action replayed before the first view
+    first = table(data["metrics"]).select(cols).to_pylist()
+    assert first == inspect.overview(dx.open_table(sales), files=False).select(cols).to_pylist()
+    stages: list[int] = []
+    w.observe(lambda ch: stages.append(ch["new"]["stage"]), names="overview_data")
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert stages == [1, 2] and w.overview_data["complete"] is True
+    shown = table(w.overview_data["metrics"]).select(cols)
+    expected = inspect.overview(dx.open_table(sales)).select(cols)
+    assert shown.to_pylist() == expected.to_pylist()
+    unread = {(r["section"], r["metric"]) for r in first if r["number"] is None and r["value"] is None}
+    assert ("size", "files") in unread and ("size", "rows") in unread and ("layout", "partition_columns") not in unread
+    schema = table(data["schema"]).to_pylist()
+    assert [c["column"] for c in schema] == ["id", "region", "amount", "customer", "channel"]
+    assert schema[1]["is_partition"] is True
+    assert [f["feature"] for f in table(data["features"]).to_pylist()] == ["deletionVectors"]
     # other tabs are computed only when shown
-    assert w.files_ipc == b"" and w.history_ipc == b""
-    assert w.error == ""
+    assert w.files_data == {} and w.history_data == {} and w.error == ""
+
+
+def test_a_small_table_shows_everything_at_once(sales):
+    w = explore(sales)  # its log is a few KiB: replayed, and statistics read, before the first view
+    assert w.overview_data["stage"] == 2 and w.overview_data["complete"] is True
+    cols = ["section", "metric", "value", "number"]
+    assert table(w.overview_data["metrics"]).select(cols).to_pylist() == inspect.overview(dx.open_table(sales)).select(cols).to_pylist()
 
 
 def test_rows_travel_as_arrow_ipc_buffers_not_json(sales):
     w = explore(sales)
-    for tab in ("history", "files", "dv", "diff", "health"):
+    for tab in ("history", "files", "layout", "dv", "diff", "health"):
         w.tab = tab
-    w.tab = "layout"
-    w.layout_column = "amount"
+        assert w.error == "", w.error
     state, buffer_paths, buffers = _remove_buffers(w.get_state())
-    paths = {p[0] for p in buffer_paths}
-    assert IPC_TRAITS <= paths
-    for name in IPC_TRAITS:
-        assert name not in state  # not in the JSON part of the message
-    stream = buffers[buffer_paths.index(["files_ipc"])]
-    assert bytes(stream[:4]) == b"\xff\xff\xff\xff"  # an Arrow IPC stream (continuation marker)
-    assert pa.ipc.open_stream(pa.py_buffer(bytes(stream))).read_all().num_rows == 9
+    paths = {tuple(p) for p in buffer_paths}
+    for path in (("overview_data", "metrics"), ("history_data", "commits"), ("diff_data", "changes"), ("health_data", "metrics")):
+        assert path in paths
+        stream = buffers[buffer_paths.index(list(path))]
+        assert bytes(stream[:4]) == b"\xff\xff\xff\xff"  # an Arrow IPC stream (continuation marker)
+    assert "metrics" not in state["overview_data"]  # not in the JSON part of the message
+    # field metadata (display units, docs) travel with the schema
+    f = table(w.history_data["commits"]).schema.field("timestamp")
+    assert f.metadata[b"unit"] == b"timestamp" and f.type == pa.timestamp("ms", tz="UTC")
 
 
-def test_history_tab_and_travelling_by_clicking_a_commit(sales):
+def test_history_lists_every_commit_with_its_commit_info(sales):
+    w = explore(sales, tab="history")
+    commits = table(w.history_data["commits"]).to_pylist()
+    assert [c["version"] for c in commits] == [7, 6, 5, 4, 3, 2, 1, 0]
+    assert commits[1]["operation"] == "OPTIMIZE" and commits[0]["user_name"] == "ana"
+    assert json.loads(commits[0]["parameters"]) == {"predicate": '["id < 103"]'}
+    spec = w.history_data["timeline"]
+    assert spec["mark"]["type"] == "tick" and spec["params"][0]["name"] == "time_brush"
+    replies = Replies(w)
+    reply, _ = replies.ask("commit", version=6)
+    counts = reply["detail"]["counts"]
+    hist = dx.open_table(sales).history(start_version=6, end_version=6).to_pylist()[0]
+    assert counts["files_added"] == hist["files_added"] == 1 and counts["files_removed"] == 4
+    assert json.loads(reply["detail"]["commit_info"])["operation"] == "OPTIMIZE"
+    reply, _ = replies.ask("commit", version=99)
+    assert "no commit file" in reply["error"]
+
+
+def test_travelling_in_time(sales):
     w = explore(sales)
-    w.tab = "history"
-    hist = rows(w, "history_ipc")
-    assert [r["version"] for r in hist] == [7, 6, 5, 4, 3, 2, 1, 0]
-    assert hist[1]["operation"] == "OPTIMIZE" and hist[0]["user_name"] == "ana"
-    assert hist[-1]["timestamp"].startswith("2024-01-01T00:00:00")
-    assert w.history_more is False
-    w2 = explore(sales, history_limit=3, tab="history")
-    assert [r["version"] for r in rows(w2, "history_ipc")] == [7, 6, 5] and w2.history_more
-    w2._on_custom_msg(w2, {"type": "more_history"}, [])  # "Load older commits"
-    assert [r["version"] for r in rows(w2, "history_ipc")] == [7, 6, 5, 4, 3, 2]
-    w.version = 0  # what clicking the v0 row does
-    assert w.overview["version"] == 0 and w.overview["num_files"] == 3
-    assert "channel" not in [c["name"] for c in w.overview["schema"]]
-    assert w.history_ipc and w.error == ""
-
-
-def test_version_outside_the_log_is_refused(sales):
-    w = explore(sales)
+    w.tab = "files"
+    w.version = 0  # what clicking version 0 does
+    assert w.overview_data["version"] == 0 and w.files_data["version"] == 0
+    assert w.files_data["files"]["total"] == 3
+    assert "channel" not in [c["column"] for c in table(w.overview_data["schema"]).to_pylist()]
     with pytest.raises(traitlets.TraitError, match=r"outside the table.s versions 0\.\.7"):
         w.version = 99
-    assert w.version == 7
+    assert w.version == 0 and w.error == ""
 
 
-def test_files_tab_aggregates_first_then_pages(sales):
-    w = explore(sales, page_size=4)
-    w.tab = "files"
-    parts = {r["partition"]: r for r in rows(w, "partitions_ipc")}
-    assert set(parts) == {"region=emea", "region=amer", "region=apac"}
-    assert parts["region=emea"]["files"] == 1 and parts["region=amer"]["files"] == 4
-    assert w.partitions_summary["partitions"] == 3
-    assert sum(r["files"] for r in rows(w, "sizes_ipc")) == 9
-    assert w.files_total == 9
-    page1 = rows(w, "files_ipc")
-    assert len(page1) == 4
-    sizes = [r["size"] for r in page1]
-    assert sizes == sorted(sizes, reverse=True)
-    w.files_query = {**w.files_query, "limit": 9}
-    storage = sorted((r["dv_storage"] or "-") for r in rows(w, "files_ipc"))
-    assert storage == ["-"] * 7 + ["file", "file"]  # the two DVs are files next to the data (code u)
-    w.files_query = {**w.files_query, "limit": 4}
-    w.files_query = {**w.files_query, "offset": 4}
-    page2 = rows(w, "files_ipc")
-    assert len(page2) == 4 and not {r["path"] for r in page1} & {r["path"] for r in page2}
-    w.files_query = {**w.files_query, "offset": 0, "search": "REGION=APAC", "sort": "path", "descending": False}
-    apac = rows(w, "files_ipc")
-    assert w.files_total == 4 and all(r["partition"] == "region=apac" for r in apac)
+def test_files_grid_rows_stay_in_the_kernel(sales):
+    w = explore(sales, tab="files")
+    replies = Replies(w)
+    files = w.files_data["files"]
+    assert files["total"] == 9 and {f["name"] for f in files["fields"]} >= {"path", "size", "partition"}
+    assert next(f for f in files["fields"] if f["name"] == "size")["unit"] == "bytes"
+    total, page = replies.rows(files, 0, 4)
+    assert total == 9 and len(page) == 4
+    sizes = [r["size"] for r in page]
+    assert sizes == sorted(sizes, reverse=True)  # the default order: largest first
+    _, rest = replies.rows(files, 4, 9)
+    assert not {r["path"] for r in page} & {r["path"] for r in rest}
+    total, apac = replies.rows(files, 0, 50, sort=[["path", "asc"]], filter={"text": "REGION=APAC"})
+    assert total == 4 and all(r["partition"] == "region=apac" for r in apac)
     assert [r["path"] for r in apac] == sorted(r["path"] for r in apac)
+    expected = inspect.files(dx.open_table(sales)).select(["path", "size", "num_records", "deleted_rows"]).to_pylist()
+    _, everything = replies.rows(files, 0, 100, sort=[["path", "asc"]])
+    assert [(r["path"], r["size"], r["num_records"], r["deleted_rows"]) for r in everything] == sorted(
+        (r["path"], r["size"], r["num_records"], r["deleted_rows"]) for r in expected
+    )
+    assert sorted(r["dv_storage"] or "-" for r in everything) == ["-"] * 7 + ["file", "file"]
+    parts = w.files_data["partitions"]
+    _, rows = replies.rows(parts)
+    assert {r["partition"]: r["files"] for r in rows} == {"region=amer": 4, "region=apac": 4, "region=emea": 1}
+    assert w.files_data["size_chart"]["mark"]["type"] == "bar" and w.files_data["skew_chart"]
 
 
-def test_bad_sort_shows_an_error_instead_of_raising(sales):
-    w = explore(sales)
-    w.tab = "files"
-    w.files_query = {**w.files_query, "sort": "bogus"}
-    assert "cannot sort files by 'bogus'" in w.error
+def test_grid_exports_csv_and_arrow(sales):
+    w = explore(sales, tab="files")
+    replies = Replies(w)
+    reply, (data,) = replies.ask(
+        "export", source=w.files_data["files"]["id"], format="csv", sort=[["path", "asc"]], filter={"text": "apac"}
+    )
+    assert reply["filename"] == "files_v7.csv" and reply["mime"] == "text/csv"
+    lines = data.decode().splitlines()
+    assert lines[0].startswith('"path","partition","size"') and len(lines) == 5
+    reply, (data,) = replies.ask("export", source=w.files_data["files"]["id"], format="arrow")
+    exported = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+    assert exported.num_rows == 9 and exported.schema.field("modification_time").type == pa.timestamp("ms", tz="UTC")
+    reply, _ = replies.ask("export", source=w.files_data["files"]["id"], format="xlsx")
+    assert "export format must be 'csv' or 'arrow'" in reply["error"]
 
 
-def test_layout_overlap_depth_before_and_after_clustering(events):
+def test_bad_requests_get_an_error_reply(sales):
+    w = explore(sales, tab="files")
+    replies = Replies(w)
+    reply, _ = replies.ask("rows", source=w.files_data["files"]["id"], start=0, end=10, sort=[["bogus", "asc"]])
+    assert "cannot sort by 'bogus'" in reply["error"]
+    reply, _ = replies.ask("rows", source="files@1234", start=0, end=10)
+    assert "no longer loaded" in reply["error"]
+    assert w.error == ""
+
+
+def test_layout_tab_agrees_with_inspect_and_filters_by_chart_selections(events):
     w = explore(events, version=0, tab="layout")
-    assert "event_id" in w.layout_columns
-    w.layout_column = "event_id"
-    assert w.layout_summary["files_with_stats"] == 12
-    assert w.layout_summary["max_overlap"] == 12  # random ids: every file spans nearly everything
-    w.version = 1
-    assert w.layout_summary["max_overlap"] == 1  # sorted: disjoint ranges
-    ranges = rows(w, "layout_ipc")
-    assert [r["lo"] for r in ranges] == sorted(r["lo"] for r in ranges)
-    assert ranges[0]["min"] == "0"
+    assert w.layout_column == "event_id" and w.error == ""
+    data = w.layout_data
+    summary = table(data["summary"]).to_pylist()[0]
+    expected = inspect.layout_summary(dx.open_table(events).snapshot(0), ["event_id"]).to_pylist()[0]
+    assert summary == expected and summary["max_depth"] == 12  # random ids: every file spans nearly everything
+    assert data["density_chart"]["params"][0]["name"] == "value_brush"
+    replies = Replies(w)
+    total, worst = replies.rows(data["files"], 0, 3)
+    assert total == 12 and worst[0]["overlap_depth"] == max(r["overlap_depth"] for r in worst)
+    w.version = 1  # after OPTIMIZE ZORDER: disjoint ranges
+    data = w.layout_data
+    assert table(data["summary"]).to_pylist()[0]["clustering_quality"] == 1.0
+    per_file = inspect.layout(dx.open_table(events).snapshot(1), "event_id").to_pylist()
+    # clicking a range in the ranges chart: the files of its rank range
+    total, ranked = replies.rows(data["files"], filter={"ranges": {"rank": [2, 4]}})
+    assert total == 3 and {r["path"] for r in ranked} == {r["path"] for r in per_file if 2 <= r["rank"] <= 4}
+    # brushing the density chart: the files whose range overlaps the brushed bins
+    density = inspect.layout_density(dx.open_table(events).snapshot(1), "event_id").to_pylist()
+    b0, b1 = density[10], density[19]
+    total, hit = replies.rows(
+        data["files"],
+        filter={"ranges": {"max_position": [b0["position_lo"], 1e300], "min_position": [-1e300, b1["position_hi"] - 1]}},
+    )
+    overlapping = {r["path"] for r in per_file if r["max"] >= b0["lo"] and r["min"] <= b1["hi"]}
+    assert {r["path"] for r in hit} == overlapping and total == len(overlapping) > 0
+    w.layout_column = "value"
+    assert w.layout_data["column"] == "value" and w.error == ""
+    w.layout_column = "nope"
+    assert "no min/max statistics can exist for column 'nope'" in w.error
+
+
+def test_layout_tab_opens_on_the_clustering_column(tmp_path):
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    schema = {
+        "type": "struct",
+        "fields": [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("id", "ts")],
+    }
+
+    def stats(lo: int, hi: int) -> str:
+        return json.dumps(
+            {"numRecords": 2, "minValues": {"id": lo, "ts": hi}, "maxValues": {"id": hi, "ts": hi}, "nullCount": {}}
+        )
+
+    clustering = {
+        "domainMetadata": {
+            "domain": "delta.clustering",
+            "configuration": json.dumps({"clusteringColumns": [["ts"]]}),
+            "removed": False,
+        }
+    }
+    actions = [
+        commit_info("CREATE TABLE"),
+        protocol(3, 7, [], ["domainMetadata", "clustering"]),
+        metadata(schema),
+        clustering,
+        add("c.parquet", stats=stats(7, 8)),
+        add("a.parquet", stats=stats(0, 5)),
+        add("nostats.parquet"),
+        add("b.parquet", stats=stats(3, 9)),
+    ]
+    write_commit(tmp_path, 0, actions)
+    w = explore(str(tmp_path), tab="layout")
+    assert w.layout_column == "ts" and w.error == ""
+    summary = table(w.layout_data["summary"]).to_pylist()[0]
+    assert (summary["files"], summary["files_with_min_max"]) == (4, 3)
+    _total, rows = Replies(w).rows(w.layout_data["files"], sort=[["rank", "asc"]])
+    assert [r["path"] for r in rows][:3] == ["a.parquet", "c.parquet", "b.parquet"]  # by ts (5, 8, 9); no stats last
 
 
 def test_deletion_vectors_tab(sales):
     w = explore(sales, tab="dv")
-    s = w.dv_summary
-    assert s["files_with_dv"] == 2 and s["dv_files"] == 2
-    dvs = rows(w, "dv_ipc")
-    assert [r["storage"] for r in dvs] == ["file", "file"]
-    assert all(0 < r["deleted_ratio"] <= 1 for r in dvs)
-    assert dvs[0]["deleted_ratio"] >= dvs[1]["deleted_ratio"]
+    data = w.dv_data
+    dvs = inspect.deletion_vectors(dx.open_table(sales))
+    assert data["files_with_dv"] == dvs.num_rows == 2
+    assert data["summary"]["deleted_rows"] == pc.sum(dvs.column("cardinality")).as_py() == 46
+    assert data["summary"]["past_threshold"] == 2
+    total, rows = Replies(w).rows(data["files"])
+    assert total == 2 and rows[0]["deleted_ratio"] >= rows[1]["deleted_ratio"] and {r["storage"] for r in rows} == {"file"}
     w.version = 2
-    assert w.dv_summary["files_with_dv"] == 0 and rows(w, "dv_ipc") == []
+    assert w.dv_data["files_with_dv"] == 0 and w.dv_data["chart"] is None
 
 
-def changes(w: Explorer) -> dict[tuple[str, str], dict]:
-    return {(r["section"], r["change"]): r for r in rows(w, "diff_changes_ipc")}
-
-
-def test_diff_between_two_versions(sales):
+def test_diff_agrees_with_inspect_and_clears_stale_results(sales):
     w = explore(sales, tab="diff")
     assert (w.diff_from, w.diff_to) == (6, 7)
+    states: list[tuple] = []
+    w.observe(lambda ch: states.append((ch["new"].get("from"), ch["new"].get("to"), ch["new"].get("state"))), names="diff_data")
     w.diff_from, w.diff_to = 5, 6  # the OPTIMIZE of emea
-    c = changes(w)
-    assert (c[("files", "added")]["files"], c[("files", "removed")]["files"]) == (1, 4)
-    assert c[("files", "net")]["rows"] == 0
-    assert sorted(r["change"] for r in rows(w, "diff_ipc")) == ["added"] + ["removed"] * 4
+    assert states[-2:] == [(5, 6, "loading"), (5, 6, "ready")]  # the old pair never shows under the new one
+    changes = table(w.diff_data["changes"])
+    assert changes.to_pylist() == inspect.diff(dx.open_table(sales), 5, 6).to_pylist()
+    c = {(r["section"], r["change"]): r for r in changes.to_pylist()}
+    assert (c[("files", "added")]["files"], c[("files", "removed")]["files"]) == (1, 4) and c[("files", "net")]["rows"] == 0
+    total, files = Replies(w).rows(w.diff_data["files"])
+    assert total == 5 and sorted(r["change"] for r in files) == ["added"] + ["removed"] * 4
     w.diff_from, w.diff_to = 3, 4  # ADD COLUMNS + a property
-    c = changes(w)
-    assert ("schema", "added") in c and c[("schema", "added")]["name"] == "channel"
+    c = {(r["section"], r["change"]): r for r in table(w.diff_data["changes"]).to_pylist()}
+    assert c[("schema", "added")]["name"] == "channel"
     assert c[("properties", "added")]["name"] == "delta.logRetentionDuration"
-    w.diff_from, w.diff_to = 2, 3  # DELETE with DVs: files re-added with a new DV
-    assert changes(w)[("files", "dv_changed")]["files"] == 2
-    assert w.diff_summary == {"from_version": 2, "to_version": 3, "files_shown": 2}
+    w.diff_from = 99  # no such version: the error replaces the result
+    assert w.diff_data["state"] == "error" and "99" in w.diff_data["error"] and "changes" not in w.diff_data
+    assert "diff" in w.error
 
 
 def test_log_health_tab(sales):
     w = explore(sales, tab="health")
-    h = {r["metric"]: r for r in rows(w, "health_ipc")}
-    assert h["commits_since_checkpoint"]["value"] == "8"
-    assert {r["status"] for r in h.values()} <= {"ok", "info", "warn", "error"}
+    shown = table(w.health_data["metrics"]).to_pylist()
+    expected = inspect.log_health(dx.open_table(sales)).to_pylist()
+    assert [(r["metric"], r["value"], r["status"]) for r in shown] == [(r["metric"], r["value"], r["status"]) for r in expected]
+    assert sum(w.health_data["status_counts"].values()) == len(shown)
+    assert w.health_data["chart"]["mark"]["type"] == "line"
 
 
 def test_maintenance_preview_and_a_missing_backend(sales, monkeypatch):
@@ -195,13 +320,20 @@ def test_maintenance_preview_and_a_missing_backend(sales, monkeypatch):
     assert "unknown maintenance operation 'bogus'" in w.error
 
 
+def _files(w: Explorer) -> int:
+    return int(
+        table(w.overview_data["metrics"])
+        .filter(pc.equal(table(w.overview_data["metrics"]).column("metric"), "files"))["number"][0]
+        .as_py()
+    )
+
+
 def test_running_optimize_with_the_local_writer(tmp_path):
     import demo_tables
 
     path = demo_tables.build_sales(tmp_path / "sales")
     rows_before = dx.open_table(path).snapshot().to_arrow().num_rows
     w = explore(path, tab="maintenance")
-    # the local writer even where Spark would be preferred (pyspark installed)
     maintenance.register_runner("optimize", "local", maintenance._local_optimize)
     maintenance.register_runner("checkpoint", "local", maintenance._local_checkpoint)
     try:
@@ -212,8 +344,9 @@ def test_running_optimize_with_the_local_writer(tmp_path):
         maintenance._REGISTERED.clear()
     assert w.error == "" and dx.open_table(path).listing().checkpoints
     w.version = 8
-    assert w.max_version == 8 and w.overview["num_files"] == 3
+    assert w.max_version == 8 and _files(w) == 3
     assert "with local: version 7 -> 8" in outcome["result"] and outcome["progress"] == 1.0
+    assert outcome["metrics"]  # the operation's own metrics, shown under the result
     assert dx.open_table(path).snapshot().to_arrow().num_rows == rows_before
 
 
@@ -223,13 +356,13 @@ def test_running_a_dv_purge_with_the_local_writer(tmp_path):
     path = demo_tables.build_sales(tmp_path / "sales")
     rows_before = sorted(r["id"] for r in dx.open_table(path).snapshot().to_arrow().to_pylist())
     w = explore(path, tab="dv")
-    assert w.error == ""
     maintenance.register_runner("purge", "local", maintenance._local_purge)
     try:
         w._on_custom_msg(w, {"type": "run", "op": "purge"}, [])
     finally:
         maintenance._REGISTERED.clear()
     assert w.error == "" and "DV purge done with local: version 7 -> 8" in w.maintenance["result"]
+    assert w.dv_data["version"] == 8 and w.dv_data["files_with_dv"] == 0  # the open tab shows the new version
     snap = dx.open_table(path).snapshot()
     assert not any(d for d in snap.add_actions().column("deletionVector").to_pylist())
     assert sorted(r["id"] for r in snap.to_arrow().to_pylist()) == rows_before
@@ -237,7 +370,6 @@ def test_running_a_dv_purge_with_the_local_writer(tmp_path):
 
 def _compact(table: dx.Table, *, progress, **params) -> dict:
     """A real (tiny) compaction: rewrites each partition's files into one and commits the change."""
-    import json
     import os
     import uuid
 
@@ -294,8 +426,8 @@ def test_running_an_operation_shows_progress_and_the_new_version(tmp_path):
             maintenance._REGISTERED["optimize"] = previous
     assert w.error == ""
     assert (w.version, w.max_version) == (8, 8)  # the new version appeared and is shown
-    assert w.overview["num_files"] == 5
-    assert "version 7 -> 8" in w.maintenance["result"]
+    assert _files(w) == 5
+    assert "version 7 -> 8" in w.maintenance["result"] and w.maintenance["metrics"] == {"partitions": 2}
     assert 0.5 in seen and 1.0 in seen and w.maintenance["running"] is False
     assert dx.open_table(path).snapshot().to_arrow().num_rows == dx.open_table(path).snapshot(7).to_arrow().num_rows
 
@@ -304,12 +436,13 @@ def test_refresh_picks_up_a_commit_made_elsewhere(tmp_path):
     import demo_tables
 
     path = demo_tables.build_events(tmp_path / "ev")
-    w = explore(path, version=0)
+    w = explore(path, version=0, tab="history")
     (tmp_path / "ev" / "_delta_log" / f"{2:020d}.json").write_text(
         '{"commitInfo":{"timestamp":1704081600000,"operation":"SET TBLPROPERTIES"}}\n'
     )
     w._on_custom_msg(w, {"type": "refresh"}, [])
     assert (w.max_version, w.version) == (2, 2)
+    assert table(w.history_data["commits"]).column("operation")[0].as_py() == "SET TBLPROPERTIES"
 
 
 def test_table_errors_become_messages(tmp_path):
@@ -317,79 +450,16 @@ def test_table_errors_become_messages(tmp_path):
 
     path = demo_tables.build_sales(tmp_path / "s")
     w = explore(path, tab="files")
-    first = w.files_total
     for f in (tmp_path / "s" / "_delta_log").glob("*.json"):
         if f.name.startswith("0000000000000000000"):
             f.unlink()
     w.version = 5  # its commits are gone now
-    assert "version 5" in w.error and w.files_total == first
+    assert "version 5" in w.error and w.files_data["version"] == 7
 
 
-def test_open_table_accepts_a_table_object_and_storage_options(sales):
+def test_open_table_accepts_a_table_object(sales):
     t = dx.open_table(sales)
     assert explore(t).uri == t.uri
-
-
-def test_layout_tab_opens_on_a_column_and_agrees_with_inspect_layout(events):
-    """The layout tab is never empty when a column has stats; its numbers are `inspect.layout`'s."""
-    w = explore(events, version=0, tab="layout")
-    assert w.layout_column == "event_id" and w.error == ""  # the first column with stats
-    per_file = dx.open_table(events).snapshot(0).inspect.layout("event_id")
-    depth = per_file.column("overlap_depth").to_pylist()
-    s = w.layout_summary
-    assert (s["files"], s["files_with_stats"], s["max_overlap"]) == (12, 12, max(depth))
-    assert s["mean_overlap"] == round(sum(depth) / 12, 2)
-    assert s["clustering_quality"] == round(1 - (sum(depth) / 12 - 1) / 11, 3) and s["clustering_quality"] < 0.2
-    shown = rows(w, "layout_ipc")
-    assert sorted(r["depth"] for r in shown) == sorted(depth)
-    # each shown range is its file's, in (min, max) order
-    bounds = {r["path"]: (str(r["min"]), str(r["max"]), r["overlap_depth"]) for r in per_file.to_pylist()}
-    assert all(bounds[r["path"]] == (r["min"], r["max"], r["depth"]) for r in shown)
-    keys = [(int(r["min"]), int(r["max"])) for r in shown]
-    assert keys == sorted(keys) and [r["lo"] for r in shown] == sorted(r["lo"] for r in shown)
-    w.version = 1  # after OPTIMIZE ZORDER: disjoint ranges
-    assert w.layout_summary["clustering_quality"] == 1.0 and w.layout_summary["max_overlap"] == 1
-    w.layout_column = "value"
-    assert w.layout_summary["column"] == "value" and w.error == ""
-    w.layout_column = "nope"
-    assert "no min/max statistics can exist for column 'nope'" in w.error
-
-
-def test_layout_tab_opens_on_the_clustering_column(tmp_path):
-    from helpers import add, commit_info, metadata, protocol, write_commit
-
-    schema = {
-        "type": "struct",
-        "fields": [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("id", "ts")],
-    }
-
-    def stats(lo: int, hi: int) -> str:
-        return json.dumps(
-            {"numRecords": 2, "minValues": {"id": lo, "ts": hi}, "maxValues": {"id": hi, "ts": hi}, "nullCount": {}}
-        )
-
-    clustering = {
-        "domainMetadata": {
-            "domain": "delta.clustering",
-            "configuration": json.dumps({"clusteringColumns": [["ts"]]}),
-            "removed": False,
-        }
-    }
-    actions = [
-        commit_info("CREATE TABLE"),
-        protocol(3, 7, [], ["domainMetadata", "clustering"]),
-        metadata(schema),
-        clustering,
-        add("c.parquet", stats=stats(7, 8)),
-        add("a.parquet", stats=stats(0, 5)),
-        add("nostats.parquet"),
-        add("b.parquet", stats=stats(3, 9)),
-    ]
-    write_commit(tmp_path, 0, actions)
-    w = explore(str(tmp_path), tab="layout")
-    assert w.layout_column == "ts" and w.error == ""
-    assert w.layout_summary["files_with_stats"] == 3 and w.layout_summary["files_without_stats"] == 1
-    assert [r["path"] for r in rows(w, "layout_ipc")] == ["a.parquet", "c.parquet", "b.parquet"]  # by ts (5, 8, 9)
 
 
 def test_an_internal_bug_shows_in_the_widget(sales, monkeypatch, caplog):

@@ -9,7 +9,8 @@ import pytest
 
 import deltaexplore as dx
 from deltaexplore.widgets import explore, maintenance
-from deltaexplore.widgets.explorer_data import ExplorerData
+from deltaexplore.widgets.arrow_ipc import from_ipc
+from deltaexplore.widgets.views import TableView
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
@@ -56,7 +57,8 @@ def test_optimize_and_vacuum_run_with_spark_and_report_progress(spark_ready, tmp
     w.observe(lambda ch: progress.append(ch["new"].get("progress") or 0), names="maintenance")
     w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
     assert w.error == ""
-    assert (w.version, w.overview["num_files"]) == (8, 3)
+    metrics = {r["metric"]: r["number"] for r in from_ipc(w.overview_data["metrics"]).to_pylist()}
+    assert (w.version, metrics["files"]) == (8, 3)
     assert "with spark: version 7 -> 8" in w.maintenance["result"]
     assert progress[-1] == 1.0 and any(0 < p < 1 for p in progress)
     assert progress == sorted(progress)  # one fraction over every stage, never backwards
@@ -101,7 +103,7 @@ def test_credentials_follow_the_table_to_the_spark_backend(spark_ready, tmp_path
             client.upload_file(str(f), "lake", f"sales/{f.relative_to(local).as_posix()}")
     table = dx.open_table("s3://lake/sales", storage_options=s3_options)
     expired = vacuum_preview(table).column("path").to_pylist()
-    assert len(expired) >= 5 and maintenance.preview("vacuum", ExplorerData(table))["files_to_delete"] == len(expired)
+    assert len(expired) >= 5 and maintenance.preview("vacuum", TableView(table))["files_to_delete"] == len(expired)
     out = maintenance.run("vacuum", table, lambda f, m: None, engine="spark")
     assert out["backend"] == "spark" and out["result"]["num_files"] == len(expired)
     keys = {o["Key"] for o in client.list_objects_v2(Bucket="lake", Prefix="sales/")["Contents"]}

@@ -44,7 +44,7 @@ test('the explorer opens in a main-area tab, one kernel per table', async ({ pag
   await page.getByRole('menuitem', { name: 'Open in Delta Explorer' }).click();
 
   const tab = page.locator('#jp-main-dock-panel .dx-explorer-panel');
-  const explorer = tab.locator('.dx-explorer');
+  const explorer = tab.locator('.dxe-explorer');
   await expect(explorer).toBeVisible({ timeout: 90000 });
   await expect(page.getByRole('tab', { name: /Delta: sales/ })).toBeVisible();
   const box = await tab.boundingBox();

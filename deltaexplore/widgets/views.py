@@ -1,0 +1,468 @@
+"""What each explorer tab shows, for one table at one version: inspection tables and viz charts.
+
+`TableView` holds a table and its current snapshot and answers each tab with a small dict:
+Arrow tables (sent as IPC buffers), chart specs (`deltaexplore.viz` charts as Vega-Lite
+dicts: the same charts a notebook shows) and `RowSource`s for grids whose rows stay in the
+kernel. Every number comes from `deltaexplore.inspect` (one definition of every metric): this
+module only selects, orders and packages. Nothing here imports ipywidgets.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore import inspect
+from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
+from deltaexplore.inspect._common import remember, snapshot_of
+from deltaexplore.inspect.files import files_ready, small_file_threshold
+from deltaexplore.widgets.arrow_ipc import to_ipc
+from deltaexplore.widgets.sources import RowSource
+
+if TYPE_CHECKING:
+    from deltaexplore.core.snapshot import Snapshot
+    from deltaexplore.core.table import Table
+
+__all__ = ["TableView", "chart_spec"]
+
+#: a log segment (checkpoint + JSON to replay) under this many bytes is cheap enough to replay,
+#: and its statistics to read, before the first view: small tables show everything at once
+EAGER_SEGMENT_BYTES = 16 * 1024 * 1024
+
+#: the previous version is prepared in the background (one step back on the slider, and the
+#: diff tab's default pair, need it) unless the snapshot has more files than this
+PREFETCH_MAX_FILES = 4_000_000
+
+
+def _segment_bytes(snap: Snapshot) -> int:
+    """Bytes a replay of `snap` reads: its checkpoint and JSON commits."""
+    seg = snap.segment
+    return (seg.checkpoint.size if seg.checkpoint is not None else 0) + sum(f.size for f in seg.json_files)
+
+
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """A `deltaexplore.viz` chart as the Vega-Lite dict the browser embeds."""
+    spec: dict[str, Any] = chart.to_dict(validate=False)
+    return spec
+
+
+def _py(value: Any) -> str:
+    return repr(value)
+
+
+class TableView:
+    """The explorer's questions, answered for one table at one version.
+
+    Args:
+        table: the table.
+        version: the version to show (latest when None).
+    """
+
+    def __init__(self, table: Table, version: int | None = None) -> None:
+        self.table = table
+        self.listing = table.listing()
+        self.snap: Snapshot = snapshot_of(table, version)
+        self._pending: tuple[int, Future[Snapshot]] | None = None
+        self._warming: dict[tuple[int, str], Future[Any]] = {}
+        self._worker: ThreadPoolExecutor | None = None
+
+    # -- time ------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self.snap.version
+
+    def set_version(self, version: int) -> None:
+        """Move to `version` (a new immutable snapshot)."""
+        if version != self.snap.version:
+            new = self.snapshot(version)
+            if self.snap.version != self.listing.latest_version:
+                remember(self.snap)  # the version just left: moving back is free
+            self.snap = new
+
+    def snapshot(self, version: int) -> Snapshot:
+        """The snapshot at `version`: the one prepared in the background when it is that one,
+        else inspect's (which keeps the latest and the two last other versions)."""
+        pending = self._pending
+        if pending is not None and pending[0] == version:
+            self._pending = None
+            try:
+                return remember(pending[1].result())
+            except DeltaExploreError:
+                pass  # built again below, where the error reaches the caller
+        if version == self.snap.version:
+            return self.snap
+        return snapshot_of(self.table, version)
+
+    # -- background work, while the user reads the first view ---------------------------------
+    def _background(self, job: Any) -> Future[Any]:
+        """Run `job` on this view's one background thread (jobs run one after the other; most
+        of their time is in Arrow, polars and the stats kernel, which release the GIL)."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaexplore-prepare")
+        return self._worker.submit(job)
+
+    def prefetch(self, version: int) -> None:
+        """Prepare the snapshot at `version` (replay included) in the background, so moving
+        there, or diffing with it, is instant; then the layout of the current version's
+        default column (its bounds and overlap metrics, kept by inspect per snapshot)."""
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0":
+            return
+        lo, _ = self.version_range()
+        recent = getattr(self.table, "_deltaexplore_inspect_cache", {}).get("recent") or {}
+        small_enough = self.snap.num_files <= PREFETCH_MAX_FILES
+        if self._pending is None and version >= lo and version not in recent and small_enough:
+
+            def build() -> Snapshot:
+                snap = self.table.snapshot(version)
+                snap.add_actions()
+                return snap
+
+            self._pending = (version, self._background(build))
+        column = self.default_layout_column()
+        key = (self.snap.version, column)
+        if column and small_enough and key not in self._warming:
+            snap = self.snap
+            self._warming[key] = self._background(lambda: inspect.layout_summary(snap, [column]))
+
+    def _warmed(self, column: str) -> None:
+        """Wait for the background layout of `column` at this version, when one is running."""
+        future = self._warming.pop((self.snap.version, column), None)
+        if future is not None:
+            try:
+                future.result()
+            except DeltaExploreError:
+                pass  # computed again by the caller, where the error reaches the user
+
+    def refresh(self) -> None:
+        self.listing = self.table.listing(refresh=True)
+
+    def version_range(self) -> tuple[int, int]:
+        """(earliest version that can be reconstructed, latest version)."""
+        listing = self.listing
+        latest = listing.latest_version
+        if latest is None:
+            return (0, 0)
+        commits = sorted(set(listing.commits) | set(listing.ratified))
+        if commits and commits[0] == 0:
+            return (0, latest)
+        cps = [v for v in listing.checkpoints if v <= latest]
+        return (min(cps) if cps else (commits[0] if commits else latest), latest)
+
+    def _code(self, expr: str) -> str:
+        """Python that rebuilds a table shown here, for "copy code"."""
+        return f"dx.open_table({self.table.uri!r}).snapshot({self.version}).inspect.{expr}"
+
+    # -- overview --------------------------------------------------------------------------
+    def overview(self, stage: int | None = None) -> dict[str, Any]:
+        """`inspect.overview` metrics, the schema (`inspect.column_mapping`), properties, the
+        protocol's features and the current version's commit, in three stages: 0 the log's
+        metadata alone (`overview(files=False)`: no file action replayed), 1 the file actions
+        (`rows=False`: no statistics parsed), 2 everything. By default the furthest stage that
+        costs nothing more than what is done already."""
+        snap = self.snap
+        if stage is None:
+            stage = 2 if files_ready(snap) or _segment_bytes(snap) < EAGER_SEGMENT_BYTES else 1 if snap.files_loaded else 0
+        metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
+        out: dict[str, Any] = {"version": snap.version, "stage": stage, "complete": stage >= 2, "metrics": to_ipc(metrics)}
+        try:
+            cols = inspect.column_mapping(snap)
+            keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]
+            if snap.column_mapping_mode != "none":
+                keep += ["physical_path", "field_id"]
+            out["schema"] = to_ipc(cols.select(keep))
+        except DeltaExploreError as exc:
+            out["schema_error"] = str(exc)
+        props = snap.properties if snap.has_metadata else {}
+        out["properties"] = to_ipc(pa.table({"property": list(props), "value": list(props.values())}))
+        feats = inspect.features(snap)
+        feats = feats.filter(feats.column("supported"))
+        out["features"] = to_ipc(feats.select(["feature", "kind", "active", "activation", "description"]))
+        out["commit"] = self.commit(snap.version)
+        out["small_file_bytes"] = small_file_threshold(snap)
+        out["published_only"] = bool(snap.published_only)
+        out["checkpoint_version"] = snap.checkpoint_version
+        return out
+
+    def commit(self, version: int) -> dict[str, Any]:
+        """The commitInfo of one version (operation, user, engine, time) as a JSON-safe dict."""
+        snap = self.snap if version <= self.snap.version else self.table
+        rows = inspect.commit_infos(snap, version, version).to_pylist()
+        if not rows:
+            return {"version": version}
+        row = rows[0]
+        row["timestamp"] = int(row["timestamp"].timestamp() * 1000)
+        row["parameters"] = dict(row["parameters"] or [])
+        row["metrics"] = dict(row["metrics"] or [])
+        return row
+
+    def snapshot_for_history(self) -> Table | Snapshot:
+        """What the history reads from: the table at its latest version (the current snapshot
+        when it is the latest, so no second replay)."""
+        latest = self.listing.latest_version
+        return self.snap if self.snap.version == latest else self.table
+
+    # -- history ---------------------------------------------------------------------------
+    def history(self) -> tuple[dict[str, Any], RowSource]:
+        """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart."""
+        from deltaexplore import viz
+
+        commits = inspect.commit_infos(self.snapshot_for_history())
+        out = {
+            "latest": commits.column("version")[0].as_py() if commits.num_rows else None,
+            "commits": to_ipc(commits.drop_columns(["commit_info"])),
+            "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
+        }
+        source = RowSource(
+            commits,
+            search_columns=("operation", "user_name", "user_id", "engine", "user_metadata"),
+            code=f"dx.open_table({self.table.uri!r}).inspect.commit_infos()",
+            name="commit_infos",
+        )
+        return out, source
+
+    def commit_detail(self, version: int) -> dict[str, Any]:
+        """One commit in full: its commitInfo and the counts derived from its actions (`history`)."""
+        h = self.table.history(start_version=version, end_version=version)
+        if h.num_rows == 0:
+            raise InvalidArgumentError(f"version {version} has no commit file in {self.table.uri}")
+        row = h.to_pylist()[0]
+        keep = (
+            "files_added",
+            "files_removed",
+            "bytes_added",
+            "bytes_removed",
+            "rows_added",
+            "rows_removed",
+            "dv_files_added",
+            "cdc_files",
+            "metadata_changed",
+            "protocol_changed",
+        )
+        return {"version": version, "counts": {k: row[k] for k in keep}, "commit_info": row["commit_info"]}
+
+    # -- files -----------------------------------------------------------------------------
+    def files(self) -> tuple[dict[str, Any], RowSource, RowSource]:
+        """File-size histogram, partition skew, and the partitions and files grids."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        from deltaexplore.inspect.deletion_vectors import storage_names
+
+        files = inspect.files(snap)
+        files = files.append_column(
+            pa.field(
+                "dv_storage",
+                pa.string(),
+                metadata={"doc": "where the deletion vector is: file, inline or absolute", "unit": "text"},
+            ),
+            storage_names(files.column("storage_type")),
+        )
+        parts = inspect.partitions(snap)
+        shown = [
+            "path",
+            "partition",
+            "size",
+            "num_records",
+            "deleted_rows",
+            "live_rows",
+            "modification_time",
+            "is_small",
+            "has_stats",
+            "dv_storage",
+        ]
+        files_source = RowSource(
+            files.select([c for c in shown if c in files.column_names]),
+            search_columns=("path",),
+            default_sort=(("size", True),),  # one numeric key: 1M rows sort in milliseconds
+            code=self._code("files()"),
+            name=f"files_v{snap.version}",
+        )
+        parts_source = RowSource(
+            parts.drop_columns(["partition_values"]),
+            search_columns=("partition",),
+            code=self._code("partitions()"),
+            name=f"partitions_v{snap.version}",
+        )
+        out = {
+            "version": snap.version,
+            "partitioned": bool(snap.partition_columns),
+            "size_chart": chart_spec(viz.file_size_histogram(files)),
+            "skew_chart": chart_spec(viz.partition_skew_chart(parts)) if snap.partition_columns else None,
+        }
+        return out, files_source, parts_source
+
+    # -- layout ----------------------------------------------------------------------------
+    def stats_columns(self) -> list[str]:
+        """Columns that can have per-file bounds (`inspect.layout_summary`'s eligible columns)."""
+        if not self.snap.has_metadata:
+            return []
+        try:
+            fields = self.snap.schema.fields
+        except DeltaExploreError:
+            return []
+        out = []
+        for f in fields:
+            t = str(f.type)
+            if t.startswith(("struct", "array", "map")) or t in ("binary", "variant", "void"):
+                continue
+            out.append(f.name)
+        return out
+
+    def default_layout_column(self) -> str:
+        """The first clustering column, else the first column with bounds ('' when none)."""
+        from deltaexplore.inspect.layout import clustering_columns
+
+        candidates = self.stats_columns()
+        if not candidates:
+            return ""
+        mode = self.snap.column_mapping_mode
+        by_physical = {
+            (f.physical_name if mode != "none" else f.name).lower(): f.name
+            for f in self.snap.schema.fields
+            if f.name in candidates
+        }
+        for path in clustering_columns(self.snap):
+            if len(path) == 1 and path[0].lower() in by_physical:
+                return by_physical[path[0].lower()]
+        parts = set(self.snap.partition_columns)
+        data_cols = [c for c in candidates if c not in parts]
+        return (data_cols or candidates)[0]
+
+    def layout(self, column: str) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.layout_summary` of one column, the density and range charts, and the files
+        ordered by overlap depth (worst first)."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        if column not in self.stats_columns():
+            expected = ", ".join(self.stats_columns()) or "(none)"
+            raise InvalidArgumentError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
+        from deltaexplore.inspect.layout_density import bound_positions
+
+        self._warmed(column)
+        per_file = inspect.layout(snap, column)
+        summary = inspect.layout_summary(snap, [column])
+        positions, integral = bound_positions(per_file)
+        density = inspect.layout_density(snap, column)
+        with_stats = int(pc.sum(per_file.column("has_stats").cast(pa.int64())).as_py() or 0) if per_file.num_rows else 0
+        out = {
+            "version": snap.version,
+            "column": column,
+            "integral_positions": integral,
+            "summary": to_ipc(summary),
+            "density_chart": chart_spec(viz.layout_density_chart(density, column, interactive=True)),
+            "ranges_chart": chart_spec(viz.layout_chart(per_file, column, max_files=300, height=260)) if with_stats else None,
+        }
+        shown = per_file.select(
+            ["path", "partition", "min", "max", "overlap_depth", "overlapping_files", "rank", "size", "num_records", "truncated"]
+        )
+        for name in positions.column_names:  # hidden: what a brush over the density chart filters on
+            shown = shown.append_column(name, positions.column(name))
+        source = RowSource(
+            shown,
+            search_columns=("path", "partition"),
+            default_sort=(("overlap_depth", True),),  # one numeric key: 1M rows sort in milliseconds
+            code=self._code(f"layout({column!r})"),
+            name=f"layout_{column}_v{snap.version}",
+        )
+        return out, source
+
+    # -- deletion vectors ------------------------------------------------------------------
+    def deletion_vectors(self) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.deletion_vectors` (worst files first), `dv_files`, and the density chart."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        dv = inspect.deletion_vectors(snap)
+        dv_files = inspect.dv_files(snap)
+
+        def total(column: str) -> int:
+            return int(pc.sum(dv.column(column)).as_py() or 0) if dv.num_rows else 0
+
+        out = {
+            "version": snap.version,
+            "files_with_dv": dv.num_rows,
+            "summary": {
+                "files": snap.num_files,
+                "deleted_rows": total("cardinality"),
+                "rows_in_dv_files": total("num_records"),
+                "past_threshold": int(pc.sum(dv.column("past_threshold").cast(pa.int64())).as_py() or 0) if dv.num_rows else 0,
+            },
+            "dv_files": to_ipc(dv_files),
+            "chart": chart_spec(viz.dv_density_chart(dv)) if dv.num_rows else None,
+        }
+        source = RowSource(
+            dv.select(
+                [
+                    "path",
+                    "partition",
+                    "num_records",
+                    "cardinality",
+                    "live_rows",
+                    "deleted_ratio",
+                    "past_threshold",
+                    "storage",
+                    "dv_path",
+                    "dv_bytes",
+                    "shared_by",
+                    "size",
+                ]
+            ),
+            search_columns=("path", "partition"),
+            default_sort=(("deleted_ratio", True), ("path", False)),
+            code=self._code("deletion_vectors()"),
+            name=f"deletion_vectors_v{snap.version}",
+        )
+        return out, source
+
+    # -- diff ------------------------------------------------------------------------------
+    def diff(self, v1: int, v2: int) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.diff` (every change, by section) and `inspect.diff_files` of v1 -> v2."""
+        pending = self._pending
+        if pending is not None and pending[0] in (v1, v2):
+            self.snapshot(pending[0])  # the version prepared in the background: inspect keeps it
+        changes = inspect.diff(self.table, v1, v2)
+        files = inspect.diff_files(self.table, v1, v2)
+        out = {"from": v1, "to": v2, "changes": to_ipc(changes)}
+        source = RowSource(
+            files.select(
+                [
+                    "change",
+                    "path",
+                    "partition",
+                    "size",
+                    "num_records",
+                    "rows_delta",
+                    "deleted_before",
+                    "deleted_after",
+                    "modification_time",
+                ]
+            ),
+            search_columns=("path", "partition"),
+            default_sort=(("change", False), ("path", False)),
+            code=f"dx.open_table({self.table.uri!r}).inspect.diff_files({v1}, {v2})",
+            name=f"diff_files_v{v1}_v{v2}",
+        )
+        return out, source
+
+    # -- log health ------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """`inspect.log_health` and the log size per version (`viz.log_health_chart`)."""
+        from deltaexplore import viz
+
+        snap = self.snap
+        metrics = inspect.log_health(snap)
+        counts = {
+            s: int(pc.sum(pc.equal(metrics.column("status"), s).cast(pa.int64())).as_py() or 0)
+            for s in ("ok", "info", "warn", "error")
+        }
+        return {
+            "version": snap.version,
+            "metrics": to_ipc(metrics),
+            "status_counts": counts,
+            "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
+        }

@@ -1,0 +1,73 @@
+// Deletion vectors: what they cost (cards from `inspect.deletion_vectors` / `dv_files`), the
+// deleted ratio per file (`viz.dv_density_chart`) and every file with a DV, worst first.
+import { decode } from '../arrow';
+import { createChart } from '../chart';
+import type { Ctx, Tab } from '../context';
+import { card, fill, h, note, section } from '../dom';
+import { formatValue, humanBytes, humanCount } from '../format';
+import { createGrid } from '../grid';
+
+export function dvTab(ctx: Ctx): Tab {
+  const cards = h('div', { class: 'dxe-cards' });
+  const chart = createChart(ctx.rootClass, { label: 'deleted rows per file', height: 220 });
+  const grid = createGrid({
+    label: 'deletion vectors',
+    rootClass: ctx.rootClass,
+    rpc: ctx.rpc,
+    noun: 'files with a deletion vector',
+    height: 360,
+    filterPlaceholder: 'filter paths (Enter)',
+    emptyText: 'No deletion vectors at this version',
+    options: {
+      num_records: { header: 'records' },
+      cardinality: { header: 'deleted' },
+      live_rows: { header: 'live' },
+      deleted_ratio: { header: 'deleted %' },
+      past_threshold: { header: 'past purge threshold' },
+      dv_path: { header: 'DV file', unit: 'path' },
+      dv_bytes: { header: 'DV size' },
+      shared_by: { header: 'files sharing the DV file' },
+      size: { header: 'file size' },
+    },
+    rowClass: (r) => (r.past_threshold ? 'dxe-row-warn' : null),
+  });
+  const summary = section('Deletion vectors');
+  summary.body.appendChild(cards);
+  const chartSection = section('Deleted rows per file');
+  chartSection.body.appendChild(chart.el);
+  const gridSection = section('Files with a deletion vector, most deleted first');
+  gridSection.body.appendChild(grid.el);
+  const el = h('div', { class: 'dxe-tab-dv' }, summary.el, chartSection.el, gridSection.el);
+
+  function draw(): void {
+    const data = ctx.model.get('dv_data') || {};
+    if (data.version === undefined) {
+      fill(cards, note('Loading…', 'loading'));
+      return;
+    }
+    const dvFiles = decode(data.dv_files)?.rows || [];
+    const onDisk = dvFiles.filter((r) => r.storage !== 'inline');
+    const inline = dvFiles.filter((r) => r.storage === 'inline').reduce((n, r) => n + Number(r.data_files || 0), 0);
+    const s = data.summary || {};
+    fill(
+      cards,
+      card('Files with a DV', humanCount(data.files_with_dv), `of ${humanCount(s.files)} files`),
+      card('Deleted rows', humanCount(s.deleted_rows), s.rows_in_dv_files ? `${formatValue('ratio', s.deleted_rows / s.rows_in_dv_files)} of the rows of those files` : null),
+      card('Past the purge threshold', humanCount(s.past_threshold), 'files worth rewriting (Maintenance → DV purge)', s.past_threshold ? 'warn' : null),
+      card('DV files', humanCount(onDisk.length), `${humanBytes(dvFiles.reduce((n, r) => n + Number(r.dv_bytes || 0), 0))} of bitmaps`),
+      card('Inline DVs', humanCount(inline), 'stored in the log itself'),
+    );
+    chartSection.el.hidden = !data.chart;
+    chart.update(data.chart);
+    grid.setSource(data.files || null);
+  }
+
+  return {
+    el,
+    changed: () => draw(),
+    destroy: () => {
+      chart.destroy();
+      grid.destroy();
+    },
+  };
+}

@@ -1,0 +1,360 @@
+// History: every commit of the table (from `inspect.commit_infos`: the whole log, cheaply), a
+// timeline of operations (the `viz.operations_chart` spec) whose brush picks a time range and
+// a pair of versions to compare and whose marks travel to a version on click; filters by
+// operation, user and time; the commit list (two rows checked -> compare); and the selected
+// commit in full: parameters and metrics as key/value chips, the counts derived from its
+// actions (asked of the kernel), and the raw commitInfo.
+import { decode, type Row, type Rows } from '../arrow';
+import { createChart } from '../chart';
+import type { Ctx, Tab } from '../context';
+import { badge, copyButton, fill, h, kv, note, section } from '../dom';
+import { formatValue, humanBytes, humanCount, humanDuration, jsonItems, relativeTime, timestampTitle, toMillis } from '../format';
+import { createGrid } from '../grid';
+
+/** A display unit for an operationMetrics key (writers record numbers as text). */
+export function metricKeyUnit(key: string): 'bytes' | 'duration_ms' | 'count' | 'text' {
+  if (/bytes|size/i.test(key)) return 'bytes';
+  if (/(time|duration)ms$|ms$/i.test(key)) return 'duration_ms';
+  if (/^num|rows|files|count/i.test(key)) return 'count';
+  return 'text';
+}
+
+function metricText(key: string, value: string): string {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) return value;
+  const unit = metricKeyUnit(key);
+  if (unit === 'bytes') return humanBytes(n);
+  if (unit === 'duration_ms') return humanDuration(n);
+  if (unit === 'count') return humanCount(n);
+  return value;
+}
+
+function chipList(value: unknown, render: (k: string, v: string) => string = (_k, v) => v): HTMLElement {
+  const items = jsonItems(value);
+  if (!items || items.length === 0) return h('span', { class: 'dxe-muted' }, 'none');
+  return h(
+    'ul',
+    { class: 'dxe-chip-list' },
+    items.map(([k, v]) => h('li', { class: 'dxe-chip', title: `${k} = ${v}` }, h('span', { class: 'dxe-chip-k' }, k), h('span', { class: 'dxe-chip-v' }, render(k, v)))),
+  );
+}
+
+function localInput(ms: number): string {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+  return d.toISOString().slice(0, 16);
+}
+
+export function historyTab(ctx: Ctx): Tab {
+  const { model, rpc } = ctx;
+  let commits: Rows | null = null;
+  let selectedVersion: number | null = null;
+  let brushed: [number, number] | null = null;
+  let detailToken = 0;
+
+  // -- filters -----------------------------------------------------------------------------
+  const opSelect = h('select', { class: 'dxe-select', 'aria-label': 'filter by operation' });
+  const userSelect = h('select', { class: 'dxe-select', 'aria-label': 'filter by user' });
+  const fromInput = h('input', { type: 'datetime-local', class: 'dxe-input', 'aria-label': 'from time (local)' });
+  const toInput = h('input', { type: 'datetime-local', class: 'dxe-input', 'aria-label': 'to time (local)' });
+  const clearFilters = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small' }, 'Clear filters');
+  const filters = h(
+    'div',
+    { class: 'dxe-filters', role: 'group', 'aria-label': 'history filters' },
+    h('label', { class: 'dxe-field' }, h('span', null, 'Operation'), opSelect),
+    h('label', { class: 'dxe-field' }, h('span', null, 'User'), userSelect),
+    h('label', { class: 'dxe-field' }, h('span', null, 'From'), fromInput),
+    h('label', { class: 'dxe-field' }, h('span', null, 'To'), toInput),
+    clearFilters,
+  );
+
+  // -- compare bar -------------------------------------------------------------------------
+  const compareBar = h('div', { class: 'dxe-action-bar', role: 'status', 'aria-live': 'polite' });
+
+  // -- timeline ----------------------------------------------------------------------------
+  const timeline = createChart(ctx.rootClass, {
+    label: 'operations over time; drag to pick a time range, click a commit to show that version',
+    height: 150,
+    onClick: (d) => {
+      const v = Number(d.version ?? d.last_version);
+      if (Number.isFinite(v)) ctx.travel(v);
+    },
+    onSignal: {
+      time_brush: (value) => {
+        const range = (value as Record<string, unknown[]> | null)?.timestamp;
+        if (!range || range.length !== 2) {
+          brushed = null;
+        } else {
+          const a = toMillis(range[0]);
+          const b = toMillis(range[1]);
+          brushed = a !== null && b !== null ? [Math.min(a, b), Math.max(a, b)] : null;
+        }
+        if (brushed) {
+          fromInput.value = localInput(brushed[0]);
+          toInput.value = localInput(brushed[1]);
+        }
+        applyFilters();
+      },
+    },
+  });
+  const timelineSection = section('Timeline');
+  timelineSection.body.append(
+    note('Drag across the timeline to keep a time range (and compare its first and last version); click a commit to show that version.', 'hint'),
+    timeline.el,
+  );
+
+  // -- commits grid ------------------------------------------------------------------------
+  const grid = createGrid({
+    label: 'history',
+    rootClass: ctx.rootClass,
+    noun: 'commits',
+    height: 380,
+    selection: 'multiple',
+    hideEmpty: true,
+    filterPlaceholder: 'search operation, user, engine, metadata',
+    columns: ['version', 'timestamp', 'operation', 'user_name', 'metrics', 'parameters', 'user_metadata', 'engine', 'is_blind_append', 'isolation_level', 'commit_bytes', 'user_id'],
+    options: {
+      version: { pinned: 'left', width: 96 },
+      user_name: { header: 'user' },
+      metrics: { header: 'operation metrics' },
+      user_metadata: { header: 'user metadata' },
+      is_blind_append: { header: 'blind append' },
+      commit_bytes: { header: 'commit size' },
+      user_id: { header: 'user id' },
+    },
+    onRowClick: (row) => selectCommit(Number(row.version)),
+    onSelection: () => drawCompareBar(),
+    rowClass: (row) => (Number(row.version) === Number(model.get('version')) ? 'dxe-row-current' : null),
+  });
+  const gridSection = section('Commits');
+  gridSection.body.appendChild(grid.el);
+
+  // -- detail ------------------------------------------------------------------------------
+  const detail = h('aside', { class: 'dxe-detail', 'aria-label': 'selected commit' });
+
+  const el = h(
+    'div',
+    { class: 'dxe-tab-history' },
+    timelineSection.el,
+    filters,
+    compareBar,
+    h('div', { class: 'dxe-split' }, h('div', { class: 'dxe-split-main' }, gridSection.el), detail),
+  );
+
+  function options(select: HTMLSelectElement, values: Map<string, number>, all: string): void {
+    const keep = select.value;
+    fill(
+      select,
+      h('option', { value: '' }, all),
+      [...values.entries()].sort((a, b) => b[1] - a[1]).map(([v, n]) => h('option', { value: v }, `${v} (${humanCount(n)})`)),
+    );
+    select.value = values.has(keep) ? keep : '';
+  }
+
+  function applyFilters(): void {
+    if (!commits) return;
+    const op = opSelect.value;
+    const user = userSelect.value;
+    const from = fromInput.value ? new Date(fromInput.value).getTime() : null;
+    const to = toInput.value ? new Date(toInput.value).getTime() + 59_999 : null;
+    const rows = commits.rows.filter((r) => {
+      if (op && r.operation !== op) return false;
+      if (user && (r.user_name ?? r.user_id) !== user) return false;
+      const t = toMillis(r.timestamp);
+      if (from !== null && (t === null || t < from)) return false;
+      if (to !== null && (t === null || t > to)) return false;
+      return true;
+    });
+    grid.setRows({ ...commits, rows });
+    drawCompareBar();
+  }
+
+  function drawCompareBar(): void {
+    const picked = grid
+      .selected()
+      .map((r) => Number(r.version))
+      .sort((a, b) => a - b);
+    const parts: Array<Node | string> = [];
+    if (picked.length === 2) {
+      const go = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' }, `Compare ${picked[0]} → ${picked[1]}`);
+      go.addEventListener('click', () => ctx.compare(picked[0], picked[1]));
+      parts.push(h('span', null, `Versions ${picked[0]} and ${picked[1]} checked.`), go);
+    } else if (picked.length > 2) {
+      parts.push(h('span', null, `${picked.length} commits checked: check exactly two to compare them.`));
+    } else if (brushed && commits) {
+      const inRange = commits.rows
+        .filter((r) => {
+          const t = toMillis(r.timestamp);
+          return t !== null && t >= (brushed as [number, number])[0] && t <= (brushed as [number, number])[1];
+        })
+        .map((r) => Number(r.version));
+      if (inRange.length >= 2) {
+        const lo = Math.min(...inRange);
+        const hi = Math.max(...inRange);
+        const go = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' }, `Compare ${lo} → ${hi}`);
+        go.addEventListener('click', () => ctx.compare(lo, hi));
+        parts.push(h('span', null, `${inRange.length} commits in the brushed range.`), go);
+      } else {
+        parts.push(h('span', null, inRange.length === 1 ? `One commit (version ${inRange[0]}) in the brushed range.` : 'No commit in the brushed range.'));
+      }
+    } else {
+      parts.push(h('span', { class: 'dxe-muted' }, 'Check two commits (or drag across the timeline) to compare them; click a commit to see it in full.'));
+    }
+    fill(compareBar, parts);
+  }
+
+  clearFilters.addEventListener('click', () => {
+    opSelect.value = '';
+    userSelect.value = '';
+    fromInput.value = '';
+    toInput.value = '';
+    brushed = null;
+    timeline.update((model.get('history_data') || {}).timeline);
+    applyFilters();
+  });
+  opSelect.addEventListener('change', applyFilters);
+  userSelect.addEventListener('change', applyFilters);
+  for (const input of [fromInput, toInput]) {
+    input.addEventListener('change', () => {
+      brushed = null;
+      applyFilters();
+    });
+  }
+
+  function selectCommit(v: number): void {
+    selectedVersion = v;
+    drawDetail();
+  }
+
+  function drawDetail(): void {
+    if (!commits || selectedVersion === null) {
+      fill(detail, note('Click a commit to see its parameters, metrics, counts and commitInfo.', 'hint'));
+      return;
+    }
+    const row = commits.rows.find((r) => Number(r.version) === selectedVersion) as Row | undefined;
+    if (!row) {
+      fill(detail, note(`Version ${selectedVersion} is not in the history.`, 'empty'));
+      return;
+    }
+    const v = Number(row.version);
+    const lo = Number(model.get('min_version'));
+    const showBtn = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' }, v === Number(model.get('version')) ? 'Shown' : `Show version ${v}`);
+    showBtn.disabled = v === Number(model.get('version'));
+    showBtn.addEventListener('click', () => ctx.travel(v));
+    const prevBtn = h('button', { type: 'button', class: 'dxe-btn' }, 'Compare with previous');
+    prevBtn.disabled = v <= lo;
+    prevBtn.addEventListener('click', () => ctx.compare(v - 1, v));
+    const counts = h('div', { class: 'dxe-detail-counts' }, note('Counting the commit’s actions…', 'loading'));
+    const raw = h('pre', { class: 'dxe-json' }, 'loading…');
+    const who = row.user_name ?? row.user_id;
+    fill(
+      detail,
+      h(
+        'div',
+        { class: 'dxe-detail-head' },
+        h('span', { class: 'dxe-detail-version' }, `Version ${v}`),
+        badge(row.operation as string | null),
+        h('span', { class: 'dxe-detail-time', title: `${timestampTitle(row.timestamp)} UTC` }, `${formatValue('timestamp', row.timestamp)} · ${relativeTime(row.timestamp)}`),
+        h('span', { class: 'dxe-spacer' }),
+        showBtn,
+        prevBtn,
+      ),
+      h(
+        'div',
+        { class: 'dxe-detail-body' },
+        h(
+          'div',
+          { class: 'dxe-detail-block' },
+          h('h4', null, 'Commit'),
+          kv([
+            ['user', who ? String(who) : null],
+            ['user id', row.user_id ? String(row.user_id) : null],
+            ['engine', row.engine ? String(row.engine) : null],
+            ['user metadata', row.user_metadata ? h('span', { class: 'dxe-user-metadata' }, String(row.user_metadata)) : null],
+            ['isolation', row.isolation_level ? String(row.isolation_level) : null],
+            ['blind append', row.is_blind_append === null || row.is_blind_append === undefined ? null : row.is_blind_append ? 'yes' : 'no'],
+            ['read version', row.read_version === null || row.read_version === undefined ? null : String(row.read_version)],
+            ['transaction', row.txn_id ? String(row.txn_id) : null],
+            ['cluster', row.cluster_id ? String(row.cluster_id) : null],
+            ['commit file', formatValue('bytes', row.commit_bytes)],
+          ]),
+        ),
+        h('div', { class: 'dxe-detail-block' }, h('h4', null, 'Operation parameters'), chipList(row.parameters), h('h4', null, 'Operation metrics'), chipList(row.metrics, metricText)),
+        h('div', { class: 'dxe-detail-block' }, h('h4', null, 'Actions in the commit'), counts),
+      ),
+      h('details', { class: 'dxe-raw' }, h('summary', null, 'Full commitInfo (JSON)'), h('div', { class: 'dxe-raw-tools' }, copyButton(() => raw.textContent || '', 'copy commitInfo JSON')), raw),
+    );
+    const mine = ++detailToken;
+    rpc
+      .request('commit', { version: v })
+      .then((reply) => {
+        if (mine !== detailToken) return;
+        const d = reply.content.detail || {};
+        const c = d.counts || {};
+        fill(
+          counts,
+          kv([
+            ['files added', `${humanCount(c.files_added)} (${humanBytes(c.bytes_added)})`],
+            ['files removed', `${humanCount(c.files_removed)} (${c.bytes_removed === null ? 'size unknown' : humanBytes(c.bytes_removed)})`],
+            ['rows added', c.rows_added === null ? 'unknown (no stats)' : humanCount(c.rows_added)],
+            ['rows removed', c.rows_removed === null ? 'unknown (no stats)' : humanCount(c.rows_removed)],
+            ['files with a DV added', humanCount(c.dv_files_added)],
+            ['change data files', humanCount(c.cdc_files)],
+            ['metadata changed', c.metadata_changed ? 'yes' : 'no'],
+            ['protocol changed', c.protocol_changed ? 'yes' : 'no'],
+          ]),
+        );
+        let pretty = String(d.commit_info ?? '(no commitInfo)');
+        try {
+          pretty = JSON.stringify(JSON.parse(pretty), null, 2);
+        } catch {
+          // not JSON: shown as it is
+        }
+        raw.textContent = pretty;
+      })
+      .catch((err: Error) => {
+        if (mine !== detailToken) return;
+        fill(counts, note(err.message, 'error'));
+        raw.textContent = '';
+      });
+  }
+
+  function draw(): void {
+    const data = model.get('history_data') || {};
+    if (!data.commits) {
+      fill(detail, note('Loading history…', 'loading'));
+      return;
+    }
+    commits = decode(data.commits);
+    timelineSection.head.querySelector('h3')!.textContent = `Timeline · ${humanCount(commits?.rows.length ?? 0)} commits`;
+    const ops = new Map<string, number>();
+    const users = new Map<string, number>();
+    for (const r of commits?.rows ?? []) {
+      const op = r.operation === null || r.operation === undefined ? null : String(r.operation);
+      if (op) ops.set(op, (ops.get(op) || 0) + 1);
+      const u = r.user_name ?? r.user_id;
+      if (u !== null && u !== undefined) users.set(String(u), (users.get(String(u)) || 0) + 1);
+    }
+    options(opSelect, ops, 'all operations');
+    options(userSelect, users, 'all users');
+    userSelect.disabled = users.size === 0;
+    timeline.update(data.timeline);
+    if (selectedVersion === null && commits && commits.rows.length) selectedVersion = Number(model.get('version'));
+    applyFilters();
+    drawDetail();
+  }
+
+  return {
+    el,
+    changed: (name) => {
+      if (name === 'history_data') draw();
+      else if (name === 'version') {
+        grid.api()?.redrawRows();
+        drawDetail();
+      }
+    },
+    destroy: () => {
+      timeline.destroy();
+      grid.destroy();
+    },
+  };
+}

@@ -1,0 +1,365 @@
+"""The explorer in a real JupyterLab and Debian chromium: every tab renders (charts with marks and
+axes, grids with rows), the version slider moves by keyboard (JupyterLab's shortcuts never see
+the keys) and by mouse, a pair of history rows opens the diff, a filter applies on Enter, a
+table full of script payloads shows them as text everywhere (cells, tooltips, pickers), no
+console error, no request leaves the machine. Screenshots of every tab, light and dark, go to
+$DELTAEXPLORE_SCREENSHOTS (default tests/browser/screenshots/, not committed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from xss_table import COLUMN, PART, PAYLOADS
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
+HERE = Path(__file__).resolve().parent
+TABS = ["Overview", "History", "Files", "Layout", "Deletion vectors", "Diff", "Log health", "Maintenance"]
+LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?/")
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    out = Path(os.environ.get("DELTAEXPLORE_SCREENSHOTS") or HERE / "screenshots")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+class Watch:
+    """Console errors, page errors and every request that tried to leave the machine."""
+
+    def __init__(self, page) -> None:
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+        def route(r) -> None:
+            if LOOPBACK.match(r.request.url) or r.request.url.startswith(("data:", "blob:")):
+                r.continue_()
+            else:
+                self.outside.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+
+
+def _notebook(cells: list[tuple[str, str]]) -> str:
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": kind, "metadata": {}, "source": src, **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                for kind, src in cells
+            ],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+
+
+def _open_and_run(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
+    for helper in ("xss_table.py",):
+        shutil.copy(HERE / helper, lab.root / helper)
+    (lab.root / name).write_text(_notebook(cells))
+    page.goto(lab.url(f"/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset"))
+    page.locator(".jp-Notebook").wait_for(timeout=60_000)
+    page.wait_for_function(
+        """() => {
+            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+            const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+            return !!k && k.connectionStatus === 'connected' && k.status === 'idle' && w.sessionContext.isReady;
+        }""",
+        timeout=90_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")  # the notebook gets the width
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def _settled(page, explorer) -> None:
+    """Wait until the kernel answered (no busy explorer) and grids/charts had a frame to draw."""
+    page.wait_for_timeout(150)
+    page.wait_for_function("() => !document.querySelector('.dxe-explorer.dxe-busy')", timeout=120_000)
+    explorer.evaluate("el => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_timeout(400)
+
+
+def _tab(page, explorer, name: str):
+    explorer.get_by_role("tab", name=name, exact=True).click()
+    _settled(page, explorer)
+    panel = explorer.locator(".dxe-panel:not([hidden])")
+    assert explorer.get_by_role("tab", name=name, exact=True).get_attribute("aria-selected") == "true"
+    return panel
+
+
+def _grid_rows(panel, label: str) -> int:
+    """Rows the grid drew (a row with pinned columns is drawn in two containers: counted once)."""
+    grid = panel.get_by_role("region", name=label, exact=True)
+    grid.locator(".ag-row").first.wait_for(timeout=30_000)
+    return grid.evaluate("g => new Set([...g.querySelectorAll('.ag-row[row-index]')].map(r => r.getAttribute('row-index'))).size")
+
+
+def _chart(panel, index: int = 0):
+    """The index-th chart of a panel, once Vega drew marks and axes into it."""
+    chart = panel.locator(".dxe-chart").nth(index)
+    chart.locator("svg g.role-mark > [aria-roledescription]").first.wait_for(state="attached", timeout=30_000)
+    assert chart.locator("svg g.role-axis").count() >= 2, "a chart without axes"
+    return chart
+
+
+def _docs_shot(explorer, path: Path) -> None:
+    """A screenshot for docs/images: the table's location (a temporary path of the test run)
+    shown as a neutral one, everything else as it is."""
+    explorer.evaluate(
+        """el => el.querySelectorAll('.dxe-uri, .dxe-kv code.dxe-path').forEach(n => {
+            n.dataset.real = n.textContent; n.textContent = n.textContent.replace(/^.*\\/(?=[^/]+$)/, '/data/lake/'); })"""
+    )
+    explorer.screenshot(path=str(path))
+    explorer.evaluate("el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })")
+
+
+def _version(explorer) -> str:
+    return explorer.locator(".dxe-version-out").inner_text()
+
+
+def _unnamed_controls(explorer) -> list[str]:
+    """Controls without an accessible name (screen readers would announce nothing)."""
+    return explorer.evaluate(
+        """root => [...root.querySelectorAll('button, input, select, [role=tab]')].filter(el => {
+            if (el.closest('.ag-root-wrapper')) return false;  // AG Grid labels its own controls
+            const label = el.getAttribute('aria-label') || el.getAttribute('title') || (el.labels && el.labels.length && el.labels[0].textContent) || el.textContent;
+            return !(label && label.trim());
+        }).map(el => el.outerHTML.slice(0, 120))"""
+    )
+
+
+def test_explorer_in_jupyterlab(page, lab, shots):
+    page.set_viewport_size({"width": 1500, "height": 1650})  # room for a whole tab in the screenshots
+    watch = Watch(page)
+    cells = [
+        ("code", "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales')\nevents = demo_tables.build_events('events')\nxss = xss_table.build_xss('xss')"),
+        ("markdown", "# Sales\nThe heading above the explorer: ArrowLeft must not collapse it."),
+        ("code", "dx.explore(sales)"),
+        ("code", "dx.explore(xss)"),
+    ]
+    _open_and_run(page, lab, "explorer_tour.ipynb", cells)
+    explorers = page.locator(".dxe-explorer")
+    explorers.nth(1).wait_for(timeout=120_000)
+    sales, xss = explorers.nth(0), explorers.nth(1)
+    _settled(page, sales)
+    assert sales.get_attribute("data-lm-suppress-shortcuts") == "true"
+    assert sales.locator(".dxe-title").inner_text() == "sales"
+    assert _version(sales).startswith("7 of 7")
+
+    # -- every tab renders ------------------------------------------------------------------
+    panel = _tab(page, sales, "Overview")
+    assert panel.locator(".dxe-card").count() >= 6 and "deltaexplore tour: sales by region" in panel.inner_text()
+    assert _grid_rows(panel, "schema") == 5
+    sales.screenshot(path=str(shots / "light-overview.png"))
+    panel = _tab(page, sales, "History")
+    assert _grid_rows(panel, "history") == 8
+    _chart(panel)
+    sales.screenshot(path=str(shots / "light-history.png"))
+    _docs_shot(sales, shots / "docs-explorer-history.png")
+    panel = _tab(page, sales, "Files")
+    assert _grid_rows(panel, "files") == 9 and _grid_rows(panel, "partitions") == 3
+    _chart(panel, 0), _chart(panel, 1)
+    sales.screenshot(path=str(shots / "light-files.png"))
+    _docs_shot(sales, shots / "docs-explorer-files.png")
+    panel = _tab(page, sales, "Layout")
+    _chart(panel, 0), _chart(panel, 1)
+    assert _grid_rows(panel, "files by overlap depth") == 9
+    sales.screenshot(path=str(shots / "light-layout.png"))
+    panel = _tab(page, sales, "Deletion vectors")
+    _chart(panel)
+    assert _grid_rows(panel, "deletion vectors") == 2
+    sales.screenshot(path=str(shots / "light-deletion-vectors.png"))
+    panel = _tab(page, sales, "Diff")
+    panel.get_by_text("Version 6 → 7").wait_for(timeout=30_000)
+    assert _grid_rows(panel, "changes") >= 4 and _grid_rows(panel, "changed files") == 1
+    sales.screenshot(path=str(shots / "light-diff.png"))
+    panel = _tab(page, sales, "Log health")
+    _chart(panel)
+    assert _grid_rows(panel, "log health") >= 10
+    sales.screenshot(path=str(shots / "light-log-health.png"))
+    panel = _tab(page, sales, "Maintenance")
+    panel.get_by_role("button", name="Preview OPTIMIZE (compact)").click()
+    panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
+    sales.screenshot(path=str(shots / "light-maintenance.png"))
+    assert _unnamed_controls(sales) == []
+
+    # -- a filter applies on Enter, not on every key --------------------------------------------
+    panel = _tab(page, sales, "Files")
+    box = panel.get_by_role("searchbox", name=re.compile("^files: filter paths"))
+    box.fill("region=apac")
+    page.wait_for_timeout(600)
+    count = panel.get_by_role("region", name="files", exact=True).locator(".dxe-grid-count")
+    assert count.inner_text() == "9 files"
+    box.press("Enter")
+    page.wait_for_function("el => el.textContent === '4 of 9 files'", arg=count.element_handle(), timeout=30_000)
+    assert box.evaluate("el => el === document.activeElement")  # focus stays in the box
+    box.press("Escape")
+    page.wait_for_function("el => el.textContent === '9 files'", arg=count.element_handle(), timeout=30_000)
+
+    # -- the slider by keyboard: JupyterLab's shortcuts never see the key ---------------------
+    heading = page.locator(".jp-MarkdownCell").filter(has_text="Sales").first
+    slider = sales.get_by_role("slider", name="version")
+    slider.focus()
+    slider.press("ArrowLeft")
+    page.wait_for_function("el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000)
+    _settled(page, sales)
+    assert sales.is_visible() and heading.is_visible()  # the heading above did not collapse
+    assert "OPTIMIZE" in sales.locator(".dxe-commit-line").inner_text()
+    assert slider.evaluate("el => el === document.activeElement")  # the DOM was updated in place
+    # ... and by mouse: a click near the left end of the track goes to version 0
+    box_ = slider.bounding_box()
+    page.mouse.click(box_["x"] + 3, box_["y"] + box_["height"] / 2)
+    page.wait_for_function("el => el.textContent.startsWith('0 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000)
+    _settled(page, sales)
+    assert "CREATE TABLE AS SELECT" in sales.locator(".dxe-commit-line").inner_text()
+    assert _grid_rows(sales.locator(".dxe-panel:not([hidden])"), "files") == 3  # the open tab shows version 0
+    sales.get_by_role("button", name="next version").click()
+    page.wait_for_function("el => el.textContent.startsWith('1 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000)
+
+    # -- two history rows open the diff --------------------------------------------------------
+    panel = _tab(page, sales, "History")
+    grid = panel.get_by_role("region", name="history", exact=True)
+    for v in ("3", "5"):
+        index = grid.evaluate(
+            "(g, v) => [...g.querySelectorAll('.ag-cell[col-id=version]')].find(c => c.textContent.trim() === v).closest('.ag-row').getAttribute('row-index')",
+            v,
+        )
+        grid.locator(f".ag-row[row-index='{index}'] input[type=checkbox]").first.check()
+    panel.get_by_role("button", name="Compare 3 → 5").click()
+    _settled(page, sales)
+    assert sales.get_by_role("tab", name="Diff", exact=True).get_attribute("aria-selected") == "true"
+    panel = sales.locator(".dxe-panel:not([hidden])")
+    panel.get_by_text("Version 3 → 5").wait_for(timeout=30_000)
+    assert "channel" in panel.inner_text()  # the ADD COLUMNS of version 4
+    # clicking a commit on the timeline travels to it
+    panel = _tab(page, sales, "History")
+    tick = _chart(panel).locator("svg g.role-mark > [aria-roledescription]").first  # version 7 (the newest is drawn first)
+    tick.scroll_into_view_if_needed()
+    _settled(page, sales)
+    where = tick.bounding_box()
+    page.mouse.click(where["x"] + where["width"] / 2, where["y"] + where["height"] / 2)
+    _settled(page, sales)
+    assert not _version(sales).startswith("1 of 7")
+
+    # -- dark theme ------------------------------------------------------------------------------
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    sales.get_by_role("button", name="⟳ Refresh").click()  # also: back to the latest version
+    _settled(page, sales)
+    for name in TABS:
+        panel = _tab(page, sales, name)
+        if name in ("History", "Files", "Layout", "Log health"):
+            _chart(panel)
+        sales.screenshot(path=str(shots / f"dark-{name.lower().replace(' ', '-')}.png"))
+        if name == "Layout":
+            _docs_shot(sales, shots / "docs-explorer-layout-dark.png")
+    axis_text = sales.locator(".dxe-panel:not([hidden])")
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
+    assert axis_text is not None
+
+    # -- script payloads stay text everywhere ----------------------------------------------------
+    xss.scroll_into_view_if_needed()
+    seen = ""
+    for name in TABS:
+        panel = _tab(page, xss, name)
+        if name == "History":
+            panel.get_by_role("region", name="history", exact=True).locator(".ag-row").first.click()
+            panel.locator(".dxe-detail details summary").click()
+            panel.locator(".dxe-json").filter(has_text="userMetadata").wait_for(timeout=30_000)
+        if name == "Layout":
+            picker = panel.get_by_role("combobox", name="layout column")
+            picker.select_option(COLUMN)
+            _settled(page, xss)
+            panel = xss.locator(".dxe-panel:not([hidden])")
+            assert COLUMN in picker.inner_text()
+        seen += panel.inner_text() + "\n"
+        # a chart's tooltip: Vega's marks under the pointer, our text-only handler
+        charts = panel.locator(".dxe-chart svg")
+        if charts.count():
+            mark = charts.first.locator("g.role-mark > [aria-roledescription]").first
+            if mark.count():
+                mark.hover(force=True)
+                page.wait_for_timeout(200)
+        xss.screenshot(path=str(shots / f"xss-{name.lower().replace(' ', '-')}.png"))
+    seen += xss.locator(".dxe-header").inner_text()
+    for payload in (*PAYLOADS.values(), COLUMN, PART):
+        assert payload in seen, payload
+    tooltip = page.locator(".dxe-tooltip")
+    if tooltip.count():
+        assert tooltip.first.locator("img, script, svg, a, b, i").count() == 0
+    injected = page.evaluate(
+        """() => [...document.querySelectorAll('.dxe-explorer img, .dxe-explorer script, .dxe-explorer a[href], .dxe-explorer b, .dxe-explorer i, .dxe-tooltip img, .dxe-tooltip svg')]
+                 .map(e => e.outerHTML.slice(0, 80))"""
+    )
+    assert injected == []
+    assert page.evaluate("() => window.__dx_pwned") is None
+    assert page.dialogs == []
+
+    # -- maintenance: preview, run, and the new version appears ---------------------------------
+    panel = _tab(page, sales, "Maintenance")
+    panel.get_by_role("button", name="Preview OPTIMIZE (compact)").click()
+    panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
+    panel.get_by_role("button", name="Run OPTIMIZE (compact)").click()
+    sales.get_by_role("status").filter(has_text="version 7 -> 8").wait_for(timeout=180_000)
+    assert _version(sales).startswith("8 of 8")
+
+    assert watch.outside == [], f"requests left the machine: {watch.outside}"
+    assert watch.errors == [], watch.errors
+
+
+def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, lab, shots):
+    """Saved, the kernel shut down, reopened: the output shows what the explorer showed (the
+    deltaexplore extension renders the summary ahead of the widget view, whose model is gone)."""
+    if not (HERE.parents[1] / "extension" / "build" / "deltaexplore-jupyterlab" / "package.json").exists():
+        pytest.fail("the JupyterLab extension is not built: run `make setup-ui`")
+    watch = Watch(page)
+    name = "saved_explorer.ipynb"
+    _open_and_run(page, lab, name, [("code", "import deltaexplore as dx, xss_table\nxss = xss_table.build_xss('xss-saved')"), ("code", "dx.explore(xss)")])
+    live = page.locator(".dxe-explorer").first
+    live.wait_for(timeout=120_000)
+    _settled(page, live)
+    assert page.locator(".dx-explorer-static").first.is_hidden()  # live: the summary made way for the explorer
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    page.evaluate("window.jupyterapp.commands.execute('kernelmenu:shutdown')")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; return !w.sessionContext.session || !w.sessionContext.session.kernel; }",
+        timeout=60_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('application:close-all')")
+    page.wait_for_timeout(1000)
+    saved = json.loads((lab.root / name).read_text())
+    bundle = saved["cells"][1]["outputs"][0]["data"]
+    assert {"text/html", "application/vnd.deltaexplore.explorer+json", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
+    # reopened: a new kernel starts, which never had the explorer's model
+    page.goto(lab.url(f"/lab/workspaces/reopen/tree/{name}?reset"))
+    static = page.locator(".dx-explorer-static").first
+    static.wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)  # time for the widget manager to give up on the model
+    assert static.is_visible()
+    text = static.inner_text()
+    assert PAYLOADS["script"] in text and "version 2" in text and "files" in text and "SET TBLPROPERTIES" in text
+    assert page.locator("text=Error displaying widget").count() == 0 and page.locator(".dxe-explorer").count() == 0
+    assert page.evaluate("() => window.__dx_pwned") is None
+    static.screenshot(path=str(shots / "saved-notebook-summary.png"))
+    static.evaluate("el => el.querySelectorAll('.dx-summary-uri').forEach(n => { n.textContent = '/data/lake/xss-saved'; })")
+    static.screenshot(path=str(shots / "docs-explorer-saved-summary.png"))
+    assert watch.outside == [], watch.outside
+    assert [e for e in watch.errors if "model not found" not in e] == []
