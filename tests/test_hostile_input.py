@@ -260,3 +260,19 @@ def test_a_checkpoint_part_that_is_a_data_file_stops_vacuum(tmp_path: Path) -> N
     with pytest.raises(dx.InvalidCheckpointError):
         vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert sorted(p.name for p in root.rglob("*.parquet") if "_delta_log" not in p.parts) == before
+
+
+def test_invalid_utf8_in_checkpoint_metadata_is_no_panic(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 in a checkpoint's key-value metadata (parquet keeps them as is)
+    made polars panic (a BaseException) in `inspect.commits`."""
+    import pyarrow.parquet as pq
+
+    root = _table(tmp_path)
+    checkpoint(str(root))
+    cp = root / "_delta_log" / f"{2:020d}.checkpoint.parquet"
+    full = pq.read_table(cp)
+    pq.write_table(full.replace_schema_metadata({b"org.apache.spark.version": b"3.5\xff\xfe"}), cp)
+    table = dx.open_table(str(root))
+    rows = dxi.commits(table, 2, checkpoints=True)
+    assert "checkpoint" in rows.column("source").to_pylist()
+    assert table.snapshot().to_arrow().num_rows == 12

@@ -140,8 +140,10 @@ def _parquet_rows(table: Table, path: str, source: str, version: int) -> dict[st
     """One row per action of a checkpoint/sidecar parquet file (rows with no action skipped)."""
     fs, _ = table.storage.arrow_filesystem()
     try:
-        full = pq.read_table(fs.open_input_file(table.storage.location(path)))
-        full.validate(full=True)  # strings come unchecked from parquet: no invalid UTF-8 goes on
+        # strings (and the file's key-value metadata) come unchecked from parquet: no invalid
+        # UTF-8 goes on to polars, which panics on it
+        full = pq.read_table(fs.open_input_file(table.storage.location(path))).replace_schema_metadata(None)
+        full.validate(full=True)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InspectError(f"cannot read checkpoint file {path}: {exc}", path=path) from exc
     names = [n for n in full.column_names if full.column(n).null_count < full.num_rows]
