@@ -122,18 +122,18 @@ def scene(tmp_path: Path) -> Scene:
 
 def _explorer_data(root: str) -> None:
     pytest.importorskip("polars")
-    from deltaexplore.widgets.explorer_data import ExplorerData
+    from deltaexplore.widgets.views import TableView
 
-    data = ExplorerData(dx.open_table(root))
-    data.overview()
-    data.history()
-    data.partitions()
-    data.size_histogram()
-    data.files_page()
-    data.layout(data.default_layout_column())
-    data.deletion_vectors()
-    data.diff(0, data.version)
-    data.log_health()
+    view = TableView(dx.open_table(root))
+    view.overview()
+    view.overview(stage=2)
+    view.history()
+    view.commit_detail(view.version)
+    view.files()
+    view.layout(view.default_layout_column())
+    view.deletion_vectors()
+    view.diff(0, view.version)
+    view.health()
 
 
 def _inspect_all(root: str) -> None:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
+from s3_server import s3_endpoint
 
 import deltaexplore as dx
 from deltaexplore import inspect as dxi
@@ -47,17 +48,8 @@ def error_text(exc: BaseException) -> str:
 @pytest.fixture(scope="module")
 def s3() -> Iterator[str]:
     """A moto S3 server on 127.0.0.1 with a bucket; its endpoint."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    pytest.importorskip("s3fs")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    endpoint = "http://{}:{}".format(*server.get_host_and_port())
-    boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
-    ).create_bucket(Bucket="lake")
-    yield endpoint
-    server.stop()
+    with s3_endpoint(key="x", secret="x") as endpoint:
+        yield endpoint
 
 
 def options(endpoint: str, **extra: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from s3_server import fsspec_options, s3_endpoint
 
 import deltaexplore as dx
 
@@ -21,29 +22,21 @@ TABLES = [
 
 @pytest.fixture(scope="module")
 def s3(corpus):
-    moto_server = pytest.importorskip("moto.server")
     boto3 = pytest.importorskip("boto3")
-    pytest.importorskip("s3fs")
-    # port 0: the server binds a free port itself (no window for another process to take it)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    endpoint = "http://{}:{}".format(*server.get_host_and_port())
-    client = boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
-    )
-    client.create_bucket(Bucket="lake")
-    for rel in TABLES:
-        root = corpus / rel
-        if not root.exists():
-            continue
-        for dirpath, _, files in os.walk(root):
-            for name in files:
-                full = os.path.join(dirpath, name)
-                key = f"{rel}/{os.path.relpath(full, root)}".replace(os.sep, "/")
-                client.upload_file(full, "lake", key)
-    options = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-    yield options
-    server.stop()
+    with s3_endpoint() as endpoint:
+        client = boto3.client(
+            "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+        )
+        for rel in TABLES:
+            root = corpus / rel
+            if not root.exists():
+                continue
+            for dirpath, _, files in os.walk(root):
+                for name in files:
+                    full = os.path.join(dirpath, name)
+                    key = f"{rel}/{os.path.relpath(full, root)}".replace(os.sep, "/")
+                    client.upload_file(full, "lake", key)
+        yield fsspec_options(endpoint)
 
 
 def _rows(table):

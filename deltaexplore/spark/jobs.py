@@ -56,6 +56,7 @@ class StageProgress:
     completed: int = 0
     active: int = 0
     failed: int = 0
+    skipped: bool = False  # its job finished without running it (a reused shuffle)
 
 
 @dataclass
@@ -174,10 +175,12 @@ class SparkProgress:
                     sp.completed = stage.numCompletedTasks
                     sp.active = stage.numActiveTasks
                     sp.failed = stage.numFailedTasks
-            s.stages = len(s.stage_progress)
-            s.tasks = sum(p.completed for p in s.stage_progress.values())
-            s.failed_tasks = sum(p.failed for p in s.stage_progress.values())
-            total = sum(p.num_tasks for p in s.stage_progress.values())
+                    sp.skipped = str(info.status) == "SUCCEEDED" and sp.completed == 0 and sp.active == 0
+            ran = [p for p in s.stage_progress.values() if not p.skipped]
+            s.stages = len(ran)
+            s.tasks = sum(p.completed for p in ran)
+            s.failed_tasks = sum(p.failed for p in ran)
+            total = _total_tasks(s)
             if total:
                 self.fraction = max(self.fraction, min(1.0, s.tasks / total))
             self._render()
@@ -185,7 +188,7 @@ class SparkProgress:
 
     def message(self) -> str:
         s = self.summary
-        total = sum(p.num_tasks for p in s.stage_progress.values())
+        total = _total_tasks(s)
         failed = f", {s.failed_tasks} failed" if s.failed_tasks else ""
         return f"{self.description}: {s.tasks}/{total} tasks in {s.stages} stage(s){failed}"
 
@@ -232,6 +235,11 @@ class SparkProgress:
                 self._handle.update(HTML(self._bar_html(done=True)))
             return
         print(f"[deltaexplore] {self.summary.text()}", file=self.stream, flush=True)
+
+
+def _total_tasks(s: Summary) -> int:
+    """Tasks of every stage seen that Spark ran or may still run (skipped stages count none)."""
+    return sum(p.num_tasks for p in s.stage_progress.values() if not p.skipped)
 
 
 def _escape(text: str) -> str:

@@ -59,7 +59,12 @@ def _notebook(cells: list[tuple[str, str]]) -> str:
     return json.dumps(
         {
             "cells": [
-                {"cell_type": kind, "metadata": {}, "source": src, **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                {
+                    "cell_type": kind,
+                    "metadata": {},
+                    "source": src,
+                    **({"outputs": [], "execution_count": None} if kind == "code" else {}),
+                }
                 for kind, src in cells
             ],
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
@@ -126,7 +131,9 @@ def _docs_shot(explorer, path: Path) -> None:
             n.dataset.real = n.textContent; n.textContent = n.textContent.replace(/^.*\\/(?=[^/]+$)/, '/data/lake/'); })"""
     )
     explorer.screenshot(path=str(path))
-    explorer.evaluate("el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })")
+    explorer.evaluate(
+        "el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })"
+    )
 
 
 def _version(explorer) -> str:
@@ -148,7 +155,10 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     page.set_viewport_size({"width": 1500, "height": 1650})  # room for a whole tab in the screenshots
     watch = Watch(page)
     cells = [
-        ("code", "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales')\nevents = demo_tables.build_events('events')\nxss = xss_table.build_xss('xss')"),
+        (
+            "code",
+            "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales')\nevents = demo_tables.build_events('events')\nxss = xss_table.build_xss('xss')",
+        ),
         ("markdown", "# Sales\nThe heading above the explorer: ArrowLeft must not collapse it."),
         ("code", "dx.explore(sales)"),
         ("code", "dx.explore(xss)"),
@@ -217,7 +227,9 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     slider = sales.get_by_role("slider", name="version")
     slider.focus()
     slider.press("ArrowLeft")
-    page.wait_for_function("el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000)
+    page.wait_for_function(
+        "el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
     _settled(page, sales)
     assert sales.is_visible() and heading.is_visible()  # the heading above did not collapse
     assert "OPTIMIZE" in sales.locator(".dxe-commit-line").inner_text()
@@ -225,12 +237,16 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     # ... and by mouse: a click near the left end of the track goes to version 0
     box_ = slider.bounding_box()
     page.mouse.click(box_["x"] + 3, box_["y"] + box_["height"] / 2)
-    page.wait_for_function("el => el.textContent.startsWith('0 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000)
+    page.wait_for_function(
+        "el => el.textContent.startsWith('0 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
     _settled(page, sales)
     assert "CREATE TABLE AS SELECT" in sales.locator(".dxe-commit-line").inner_text()
     assert _grid_rows(sales.locator(".dxe-panel:not([hidden])"), "files") == 3  # the open tab shows version 0
     sales.get_by_role("button", name="next version").click()
-    page.wait_for_function("el => el.textContent.startsWith('1 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000)
+    page.wait_for_function(
+        "el => el.textContent.startsWith('1 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
 
     # -- two history rows open the diff --------------------------------------------------------
     panel = _tab(page, sales, "History")
@@ -331,7 +347,12 @@ def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, la
         pytest.fail("the JupyterLab extension is not built: run `make setup-ui`")
     watch = Watch(page)
     name = "saved_explorer.ipynb"
-    _open_and_run(page, lab, name, [("code", "import deltaexplore as dx, xss_table\nxss = xss_table.build_xss('xss-saved')"), ("code", "dx.explore(xss)")])
+    _open_and_run(
+        page,
+        lab,
+        name,
+        [("code", "import deltaexplore as dx, xss_table\nxss = xss_table.build_xss('xss-saved')"), ("code", "dx.explore(xss)")],
+    )
     live = page.locator(".dxe-explorer").first
     live.wait_for(timeout=120_000)
     _settled(page, live)

@@ -35,7 +35,9 @@ def build_xss(root: str | os.PathLike) -> str:
         configuration={PAYLOADS["svg"]: PAYLOADS["a"], "delta.checkpointInterval": "10"},
         description=PAYLOADS["svg"],
     )
-    rows = pa.table({"id": pa.array([1, 2], pa.int64()), COLUMN: [PAYLOADS["img"], PAYLOADS["script"]], PART: [PAYLOADS["a"]] * 2})
+    rows = pa.table(
+        {"id": pa.array([1, 2], pa.int64()), COLUMN: [PAYLOADS["img"], PAYLOADS["script"]], PART: [PAYLOADS["a"]] * 2}
+    )
     first = w.add(rows, name=f"{PAYLOADS['img']}.parquet".replace("/", "_"))
     extra = {
         "userId": PAYLOADS["svg"],
@@ -46,6 +48,8 @@ def build_xss(root: str | os.PathLike) -> str:
     w.commit([proto, md, first], PAYLOADS["img"], {"note": PAYLOADS["script"], PAYLOADS["a"]: "x"}, **extra)
     more = pa.table({"id": pa.array([3], pa.int64()), COLUMN: [PAYLOADS["svg"]], PART: ["plain"]})
     w.commit([w.add(more)], "WRITE", {"mode": "Append"}, **extra)
-    md2 = w.metadata(cols, partition_columns=[PART], configuration={PAYLOADS["script"]: PAYLOADS["img"]}, description=PAYLOADS["a"])
+    md2 = w.metadata(
+        cols, partition_columns=[PART], configuration={PAYLOADS["script"]: PAYLOADS["img"]}, description=PAYLOADS["a"]
+    )
     w.commit([md2], "SET TBLPROPERTIES", {"properties": PAYLOADS["svg"]}, **extra)
     return str(w.root)

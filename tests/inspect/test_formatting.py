@@ -32,7 +32,9 @@ def test_layout_schema_leaves_bounds_to_their_type() -> None:
 
 def test_units_chosen_for_what_people_read() -> None:
     h = SCHEMAS["history"]
-    assert [fmt.unit_of(h.field(c)) for c in ("version", "timestamp", "operation", "parameters", "bytes_added", "rows_added")] == [
+    assert [
+        fmt.unit_of(h.field(c)) for c in ("version", "timestamp", "operation", "parameters", "bytes_added", "rows_added")
+    ] == [
         "version",
         "timestamp",
         "operation",

@@ -51,9 +51,7 @@ def test_spark_is_handed_no_credential(spark, tmp_path, monkeypatch: pytest.Monk
     opts = {"key": KEY, "secret": SECRET, "token": TOKEN, "sas_token": SAS}
     opts |= {"allow_unsafe_commits": True, "auto_mkdir": True}  # one writer; parent directories made
     df = spark.createDataFrame([(i, f"p{i % 2}") for i in range(20)], "id long, part string")
-    dxs.write(
-        spark, df, uri, partition_by=["part"], configuration={"delta.enableDeletionVectors": "true"}, storage_options=opts
-    )
+    dxs.write(spark, df, uri, partition_by=["part"], configuration={"delta.enableDeletionVectors": "true"}, storage_options=opts)
     dxs.delete(spark, uri, "id = 3", storage_options=opts)
     dxs.write(spark, df, uri, storage_options=opts)
     out = dxs.read(spark, uri, storage_options=opts)

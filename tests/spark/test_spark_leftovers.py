@@ -67,7 +67,9 @@ def test_spark_refuses_to_copy_rows_from_outside_the_root(spark, tmp_path) -> No
     write_table(str(root), pa.table({"id": pa.array(range(4), pa.int64()), "part": ["a", "b"] * 2}), partition_by=["part"])
     add = {"path": str(outside), "partitionValues": {"part": "a"}, "size": outside.stat().st_size, "modificationTime": 0}
     line = {"add": {**add, "dataChange": True, "stats": json.dumps({"numRecords": 2})}}
-    (root / "_delta_log" / f"{1:020d}.json").write_text(json.dumps({"commitInfo": {"timestamp": 1}}) + "\n" + json.dumps(line) + "\n")
+    (root / "_delta_log" / f"{1:020d}.json").write_text(
+        json.dumps({"commitInfo": {"timestamp": 1}}) + "\n" + json.dumps(line) + "\n"
+    )
     before = outside.read_bytes()
     with pytest.raises(dx.WriteRefusedError, match="outside the table root"):
         dxs.delete(spark, str(root), "id = 1000")

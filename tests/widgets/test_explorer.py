@@ -77,7 +77,10 @@ def test_a_small_table_shows_everything_at_once(sales):
     w = explore(sales)  # its log is a few KiB: replayed, and statistics read, before the first view
     assert w.overview_data["stage"] == 2 and w.overview_data["complete"] is True
     cols = ["section", "metric", "value", "number"]
-    assert table(w.overview_data["metrics"]).select(cols).to_pylist() == inspect.overview(dx.open_table(sales)).select(cols).to_pylist()
+    assert (
+        table(w.overview_data["metrics"]).select(cols).to_pylist()
+        == inspect.overview(dx.open_table(sales)).select(cols).to_pylist()
+    )
 
 
 def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):

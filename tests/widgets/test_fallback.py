@@ -28,7 +28,14 @@ def test_the_bundle_carries_a_static_summary(sales):
     data, _ = w._repr_mimebundle_()
     assert data[WIDGET_VIEW]["model_id"] == w.model_id
     s = data[fallback.EXPLORER_MIME]
-    assert (s["title"], s["version"], s["latest_version"], s["operation"], s["user"], s["tab"]) == ("sales", 5, 7, "WRITE", "ana", "files")
+    assert (s["title"], s["version"], s["latest_version"], s["operation"], s["user"], s["tab"]) == (
+        "sales",
+        5,
+        7,
+        "WRITE",
+        "ana",
+        "files",
+    )
     assert s["view"] == data[WIDGET_VIEW]
     facts = {f["label"]: f["value"] for f in s["facts"]}
     files = dx.open_table(sales).snapshot(5).inspect.overview().to_pylist()

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from s3_server import fsspec_options, s3_endpoint
 
 import deltaexplore as dx
 from deltaexplore.widgets import explore, maintenance
@@ -18,17 +19,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("spar
 @pytest.fixture(scope="module")
 def s3_options():
     """A moto S3 server on 127.0.0.1 (started and stopped here) with a bucket `lake`."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    pytest.importorskip("s3fs")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    endpoint = "http://{}:{}".format(*server.get_host_and_port())
-    boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
-    ).create_bucket(Bucket="lake")
-    yield {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-    server.stop()
+    with s3_endpoint() as endpoint:
+        yield fsspec_options(endpoint)
 
 
 @pytest.fixture(scope="module")
