@@ -264,11 +264,15 @@ def _row(section: str, change: str, name: str, before: Any = None, after: Any = 
     }
 
 
+def _rows(n: int) -> str:
+    return f"{n:,} {'row' if n == 1 else 'rows'}"
+
+
 def _file_rows(changes: pa.Table) -> list[dict]:
     frame = pl.from_arrow(changes.select(["change", "size", "rows_delta"]))
     assert isinstance(frame, pl.DataFrame)
     out = []
-    labels = {"added": "files added", "removed": "files removed", "dv_changed": "files re-added with another deletion vector"}
+    labels = {"added": "added", "removed": "removed", "dv_changed": "re-added with another deletion vector"}
     for change, label in labels.items():
         sub = frame.filter(pl.col("change") == change)
         n = sub.height
@@ -276,9 +280,9 @@ def _file_rows(changes: pa.Table) -> list[dict]:
         known = sub.get_column("rows_delta").null_count() == 0
         delta = int(sub.get_column("rows_delta").sum() or 0)
         rows = (delta if change == "added" else -delta) if known else None
-        detail = f"{n} {label}"
+        detail = f"{n:,} {'file' if n == 1 else 'files'} {label}"
         if change == "dv_changed" and n and rows is not None:
-            detail += f": {rows} rows deleted in place" if rows >= 0 else f": {-rows} rows restored"
+            detail += f": {_rows(rows)} deleted in place" if rows >= 0 else f": {_rows(-rows)} restored"
         out.append(_row("files", change, "files", detail=detail, files=n, bytes=size, rows=rows))
     added, removed = out[0], out[1]
     all_known = frame.get_column("rows_delta").null_count() == 0

@@ -47,7 +47,7 @@ def metric(
     return {
         "section": section,
         "metric": name,
-        "value": None if value is None else str(value),
+        "value": None if value is None else ("yes" if value else "no") if isinstance(value, bool) else str(value),
         "number": number,
         "unit": unit,
         "status": status,

@@ -5,13 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from deltaexplore.errors import DeltaExploreError
 
-__all__ = ["BYTES_LABELS", "MAX_POINTS", "VizError", "as_inspect_table", "bucket_versions", "frame"]
+__all__ = [
+    "BYTES_LABELS",
+    "MAX_POINTS",
+    "VizError",
+    "as_inspect_table",
+    "bucket_versions",
+    "bytes_text",
+    "bytes_tooltip",
+    "frame",
+]
 
 #: a Vega label expression showing a byte count in binary units (1.5 KiB, 20 MiB), as the
 #: display contract's `bytes` unit does; for `alt.Axis(labelExpr=BYTES_LABELS)`
@@ -22,6 +32,20 @@ BYTES_LABELS = (
     )
     + " : format(datum.value, 'd') + ' B'"
 )
+
+
+def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:
+    """`df` with `<column>_text`: the byte counts of `column` as the display contract shows them
+    (`human_bytes`: 1.5 KiB), for tooltips (Vega's number formats have no binary units)."""
+    from deltaexplore.inspect.formatting import human_bytes
+
+    return df.with_columns(pl.col(column).map_elements(human_bytes, return_dtype=pl.String).alias(f"{column}_text"))
+
+
+def bytes_tooltip(column: str, title: str | None = None) -> alt.Tooltip:
+    """The tooltip of a byte-count column prepared by `bytes_text`."""
+    return alt.Tooltip(f"{column}_text:N", title=title or column)
+
 
 #: the most marks a chart spec carries; larger inputs are aggregated before charting
 MAX_POINTS = 2000

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes
-from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, frame
+from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, bytes_text, bytes_tooltip, frame
 
 __all__ = ["file_size_histogram", "partition_skew_chart"]
 
@@ -60,6 +60,7 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             "files": pa.array(counts, pa.int64()),
             "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
             "small": pa.array(small, pa.bool_()),
+            "bytes_text": pa.array([human_bytes(b) for b in bytes_per], pa.string()),
         }
     )
     return (
@@ -69,7 +70,12 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             x=alt.X("bin:O", sort=alt.SortField("bin_start"), title="file size"),
             y=alt.Y("files:Q", title="files"),
             color=alt.Color("small:N", title="small file", scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"])),
-            tooltip=["bin:N", alt.Tooltip("files:Q", format=","), alt.Tooltip("bytes:Q", format=","), "small:N"],
+            tooltip=[
+                alt.Tooltip("bin:N", title="file size"),
+                alt.Tooltip("files:Q", format=","),
+                bytes_tooltip("bytes"),
+                "small:N",
+            ],
         )
     )
 
@@ -93,6 +99,8 @@ def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> 
         pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("partition"),
         (pl.col("small_files") / pl.col("files")).alias("small_share"),
     )
+    if "bytes" in head.columns:
+        head = bytes_text(head, "bytes")
     axis = alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else alt.Axis(format=",")
     return (
         alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
@@ -108,9 +116,10 @@ def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> 
             ),
             tooltip=[
                 "partition:N",
-                alt.Tooltip(f"{metric}:Q", format=","),
-                "files:Q",
-                "small_files:Q",
+                *([bytes_tooltip("bytes")] if "bytes" in head.columns else []),
+                alt.Tooltip("files:Q", format=","),
+                *([alt.Tooltip(f"{metric}:Q", format=",")] if metric not in ("bytes", "files") else []),
+                alt.Tooltip("small_files:Q", format=",", title="small files"),
                 alt.Tooltip("small_share:Q", format=".0%"),
             ],
         )

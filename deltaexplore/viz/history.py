@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
+from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, bytes_text, bytes_tooltip, frame
 
 __all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "versions_chart"]
 
@@ -63,6 +63,8 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
         .rename({"bucket": "version"})
         .sort(["version", "change"])
     )
+    if metric == "bytes":
+        agg = bytes_text(agg.with_columns(pl.col("bytes").abs().alias("size")), "size")
     title = f"{metric} added (+) and removed (-) per version" + (f" (ranges of {width} versions)" if width > 1 else "")
     return (
         alt.Chart(agg.to_arrow(), title=title)
@@ -76,7 +78,7 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
                 alt.Tooltip("last_version:Q", format="d", title="to version"),
                 "operation:N",
                 alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
-                alt.Tooltip(f"{metric}:Q", format=","),
+                bytes_tooltip("size", "bytes") if metric == "bytes" else alt.Tooltip(f"{metric}:Q", format=","),
                 "change:N",
             ],
         )

@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.viz._data import VizError, as_inspect_table, frame
+from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes_tooltip, frame
 
 __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
 
@@ -236,6 +236,7 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
     for s in stages:
         s["share"] = s["files"] / total
     table = pa.table({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")})
+    table = bytes_text(pl.from_arrow(table), "bytes").to_arrow()  # type: ignore[union-attr]
     return (
         alt.Chart(table, title="files read by the query")
         .mark_bar()
@@ -246,7 +247,7 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
             tooltip=[
                 "stage:N",
                 alt.Tooltip("files:Q", format=","),
-                alt.Tooltip("bytes:Q", format=","),
+                bytes_tooltip("bytes"),
                 alt.Tooltip("rows:Q", format=","),
                 alt.Tooltip("share:Q", format=".1%"),
             ],

@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from deltaexplore.viz._data import BYTES_LABELS, MAX_POINTS, as_inspect_table, bucket_versions, frame
+from deltaexplore.viz._data import BYTES_LABELS, MAX_POINTS, as_inspect_table, bucket_versions, bytes_text, bytes_tooltip, frame
 
 __all__ = ["log_health_chart"]
 
@@ -40,15 +40,23 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         .with_columns(pl.col("series").replace_strict(_SERIES, return_dtype=pl.String))
         .sort(["series", "version"])
     )
+    long = bytes_text(long, "bytes")
     return (
         alt.Chart(long.to_arrow(), title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(point=True, interpolate="step-after")
         .encode(
             x=alt.X("version:Q", axis=alt.Axis(format="d")),
-            y=alt.Y("bytes:Q", title="bytes", scale=alt.Scale(type="symlog"), axis=alt.Axis(labelExpr=BYTES_LABELS)),
+            y=alt.Y(
+                "bytes:Q", title="bytes", scale=alt.Scale(type="symlog", constant=1024), axis=alt.Axis(labelExpr=BYTES_LABELS)
+            ),
             color=alt.Color(
                 "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])
             ),
-            tooltip=[alt.Tooltip("version:Q", format="d"), "series:N", alt.Tooltip("bytes:Q", format=","), "checkpoint_kind:N"],
+            tooltip=[
+                alt.Tooltip("version:Q", format="d"),
+                "series:N",
+                bytes_tooltip("bytes"),
+                alt.Tooltip("checkpoint_kind:N", title="checkpoint"),
+            ],
         )
     )

@@ -37,7 +37,8 @@ def test_diff_files_sections_exact(history_table):
     assert (files["added"]["files"], files["added"]["bytes"], files["added"]["rows"]) == (1, sizes["c.parquet"], 5)
     assert (files["removed"]["files"], files["removed"]["bytes"], files["removed"]["rows"]) == (1, sizes["a.parquet"], 10)
     assert (files["dv_changed"]["files"], files["dv_changed"]["rows"]) == (1, 3)
-    assert "3 rows deleted in place" in files["dv_changed"]["detail"]
+    assert files["dv_changed"]["detail"] == "1 file re-added with another deletion vector: 3 rows deleted in place"
+    assert files["added"]["detail"] == "1 file added"
     net = files["net"]
     assert (net["files"], net["bytes"], net["rows"]) == (0, sizes["c.parquet"] - sizes["a.parquet"], 5 - 10 - 3)
 

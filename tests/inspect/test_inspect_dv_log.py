@@ -122,7 +122,7 @@ def test_log_health_without_checkpoint(tmp_path):
     assert m["_last_checkpoint"]["value"] == "absent" and m["_last_checkpoint"]["status"] == "ok"
     assert m["tombstones"]["number"] == 2  # a.parquet and the old b.parquet key
     assert m["version_gaps"]["number"] == 0
-    assert m["crc_present"]["value"] == "False"
+    assert m["crc_present"]["value"] == "no"
     log_bytes = sum(p.stat().st_size for p in (tmp_path / "_delta_log").glob("*.json"))
     assert m["log_bytes"]["number"] == log_bytes and m["replay_json_bytes"]["number"] == log_bytes
     assert m["reclaimable_bytes"]["status"] == "warn"  # tombstones from 2023 are past 7 days

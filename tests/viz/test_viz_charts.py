@@ -273,3 +273,26 @@ def test_bare_charts_render_offline_in_a_kernel():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_byte_counts_show_in_binary_units_in_tooltips_and_axes(hist, parted):
+    """Tooltips of byte counts carry the display contract's text (human_bytes), never raw counts."""
+    from deltaexplore.inspect.formatting import human_bytes
+
+    charts = {
+        "file sizes": viz.file_size_histogram(parted),
+        "partitions": viz.partition_skew_chart(parted),
+        "funnel": viz.explain_funnel(parted, "id > 20"),
+        "log": viz.log_health_chart(hist),
+        "history bytes": viz.history_chart(hist, metric="bytes"),
+    }
+    for name, chart in charts.items():
+        _, _, enc, rows = spec(chart)
+        tips = {t["field"]: t for t in enc["tooltip"]}
+        text_field = next(f for f in tips if f.endswith("_text"))
+        assert tips[text_field]["type"] == "nominal", name
+        number = text_field.removesuffix("_text")
+        assert rows and all(r[text_field] == human_bytes(abs(r[number])) for r in rows), name
+        assert not any(f in ("bytes", "size") and t.get("type") == "quantitative" for f, t in tips.items()), name
+    _, _, enc, _ = spec(charts["log"])
+    assert "KiB" in enc["y"]["axis"]["labelExpr"] and enc["y"]["scale"]["type"] == "symlog"
