@@ -20,6 +20,8 @@ __all__ = [
     "bucket_versions",
     "bytes_text",
     "bytes_tooltip",
+    "count_axis",
+    "count_legend",
     "frame",
 ]
 
@@ -32,6 +34,16 @@ BYTES_LABELS = (
     )
     + " : format(datum.value, 'd') + ' B'"
 )
+
+
+def count_axis(**kwargs: Any) -> alt.Axis:
+    """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated."""
+    return alt.Axis(format=",d", tickMinStep=1, **kwargs)
+
+
+def count_legend(**kwargs: Any) -> alt.Legend:
+    """The legend of a colour scale over a count: whole-number labels only (one value reads '2')."""
+    return alt.Legend(format=",d", tickMinStep=1, **kwargs)
 
 
 def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, frame
+from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, count_legend, frame
 
 __all__ = ["deleted_rows_heatmap", "dv_density_chart"]
 
@@ -71,7 +71,7 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
         .encode(
             x=alt.X("x:O", title="rows in file (quantile bins)", axis=alt.Axis(labels=False)),
             y=alt.Y("ratio_from:O", title="deleted ratio (from)", sort="descending", axis=alt.Axis(format=".0%")),
-            color=alt.Color("files:Q", scale=alt.Scale(scheme="orangered")),
+            color=alt.Color("files:Q", scale=alt.Scale(scheme="orangered"), legend=count_legend()),
             tooltip=[
                 alt.Tooltip("rows_from:Q", format=",", title="rows from"),
                 alt.Tooltip("ratio_from:Q", format=".0%"),

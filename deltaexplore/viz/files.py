@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes
-from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, bytes_text, bytes_tooltip, frame
+from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, bytes_text, bytes_tooltip, count_axis, frame
 
 __all__ = ["file_size_histogram", "partition_skew_chart"]
 
@@ -68,7 +68,7 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
         .mark_bar()
         .encode(
             x=alt.X("bin:O", sort=alt.SortField("bin_start"), title="file size"),
-            y=alt.Y("files:Q", title="files"),
+            y=alt.Y("files:Q", title="files", axis=count_axis()),
             color=alt.Color("small:N", title="small file", scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"])),
             tooltip=[
                 alt.Tooltip("bin:N", title="file size"),
@@ -101,7 +101,7 @@ def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> 
     )
     if "bytes" in head.columns:
         head = bytes_text(head, "bytes")
-    axis = alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else alt.Axis(format=",")
+    axis = alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else count_axis()
     return (
         alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
         .mark_bar()

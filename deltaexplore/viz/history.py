@@ -8,7 +8,17 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, bytes_text, bytes_tooltip, frame
+from deltaexplore.viz._data import (
+    BYTES_LABELS,
+    MAX_POINTS,
+    VizError,
+    as_inspect_table,
+    bucket_versions,
+    bytes_text,
+    bytes_tooltip,
+    count_axis,
+    frame,
+)
 
 __all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "versions_chart"]
 
@@ -71,7 +81,7 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
         .mark_bar()
         .encode(
             x=alt.X("version:Q", title="version", axis=alt.Axis(format="d")),
-            y=alt.Y(f"{metric}:Q", title=metric),
+            y=alt.Y(f"{metric}:Q", title=metric, axis=alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else count_axis()),
             color=alt.Color("change:N", scale=alt.Scale(domain=["added", "removed"], range=["#4c78a8", "#e45756"])),
             tooltip=[
                 alt.Tooltip("version:Q", format="d"),

@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes_tooltip, frame
+from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes_tooltip, count_axis, count_legend, frame
 
 __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
 
@@ -126,8 +126,8 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
     return chart.mark_rule(strokeWidth=3).encode(
         x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
         x2="hi",
-        y=alt.Y("rank:Q", title="files (ordered by min)", axis=alt.Axis(format="d")),
-        color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+        y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
+        color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis"), legend=count_legend()),
         tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
     )
 
@@ -193,9 +193,9 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
     bars = base.mark_rect(opacity=0.85).encode(
         x=alt.X(f"{x}:{kind}", title=title),
         x2=x2,
-        y=alt.Y("files:Q", title="files"),
+        y=alt.Y("files:Q", title="files", axis=count_axis()),
         y2=alt.datum(0),
-        color=alt.Color("max_depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis")),
+        color=alt.Color("max_depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis"), legend=count_legend()),
         tooltip=tooltip,
     )
     if interactive:
@@ -242,7 +242,7 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
         .mark_bar()
         .encode(
             y=alt.Y("stage:N", sort=_STAGES, title=None),
-            x=alt.X("files:Q", title="files"),
+            x=alt.X("files:Q", title="files", axis=count_axis()),
             color=alt.Color("stage:N", sort=_STAGES, legend=None, scale=alt.Scale(range=["#9d9d9d", "#72b7b2", "#4c78a8"])),
             tooltip=[
                 "stage:N",

@@ -142,23 +142,27 @@ class TableView:
             return
         if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
-        self.prefetch(snap.version - 1)
+        # the cheap tabs first (under a second each at 1M files), then the previous version and
+        # the layout (seconds): a tab opened while its job still waits computes it at once
         jobs = {
-            (snap.version, "files"): lambda: self.files(snap),
             (self.listing.latest_version, "history"): self.history,
+            (snap.version, "files"): lambda: self.files(snap),
             (snap.version, "health"): lambda: self.health(snap),
         }
         for key, job in jobs.items():
             if key not in self._prepared:
                 self._prepared[key] = self._background(job)
+        self.prefetch(snap.version - 1)
 
     def _take_prepared(self, key: tuple[Any, str]) -> Any:
-        """The result prepared in the background for `key` (waiting for it), else None. Called
-        on the background thread itself (by the job), it never waits for itself."""
+        """The result prepared in the background for `key` (waiting for it while it runs), else
+        None: nothing prepared, or its job still queued behind others (cancelled: the caller
+        computes it at once rather than wait for the whole queue). Called on the background
+        thread itself (by the job), it never waits for itself."""
         if threading.current_thread().name.startswith("deltaexplore-prepare"):
             return None
         future = self._prepared.pop(key, None)
-        if future is None:
+        if future is None or future.cancel():
             return None
         try:
             return future.result()
@@ -168,7 +172,7 @@ class TableView:
     def _warmed(self, column: str) -> None:
         """Wait for the background layout of `column` at this version, when one is running."""
         future = self._warming.pop((self.snap.version, column), None)
-        if future is not None:
+        if future is not None and not future.cancel():  # queued: computed by the caller at once
             try:
                 future.result()
             except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user

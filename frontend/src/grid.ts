@@ -385,13 +385,19 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
       }
       const sort = p.sortModel.map((s) => [s.colId, s.sort]);
       status.textContent = 'loading…';
+      const asked = performance.now();
       opts.rpc
         .request('rows', { source: info.id, start: p.startRow, end: p.endRow, sort, filter })
         .then((reply) => {
+          try {
+            performance.measure(`dxe:rows-wait:${opts.label}`, { start: asked, end: performance.now() });
+          } catch {
+            // a diagnostic only
+          }
           if (gen !== generation) return;
-          const decoded = decode(reply.buffers[0]);
+          const decoded = measure(`rows-decode:${opts.label}`, () => decode(reply.buffers[0]));
           const total = Number(reply.content.total);
-          p.successCallback(decoded ? decoded.rows : [], total);
+          measure(`rows-draw:${opts.label}`, () => p.successCallback(decoded ? decoded.rows : [], total));
           setCount(total, filter.text || filter.ranges ? info.total : undefined);
           status.textContent = '';
         })
