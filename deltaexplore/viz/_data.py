@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ __all__ = [
     "MAX_POINTS",
     "VizError",
     "as_inspect_table",
+    "binary_steps",
+    "binary_ticks",
     "bucket_versions",
     "bytes_text",
     "bytes_tooltip",
@@ -34,6 +37,38 @@ BYTES_LABELS = (
     )
     + " : format(datum.value, 'd') + ' B'"
 )
+
+
+def binary_ticks(largest: float, most: int = 8) -> list[int]:
+    """Tick values for a log-like byte axis from 0 to `largest`: 0 and powers of two from 1 KiB
+    up to the first at or above `largest` (1, 2, 4 KiB ...; every 2nd, 4th ... power, counted
+    from the top, when there would be more than `most`), so labels read whole binary units
+    (never 3.9 KiB). The last tick is the axis' natural top (`alt.Scale(domain=[0, ticks[-1]])`)."""
+    top = max(float(largest), 1024.0)
+    powers = [1024]
+    while powers[-1] < top:
+        powers.append(powers[-1] * 2)
+    step = 1
+    while len(powers[::-step]) + 1 > most:
+        step *= 2
+    return [0, *powers[::-step][::-1]]
+
+
+def binary_steps(lo: float, hi: float, most: int = 7) -> list[int]:
+    """Tick values for a linear byte axis over [lo, hi] (lo may be negative) at whole binary
+    units: steps of 1, 2, 5, 10, 25, 50, 100, 250 or 500 B, KiB, MiB ... (the smallest giving at
+    most `most` ticks), so labels read 1 KiB, 2 KiB, never 2.9 KiB. The first and last tick are
+    the axis' natural domain (`alt.Scale(domain=[ticks[0], ticks[-1]])`)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if hi - lo <= 0:
+        return [0, 1024]
+    for e in range(7):
+        for k in (1, 2, 5, 10, 25, 50, 100, 250, 500):
+            step = k * 1024**e
+            first, last = math.floor(lo / step), math.ceil(hi / step)
+            if last - first + 1 <= most:
+                return [i * step for i in range(first, last + 1)]
+    return [int(lo), int(hi)]
 
 
 def count_axis(**kwargs: Any) -> alt.Axis:

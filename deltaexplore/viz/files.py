@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes
-from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, bytes_text, bytes_tooltip, count_axis, frame
+from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, binary_steps, bytes_text, bytes_tooltip, count_axis, frame
 
 __all__ = ["file_size_histogram", "partition_skew_chart"]
 
@@ -60,6 +60,7 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             "files": pa.array(counts, pa.int64()),
             "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
             "small": pa.array(small, pa.bool_()),
+            "small_text": pa.array(["yes" if v else "no" for v in small], pa.string()),
             "bytes_text": pa.array([human_bytes(b) for b in bytes_per], pa.string()),
         }
     )
@@ -67,14 +68,25 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
         alt.Chart(table, title="file sizes")
         .mark_bar()
         .encode(
-            x=alt.X("bin:O", sort=alt.SortField("bin_start"), title="file size"),
+            # each bar's label is where its bin starts (the next bar's start is where it ends)
+            x=alt.X(
+                "bin:O",
+                sort=alt.SortField("bin_start"),
+                title="file size (each bin up to twice its start)",
+                axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, '-')[0]", labelOverlap=True),
+            ),
             y=alt.Y("files:Q", title="files", axis=count_axis()),
-            color=alt.Color("small:N", title="small file", scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"])),
+            color=alt.Color(
+                "small:N",
+                title="small files",
+                scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"]),
+                legend=alt.Legend(labelExpr="datum.label == 'true' ? 'yes' : 'no'"),
+            ),
             tooltip=[
                 alt.Tooltip("bin:N", title="file size"),
                 alt.Tooltip("files:Q", format=","),
                 bytes_tooltip("bytes"),
-                "small:N",
+                alt.Tooltip("small_text:N", title="small files"),
             ],
         )
     )
@@ -101,13 +113,17 @@ def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> 
     )
     if "bytes" in head.columns:
         head = bytes_text(head, "bytes")
-    axis = alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else count_axis()
+    if metric == "bytes":
+        ticks = binary_steps(0, head.get_column("bytes").max() or 0)  # type: ignore[arg-type]
+        axis, scale = alt.Axis(labelExpr=BYTES_LABELS, values=ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+    else:
+        axis, scale = count_axis(), alt.Scale()
     return (
         alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
         .mark_bar()
         .encode(
             y=alt.Y("partition:N", sort=None, title=None),
-            x=alt.X(f"{metric}:Q", title=metric, axis=axis),
+            x=alt.X(f"{metric}:Q", title=metric, axis=axis, scale=scale),
             color=alt.Color(
                 "small_share:Q",
                 title="small files",

@@ -13,6 +13,7 @@ from deltaexplore.viz._data import (
     MAX_POINTS,
     VizError,
     as_inspect_table,
+    binary_steps,
     bucket_versions,
     bytes_text,
     bytes_tooltip,
@@ -75,13 +76,19 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
     )
     if metric == "bytes":
         agg = bytes_text(agg.with_columns(pl.col("bytes").abs().alias("size")), "size")
+    if metric == "bytes":
+        values = agg.get_column("bytes")
+        ticks = binary_steps(values.min() or 0, values.max() or 0)  # type: ignore[arg-type]
+        axis, scale = alt.Axis(labelExpr=BYTES_LABELS, values=ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+    else:
+        axis, scale = count_axis(), alt.Scale()
     title = f"{metric} added (+) and removed (-) per version" + (f" (ranges of {width} versions)" if width > 1 else "")
     return (
         alt.Chart(agg.to_arrow(), title=title)
         .mark_bar()
         .encode(
             x=alt.X("version:Q", title="version", axis=alt.Axis(format="d")),
-            y=alt.Y(f"{metric}:Q", title=metric, axis=alt.Axis(labelExpr=BYTES_LABELS) if metric == "bytes" else count_axis()),
+            y=alt.Y(f"{metric}:Q", title=metric, axis=axis, scale=scale),
             color=alt.Color("change:N", scale=alt.Scale(domain=["added", "removed"], range=["#4c78a8", "#e45756"])),
             tooltip=[
                 alt.Tooltip("version:Q", format="d"),
@@ -112,7 +119,8 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bo
     df = frame(h, cols).with_columns(pl.col("operation").fill_null("(unknown)"))
     if "user_name" not in df.columns:
         df = df.with_columns(pl.lit(None, pl.String).alias("user_name"))
-    if df.height > max_points:
+    aggregated = df.height > max_points
+    if aggregated:
         df = (
             df.sort("timestamp")
             .group_by_dynamic("timestamp", every=_every(df), group_by="operation")
@@ -129,22 +137,43 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bo
         alt.Chart(df.to_arrow(), title="operations over time")
         .mark_tick(thickness=2)
         .encode(
-            x=alt.X("timestamp:T", title="commit time"),
+            x=alt.X(
+                "timestamp:T",
+                title="commit time",
+                axis=alt.Axis(format=_time_format(df), labelOverlap=True, tickCount=8),
+                scale=alt.Scale(padding=10),
+            ),
             y=alt.Y("operation:N", title=None),
             color=alt.Color("operation:N", legend=None),
             tooltip=[
-                alt.Tooltip("version:Q", format="d"),
-                alt.Tooltip("last_version:Q", format="d", title="to version"),
+                alt.Tooltip("version:Q", format="d", title="from version" if aggregated else "version"),
+                *([alt.Tooltip("last_version:Q", format="d", title="to version")] if aggregated else []),
                 "operation:N",
                 alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
                 alt.Tooltip("user_name:N", title="user"),
-                "commits:Q",
+                *([alt.Tooltip("commits:Q", format=",")] if aggregated else []),
             ],
         )
     )
     if interactive:
         chart = chart.add_params(alt.selection_interval(name=TIME_BRUSH, encodings=["x"]))
     return chart
+
+
+def _time_format(df: pl.DataFrame) -> str:
+    """One label format for the whole time axis, by the span it covers (Vega's default mixes
+    '12:30' with '01 AM' and '2024' on one axis)."""
+    ts = df.get_column("timestamp")
+    lo, hi = ts.min(), ts.max()
+    span = (hi - lo).total_seconds() if lo is not None and hi is not None else 0  # type: ignore[operator,union-attr]
+    day = 86_400
+    if span <= 2 * day:
+        return "%H:%M"
+    if span <= 120 * day:
+        return "%b %d"
+    if span <= 4 * 365 * day:
+        return "%b %Y"
+    return "%Y"
 
 
 def _every(df: pl.DataFrame) -> str:

@@ -14,6 +14,9 @@ from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes
 
 __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
 
+#: overlap depth colours: viridis from its blue (its darkest purple vanishes on a dark theme)
+_DEPTH_SCALE = alt.Scale(scheme={"name": "viridis", "extent": [0.2, 1]})
+
 #: name of the interval selection `layout_density_chart(interactive=True)` adds
 VALUE_BRUSH = "value_brush"
 
@@ -127,7 +130,7 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
         x2="hi",
         y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
-        color=alt.Color("depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis"), legend=count_legend()),
+        color=alt.Color("depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),
         tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
     )
 
@@ -195,7 +198,7 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
         x2=x2,
         y=alt.Y("files:Q", title="files", axis=count_axis()),
         y2=alt.datum(0),
-        color=alt.Color("max_depth:Q", title="overlap depth", scale=alt.Scale(scheme="viridis"), legend=count_legend()),
+        color=alt.Color("max_depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),
         tooltip=tooltip,
     )
     if interactive:
@@ -236,7 +239,7 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
     for s in stages:
         s["share"] = s["files"] / total
     table = pa.table({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")})
-    table = bytes_text(pl.from_arrow(table), "bytes").to_arrow()  # type: ignore[union-attr]
+    table = bytes_text(frame(table), "bytes").to_arrow()
     return (
         alt.Chart(table, title="files read by the query")
         .mark_bar()

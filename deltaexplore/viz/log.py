@@ -7,7 +7,16 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from deltaexplore.viz._data import BYTES_LABELS, MAX_POINTS, as_inspect_table, bucket_versions, bytes_text, bytes_tooltip, frame
+from deltaexplore.viz._data import (
+    BYTES_LABELS,
+    MAX_POINTS,
+    as_inspect_table,
+    binary_ticks,
+    bucket_versions,
+    bytes_text,
+    bytes_tooltip,
+    frame,
+)
 
 __all__ = ["log_health_chart"]
 
@@ -41,13 +50,17 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         .sort(["series", "version"])
     )
     long = bytes_text(long, "bytes")
+    ticks = binary_ticks(long.get_column("bytes").max() or 0)  # type: ignore[arg-type]
     return (
         alt.Chart(long.to_arrow(), title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(point=True, interpolate="step-after")
         .encode(
             x=alt.X("version:Q", axis=alt.Axis(format="d")),
             y=alt.Y(
-                "bytes:Q", title="bytes", scale=alt.Scale(type="symlog", constant=1024), axis=alt.Axis(labelExpr=BYTES_LABELS)
+                "bytes:Q",
+                title="bytes",
+                scale=alt.Scale(type="symlog", constant=1024, domain=[0, ticks[-1]]),
+                axis=alt.Axis(labelExpr=BYTES_LABELS, values=ticks),
             ),
             color=alt.Color(
                 "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])

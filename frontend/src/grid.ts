@@ -132,7 +132,9 @@ export interface Filter {
 
 export interface GridHandle {
   el: HTMLElement;
-  setRows(rows: Rows | null): void;
+  /** rows decoded in the browser; `outOf`: how many there are before the caller's own filter
+   * (the count then reads "4 of 8 commits") */
+  setRows(rows: Rows | null, outOf?: number): void;
   setSource(source: SourceInfo | null): void;
   setFilter(filter: Filter, label?: string): void;
   api(): GridApi | null;
@@ -160,9 +162,10 @@ function widthFor(unit: string, name: string): Partial<ColDef> {
   if (unit === 'timestamp') return { width: 172, minWidth: 140 };
   if (unit === 'operation') return { width: 150, minWidth: 110 };
   if (unit === 'status') return { width: 96, minWidth: 80 };
-  if (unit === 'bool') return { width: 92, minWidth: 70 };
+  if (unit === 'bool') return { width: Math.round(Math.max(92, 40 + name.length * 7.2)), minWidth: 70 };
   if (unit === 'version') return { width: 92, minWidth: 72 };
-  if (NUMERIC.has(unit)) return { width: Math.max(100, Math.min(150, 14 + name.length * 7.5)), minWidth: 80 };
+  // wide enough for the header (600 weight) and its sort arrow: "overlap depth" is not cut
+  if (NUMERIC.has(unit)) return { width: Math.round(Math.max(96, Math.min(180, 40 + name.length * 7.2))), minWidth: 80 };
   return { flex: 1, minWidth: 130 };
 }
 
@@ -301,6 +304,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   let api: GridApi | null = null;
   let mode: 'rows' | 'source' | null = null;
   let rows: Rows | null = null;
+  let outOf: number | undefined;
   let source: SourceInfo | null = null;
   let filter: Filter = {};
   let fields: FieldInfo[] = [];
@@ -428,7 +432,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
       const shown = applyClientFilter(rows.rows);
       gridEl.style.height = `${fitHeight(shown.length)}px`;
       api = createGrid(gridEl, { ...baseOptions(), rowModelType: 'clientSide', rowData: shown });
-      setCount(shown.length, shown.length !== rows.rows.length ? rows.rows.length : undefined);
+      const all = outOf ?? rows.rows.length;
+      setCount(shown.length, shown.length !== all ? all : undefined);
     } else if (mode === 'source' && source) {
       gridEl.style.height = `${fitHeight(source.total)}px`;
       const o: GridOptions = {
@@ -515,7 +520,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
 
   return {
     el,
-    setRows(r) {
+    setRows(r, of) {
+      outOf = of;
       const same = api && mode === 'rows' && r && sameFields(fields, r.fields) && !opts.hideEmpty;
       mode = 'rows';
       rows = r;
@@ -526,7 +532,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
         const shown = applyClientFilter(r.rows);
         gridEl.style.height = `${fitHeight(shown.length)}px`;
         api.setGridOption('rowData', shown);
-        setCount(shown.length, shown.length !== r.rows.length ? r.rows.length : undefined);
+        const all = of ?? r.rows.length;
+        setCount(shown.length, shown.length !== all ? all : undefined);
         return;
       }
       build();

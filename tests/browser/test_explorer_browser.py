@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pyarrow import ipc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -384,3 +385,223 @@ def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, la
     static.screenshot(path=str(shots / "docs-explorer-saved-summary.png"))
     assert watch.outside == [], watch.outside
     assert [e for e in watch.errors if "model not found" not in e] == []
+
+
+def _marks(chart) -> list:
+    return chart.locator("svg g.role-mark > [aria-roledescription]").all()
+
+
+def _hover_until(page, chart, needle: str) -> str:
+    """Hover the chart's marks one after another until the tooltip shows `needle`; its text."""
+    tip = page.locator(".dxe-tooltip.dxe-tooltip-visible")
+    seen = []
+    for mark in _marks(chart)[:60]:
+        box = mark.bounding_box()
+        if not box:
+            continue
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(120)
+        if tip.count():
+            text = tip.inner_text()
+            seen.append(text)
+            if needle in text:
+                return text
+    raise AssertionError(f"no tooltip of the chart showed {needle!r}: {seen[:5]}")
+
+
+def _drag(page, chart, x0: float, x1: float) -> None:
+    """Drag across a chart's plot from x0 to x1 (fractions of its width) at mid height."""
+    # the plot: the view's background (a unit spec's root group is its plot rectangle)
+    box = chart.locator("svg g.role-frame > g > path.background").first.bounding_box()
+    y = box["y"] + box["height"] * 0.5
+    page.mouse.move(box["x"] + box["width"] * x0, y)
+    page.mouse.down()
+    for i in range(1, 11):
+        page.mouse.move(box["x"] + box["width"] * (x0 + (x1 - x0) * i / 10), y)
+    page.mouse.up()
+
+
+def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
+    """Selections flow back (a timeline brush picks the diff pair, a file range lists its file,
+    a density brush filters the files), history filters by operation, user and time, grids
+    export CSV and Arrow (rows in the browser and rows in the kernel), count axes read in whole
+    numbers, single-key JupyterLab shortcuts pressed inside the widget do nothing to the
+    notebook, and a chart tooltip holding script payloads shows them as text."""
+    page.set_viewport_size({"width": 1500, "height": 1400})
+    watch = Watch(page)
+    cells = [
+        (
+            "code",
+            "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales2')\nxss = xss_table.build_xss('xss2')",
+        ),
+        ("code", "dx.explore(sales)"),
+        ("code", "dx.explore(xss)"),
+    ]
+    _open_and_run(page, lab, "explorer_selections.ipynb", cells)
+    explorers = page.locator(".dxe-explorer")
+    explorers.nth(1).wait_for(timeout=120_000)
+    sales, xss = explorers.nth(0), explorers.nth(1)
+    _settled(page, sales)
+
+    # -- keys inside the widget never reach JupyterLab's command-mode shortcuts -------------------
+    cells_before = page.locator(".jp-Notebook .jp-Cell").count()
+    tab = sales.get_by_role("tab", name="Overview", exact=True)
+    tab.focus()
+    for key in ("b", "a", "m", "Shift+ArrowUp", "ArrowUp"):
+        tab.press(key)
+    page.wait_for_timeout(300)
+    assert page.locator(".jp-Notebook .jp-Cell").count() == cells_before  # no cell inserted (b, a)
+    assert page.locator(".jp-Notebook .jp-MarkdownCell").count() == 0  # no cell turned to markdown (m)
+    assert tab.evaluate("el => el === document.activeElement")
+
+    # -- history: filters by operation, user and time ----------------------------------------------
+    panel = _tab(page, sales, "History")
+    grid = panel.get_by_role("region", name="history", exact=True)
+    count = grid.locator(".dxe-grid-count")
+    page.wait_for_function("el => el.textContent === '8 commits'", arg=count.element_handle(), timeout=30_000)
+    op = panel.get_by_role("combobox", name="filter by operation")
+    writes = int(re.search(r"WRITE \((\d+)\)", op.inner_text()).group(1))  # type: ignore[union-attr]
+    assert 1 < writes < 8
+    op.select_option("WRITE")
+    page.wait_for_function(
+        "([el, t]) => el.textContent === t", arg=[count.element_handle(), f"{writes} of 8 commits"], timeout=10_000
+    )
+    ops = grid.evaluate("g => [...new Set([...g.querySelectorAll('.ag-cell[col-id=operation]')].map(c => c.textContent.trim()))]")
+    assert ops == ["WRITE"]
+    panel.get_by_role("combobox", name="filter by user").select_option("ana")  # every commit's
+    page.wait_for_function(
+        "([el, t]) => el.textContent === t", arg=[count.element_handle(), f"{writes} of 8 commits"], timeout=10_000
+    )
+    panel.get_by_role("button", name="Clear filters").click()
+    page.wait_for_function("el => el.textContent === '8 commits'", arg=count.element_handle(), timeout=10_000)
+    # commits are an hour apart from 2024-01-01 00:00 UTC (versions 0..7): a local time range
+    # around versions 2..4
+    from_ms, to_ms = page.evaluate(
+        """() => { const local = ms => { const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000); return d.toISOString().slice(0, 16); };
+                   const t0 = Date.UTC(2024, 0, 1); return [local(t0 + 2 * 3600e3), local(t0 + 4 * 3600e3)]; }"""
+    )
+    for name, value in (("from time (local)", from_ms), ("to time (local)", to_ms)):
+        box = panel.get_by_label(name, exact=True)
+        box.fill(value)
+        box.dispatch_event("change")
+    page.wait_for_function("el => el.textContent === '3 of 8 commits'", arg=count.element_handle(), timeout=10_000)
+    versions = grid.evaluate(
+        "g => [...new Set([...g.querySelectorAll('.ag-cell[col-id=version]')].map(c => c.textContent.trim()))].sort()"
+    )
+    assert versions == ["2", "3", "4"]
+    panel.get_by_role("button", name="Clear filters").click()
+    page.wait_for_function("el => el.textContent === '8 commits'", arg=count.element_handle(), timeout=10_000)
+
+    # -- export from a grid whose rows are in the browser (history) ----------------------------------
+    with page.expect_download() as dl:
+        grid.get_by_role("button", name="CSV").click()
+    dl.value.save_as(tmp_path / "history.csv")
+    csv = (tmp_path / "history.csv").read_text()
+    lines = [ln for ln in csv.splitlines() if ln.strip()]
+    assert len(lines) == 9 and "operation" in lines[0] and "CREATE TABLE AS SELECT" in csv
+    with page.expect_download() as dl:
+        grid.get_by_role("button", name="Arrow").click()
+    dl.value.save_as(tmp_path / "history.arrow")
+    history = ipc.open_file(str(tmp_path / "history.arrow")).read_all()
+    assert history.num_rows == 8 and sorted(history.column("version").to_pylist()) == list(range(8))
+
+    # -- a brush across the whole timeline picks the first and last version: the diff opens --------
+    chart = _chart(panel)
+    chart.scroll_into_view_if_needed()
+    _drag(page, chart, 0.02, 0.98)
+    bar = panel.locator(".dxe-action-bar")
+    bar.get_by_text("commits in the brushed range").wait_for(timeout=10_000)
+    button = bar.get_by_role("button", name=re.compile(r"^Compare \d+ → \d+$"))
+    lo, hi = re.match(r"Compare (\d+) → (\d+)", button.inner_text()).groups()  # type: ignore[union-attr]
+    assert int(lo) < int(hi)
+    button.click()
+    _settled(page, sales)
+    assert sales.get_by_role("tab", name="Diff", exact=True).get_attribute("aria-selected") == "true"
+    sales.locator(".dxe-panel:not([hidden])").get_by_text(f"Version {lo} → {hi}").wait_for(timeout=30_000)
+
+    # -- export from a grid whose rows stay in the kernel (files) ------------------------------------
+    panel = _tab(page, sales, "Files")
+    files = panel.get_by_role("region", name="files", exact=True)
+    with page.expect_download() as dl:
+        files.get_by_role("button", name="CSV").click()
+    dl.value.save_as(tmp_path / "files.csv")
+    lines = [ln for ln in (tmp_path / "files.csv").read_text().splitlines() if ln.strip()]
+    assert len(lines) == 10 and lines[0].startswith('"path"')
+    with page.expect_download() as dl:
+        files.get_by_role("button", name="Arrow").click()
+    dl.value.save_as(tmp_path / "files.arrow")
+    exported = ipc.open_file(str(tmp_path / "files.arrow")).read_all()
+    assert exported.num_rows == 9 and "path" in exported.column_names
+
+    # -- layout: whole-number count axes; a file range clicked lists that file; a brush filters ----
+    panel = _tab(page, sales, "Layout")
+    density, ranges = _chart(panel, 0), _chart(panel, 1)
+    ticks = density.evaluate("c => [...c.querySelectorAll('g.role-axis-label text')].map(t => t.textContent)")
+    assert ticks and all(re.fullmatch(r"-?[\d,]+", t) for t in ticks), ticks  # no 0.5 files
+    legend = panel.evaluate("p => [...p.querySelectorAll('.dxe-chart g.role-legend text')].map(t => t.textContent)")
+    assert not [t for t in legend if re.search(r"\.\d", t)], legend  # overlap depth: whole files
+    layout_grid = panel.get_by_role("region", name="files by overlap depth", exact=True)
+    lcount = layout_grid.locator(".dxe-grid-count")
+    page.wait_for_function("el => el.textContent === '9 files'", arg=lcount.element_handle(), timeout=30_000)
+    mark = _marks(ranges)[0]
+    box = mark.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("el => el.textContent === '1 of 9 files'", arg=lcount.element_handle(), timeout=30_000)
+    tag = layout_grid.locator(".dxe-filter-tag")
+    assert re.fullmatch(r"file ranked \d+", tag.locator("span").first.inner_text())
+    ranked = int(tag.locator("span").first.inner_text().rsplit(" ", 1)[1])
+    layout_grid.locator(".ag-row").first.wait_for(timeout=30_000)
+    assert layout_grid.locator(".ag-cell[col-id=rank]").first.inner_text().strip() == str(ranked)
+    layout_grid.get_by_role("button", name=re.compile("^clear filter")).click()
+    page.wait_for_function("el => el.textContent === '9 files'", arg=lcount.element_handle(), timeout=30_000)
+    _drag(page, density, 0.05, 0.5)
+    page.wait_for_function("el => /^\\d+ of 9 files$/.test(el.textContent)", arg=lcount.element_handle(), timeout=30_000)
+    assert "brushed values" in tag.inner_text()
+    sales.screenshot(path=str(shots / "light-layout-selected.png"))
+
+    # -- a chart tooltip with script payloads: text only -----------------------------------------------
+    xss.scroll_into_view_if_needed()
+    panel = _tab(page, xss, "History")
+    text = _hover_until(page, _chart(panel), PAYLOADS["img"])  # the operation and user of version 0
+    assert PAYLOADS["img"] in text
+    tooltip = page.locator(".dxe-tooltip.dxe-tooltip-visible")
+    tags = tooltip.evaluate("t => [...new Set([...t.querySelectorAll('*')].map(e => e.tagName.toLowerCase()))].sort()")
+    assert set(tags) <= {"table", "tbody", "tr", "th", "td"}, tags
+    xss.screenshot(path=str(shots / "xss-history-tooltip.png"))
+    panel = _tab(page, xss, "Files")
+    text = _hover_until(page, _chart(panel, 1), PART)  # the partition skew chart: partition values
+    assert PAYLOADS["a"] in text or "plain" in text
+    tags = tooltip.evaluate("t => [...new Set([...t.querySelectorAll('*')].map(e => e.tagName.toLowerCase()))].sort()")
+    assert set(tags) <= {"table", "tbody", "tr", "th", "td"}, tags
+    assert page.evaluate("() => window.__dx_pwned") is None
+
+    assert watch.outside == [], f"requests left the machine: {watch.outside}"
+    assert watch.errors == [], watch.errors
+
+
+def test_the_tour_runs_in_jupyterlab(page, lab, shots):
+    """The shipped tour, run top to bottom in JupyterLab: no error output, its explorer and charts
+    render, nothing leaves the machine, no console error."""
+    watch = Watch(page)
+    nb = json.loads((HERE.parents[1] / "notebooks" / "00_tour.ipynb").read_text())
+    cells = [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
+    _open_and_run(page, lab, "tour_run.ipynb", cells)
+    page.wait_for_function(
+        """() => { const w = window.jupyterapp.shell.currentWidget;
+                   const cells = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+                   return w.sessionContext.session.kernel.status === 'idle' && cells.length && cells.every(p => /\\[\\d+\\]/.test(p.textContent)); }""",
+        timeout=300_000,
+    )
+    errors = page.locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error'], .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+    )
+    assert errors.count() == 0, errors.all_inner_texts()[:3]
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=60_000)
+    _settled(page, explorer)
+    assert "tour_sales" in explorer.locator(".dxe-title").inner_text() or explorer.locator(".dxe-title").inner_text() == "sales"
+    panel = _tab(page, explorer, "History")
+    _chart(panel)
+    page.screenshot(path=str(shots / "tour.png"))
+    assert watch.outside == [], watch.outside
+    assert watch.errors == [], watch.errors

@@ -164,7 +164,7 @@ export function historyTab(ctx: Ctx): Tab {
       if (to !== null && (t === null || t > to)) return false;
       return true;
     });
-    grid.setRows({ ...commits, rows });
+    grid.setRows({ ...commits, rows }, commits.rows.length);
     drawCompareBar();
   }
 
