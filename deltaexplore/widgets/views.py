@@ -110,14 +110,20 @@ class TableView:
         return self._worker.submit(job)
 
     def prefetch(self, version: int) -> None:
-        """Prepare the snapshot at `version` (replay included) in the background, so moving
-        there, or diffing with it, is instant; then the layout of the current version's
-        default column (its bounds and overlap metrics, kept by inspect per snapshot)."""
+        """Prepare in the background the layout of the current version's default column (its
+        bounds and overlap metrics, kept by inspect per snapshot: the Layout tab of the version
+        shown), then the snapshot at `version` (replay included), so moving there, or diffing
+        with it, is instant."""
         if os.environ.get("DELTAEXPLORE_PREFETCH") == "0":
             return
         lo, _ = self.version_range()
         recent = getattr(self.table, "_deltaexplore_inspect_cache", {}).get("recent") or {}
         small_enough = self.snap.num_files <= PREFETCH_MAX_FILES
+        column = self.default_layout_column()
+        key = (self.snap.version, column)
+        if column and small_enough and key not in self._warming:
+            snap = self.snap
+            self._warming[key] = self._background(lambda: inspect.layout_summary(snap, [column]))
         if self._pending is None and version >= lo and version not in recent and small_enough:
 
             def build() -> Snapshot:
@@ -126,11 +132,6 @@ class TableView:
                 return snap
 
             self._pending = (version, self._background(build))
-        column = self.default_layout_column()
-        key = (self.snap.version, column)
-        if column and small_enough and key not in self._warming:
-            snap = self.snap
-            self._warming[key] = self._background(lambda: inspect.layout_summary(snap, [column]))
 
     def prepare(self) -> None:
         """Once the first view is complete: prepare in the background what the user is likely to
@@ -142,8 +143,9 @@ class TableView:
             return
         if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
-        # the cheap tabs first (under a second each at 1M files), then the previous version and
-        # the layout (seconds): a tab opened while its job still waits computes it at once
+        # the cheap tabs first (under a second each at 1M files), then this version's layout and
+        # the previous version (seconds each): a tab opened while its job still waits computes
+        # it at once
         jobs = {
             (self.listing.latest_version, "history"): self.history,
             (snap.version, "files"): lambda: self.files(snap),

@@ -181,7 +181,19 @@ const jobs: Array<() => void | Promise<void>> = [];
 let running = false;
 
 function nextTask(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
+  // after a frame: the browser styles and lays out what the last job built in a task of its
+  // own, not inside the next job (a chart reading its container's width would force that
+  // layout of the whole notebook inside its draw); without frames (a hidden tab) after 50 ms
+  return new Promise((resolve) => {
+    let done = false;
+    const go = () => {
+      if (done) return;
+      done = true;
+      setTimeout(resolve, 0);
+    };
+    requestAnimationFrame(go);
+    setTimeout(go, 50);
+  });
 }
 
 async function drain(): Promise<void> {
