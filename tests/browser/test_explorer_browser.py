@@ -414,10 +414,14 @@ def _drag(page, chart, x0: float, x1: float) -> None:
     # the plot: the view's background (a unit spec's root group is its plot rectangle)
     box = chart.locator("svg g.role-frame > g > path.background").first.bounding_box()
     y = box["y"] + box["height"] * 0.5
+    # paced like a hand (a loaded machine's Vega handles each event in turn)
     page.mouse.move(box["x"] + box["width"] * x0, y)
+    page.wait_for_timeout(100)
     page.mouse.down()
+    page.wait_for_timeout(100)
     for i in range(1, 11):
         page.mouse.move(box["x"] + box["width"] * (x0 + (x1 - x0) * i / 10), y)
+        page.wait_for_timeout(30)
     page.mouse.up()
 
 
@@ -554,6 +558,8 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     assert layout_grid.locator(".ag-cell[col-id=rank]").first.inner_text().strip() == str(ranked)
     layout_grid.get_by_role("button", name=re.compile("^clear filter")).click()
     page.wait_for_function("el => el.textContent === '9 files'", arg=lcount.element_handle(), timeout=30_000)
+    density.scroll_into_view_if_needed()
+    _settled(page, sales)
     _drag(page, density, 0.05, 0.5)
     page.wait_for_function("el => /^\\d+ of 9 files$/.test(el.textContent)", arg=lcount.element_handle(), timeout=30_000)
     assert "brushed values" in tag.inner_text()
