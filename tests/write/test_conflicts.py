@@ -211,7 +211,7 @@ def test_max_retries_exhausted(table):
 
 def _rival_wins(monkeypatch: pytest.MonkeyPatch, uri: str, options, times: int) -> list[float]:
     """Before each of our next `times` commit attempts, another writer appends (a real winner
-    takes the version); the back-off sleeps are recorded instead of slept."""
+    takes the version); the back-off waits are recorded instead of slept."""
     from deltaexplore.core.write import transaction as tx
 
     original = tx.Transaction._put
@@ -228,8 +228,14 @@ def _rival_wins(monkeypatch: pytest.MonkeyPatch, uri: str, options, times: int) 
         return original(self, version, content)
 
     sleeps: list[float] = []
+    backoff = tx._backoff
+
+    def recorded(attempt: int) -> float:
+        sleeps.append(backoff(attempt))
+        return 0.0  # recorded, not slept (time.sleep itself is everyone's: threads of the S3 server)
+
     monkeypatch.setattr(tx.Transaction, "_put", put)
-    monkeypatch.setattr(tx.time, "sleep", sleeps.append)
+    monkeypatch.setattr(tx, "_backoff", recorded)
     return sleeps
 
 
