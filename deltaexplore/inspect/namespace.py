@@ -51,7 +51,7 @@ class InspectNamespace:
 
     @property
     def _table(self) -> Table:
-        from deltaexplore.inspect._common import table_of
+        from deltaexplore.inspect.snapshots import table_of
 
         return table_of(self._obj)
 

@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
-from deltaexplore.inspect._common import remember, snapshot_of
 from deltaexplore.inspect.files import files_ready, small_file_threshold
+from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource
 

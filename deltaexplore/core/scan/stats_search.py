@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import put_rows, take_rows, text_buffers
+from deltaexplore.core.arrow import combined, put_rows, take_rows, text_buffers
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import ArrayType, MapType, StructType
 from deltaexplore.core.scan.stats_columns import StatsColumn, typed_values
@@ -86,10 +86,6 @@ def _compiled() -> Any:
 
 #: the compiled `locate`, or None: `_locate` then searches with polars and numpy
 KERNEL: Any = _compiled()
-
-
-def combined(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
