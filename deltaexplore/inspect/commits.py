@@ -25,6 +25,7 @@ from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.timestamps import CommitClock, ict_config
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_ids
@@ -33,7 +34,6 @@ from deltaexplore.inspect.schemas import COMMITS_SCHEMA
 from deltaexplore.inspect.snapshots import table_of
 
 if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
 __all__ = ["commits"]
@@ -249,8 +249,6 @@ def commits(obj: Table | Snapshot, start: int | None = None, end: int | None = N
     Raises:
         InspectError: `start > end`.
     """
-    from deltaexplore.core.snapshot import Snapshot
-
     table = table_of(obj)
     listing = table.listing()
     if end is None:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -80,8 +81,6 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
 def _argsort(values: np.ndarray) -> np.ndarray:
     """Indices that sort `values` (int64 numpy), ties in index order: polars' multithreaded
     sort, 2-3x numpy's."""
-    import polars as pl
-
     frame = pl.DataFrame({"v": values}).with_row_index("i").sort("v", maintain_order=True)
     return frame.get_column("i").to_numpy().astype(np.int64)
 

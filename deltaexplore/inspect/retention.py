@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from deltaexplore.core.arguments import number
 from deltaexplore.core.arrow import combined
 from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.operations.vacuum import MAX_RETENTION_HOURS, list_vacuumable, plan_vacuum, vacuum_partition_names
 from deltaexplore.core.protocol.config import DEFAULT_DELETED_FILE_RETENTION_MS, DEFAULT_LOG_RETENTION_MS
 from deltaexplore.errors import DeltaExploreError, UnsupportedFeatureError, WriteRefusedError
@@ -186,7 +187,6 @@ def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: 
     if dv.null_count < n:
         st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
         dv_path = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
-        from deltaexplore.core.log.replay import dv_unique_id
 
         dv_id = dv_unique_id(dv).cast(pa.string())
     else:

@@ -47,6 +47,11 @@ from deltaexplore.core.protocol.schema import ArrayType, MapType, StructType
 from deltaexplore.core.scan.stats_columns import StatsColumn, typed_values
 from deltaexplore.core.scan.stats_parse import from_parsed, stats_for_adds
 
+try:  # the compiled search: setup.py builds it where a C compiler exists
+    from deltaexplore.core.scan import _stats_kernel as _compiled_kernel
+except ImportError:  # pragma: no cover - depends on the install
+    _compiled_kernel = None  # type: ignore[assignment]
+
 __all__ = ["KERNEL", "Found", "search_bounds", "searchable"]
 
 _RESERVED = {"numRecords", "minValues", "maxValues", "nullCount", "tightBounds"}
@@ -72,20 +77,9 @@ VIEW_SLICE_BITS = 30
 SCAN_POOL = pa.system_memory_pool()
 
 
-def _compiled() -> Any:
-    """The compiled search (setup.py builds it where a C compiler exists), unless the
-    environment variable DELTAEXPLORE_NO_KERNEL is set; None without it."""
-    if os.environ.get("DELTAEXPLORE_NO_KERNEL"):
-        return None
-    try:
-        from deltaexplore.core.scan import _stats_kernel  # built at install where a C compiler exists
-    except ImportError:  # pragma: no cover - depends on the install
-        return None
-    return _stats_kernel
-
-
-#: the compiled `locate`, or None: `_locate` then searches with polars and numpy
-KERNEL: Any = _compiled()
+#: the compiled `locate` (None without it, or when the environment variable
+#: DELTAEXPLORE_NO_KERNEL is set): `_locate` then searches with polars and numpy
+KERNEL: Any = None if os.environ.get("DELTAEXPLORE_NO_KERNEL") else _compiled_kernel
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:
