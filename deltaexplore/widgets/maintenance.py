@@ -40,7 +40,6 @@ import pyarrow.compute as pc
 import deltaexplore.spark as dxs
 from deltaexplore.core.operations import checkpoint, optimize, plan_optimize, purge_deletion_vectors, vacuum
 from deltaexplore.errors import DeltaExploreError, MissingDependencyError
-from deltaexplore.spark.session import active_session
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -161,8 +160,7 @@ def _active_spark() -> bool:
     """An active Spark session exists in this process (pyspark is not imported to find out)."""
     if "pyspark" not in sys.modules:
         return False
-
-    return active_session() is not None
+    return dxs.active_session() is not None
 
 
 def choose_backend(op: str, engine: str = "auto") -> tuple[str, str]:
