@@ -1,22 +1,19 @@
 /**
  * Commands on Delta table folders of the file browser (offered only there):
- * - "Open in Delta Explorer": the explorer in a main-area tab, one kernel per table (opening
- *   the same table again shows its tab); a folder that cannot be read shows a short message;
+ * - "Open in Delta Explorer": the explorer in a main-area tab (panel.ts), one kernel per table
+ *   (opening the same table again shows its tab); a folder that cannot be read shows a short
+ *   message;
  * - "Copy Path": the table's location on the server;
  * - "Copy PySpark Read Snippet": reading the table with deltaexplore's Spark reader.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Clipboard, Notification } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
-import { Widget } from '@lumino/widgets';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { ExplorerPanel } from './panel';
 import { DeltaTables, IDeltaTable } from './tables';
 import { CommandIDs } from './tokens';
-
-/** The Python the table's kernel runs (JSON string literals are valid Python literals). */
-export function exploreCode(location: string): string {
-  return `from deltaexplore.magics.lab import open_explorer\nopen_explorer(${JSON.stringify(location)})`;
-}
 
 /** Reading the table with plain PySpark through deltaexplore (no Delta jars needed). */
 export function pysparkSnippet(location: string): string {
@@ -29,16 +26,13 @@ export function pysparkSnippet(location: string): string {
   ].join('\n');
 }
 
-/** What `console:create` returns that we use (typed here to avoid depending on @jupyterlab/console). */
-interface IConsolePanelLike extends Widget {
-  sessionContext: { ready: Promise<void>; session: { kernel: unknown } | null };
-  console: { inject(code: string): Promise<void> };
-}
-
-export const EXPLORER_PANEL_CLASS = 'dx-explorer-panel';
-
-export function activateCommands(app: JupyterFrontEnd, browsers: IFileBrowserFactory, tables: DeltaTables): void {
-  const open = new Map<string, IConsolePanelLike>();
+export function activateCommands(
+  app: JupyterFrontEnd,
+  browsers: IFileBrowserFactory,
+  rendermime: IRenderMimeRegistry,
+  tables: DeltaTables
+): void {
+  const open = new Map<string, ExplorerPanel>();
 
   /** The Delta table the command is about: its `path` argument, else the selected folder. */
   const target = (args: { path?: unknown }): IDeltaTable | undefined => {
@@ -64,29 +58,20 @@ export function activateCommands(app: JupyterFrontEnd, browsers: IFileBrowserFac
         app.shell.activateById(existing.id);
         return;
       }
-      try {
-        await app.serviceManager.kernelspecs.ready;
-        const specs = app.serviceManager.kernelspecs.specs;
-        const python = Object.values(specs?.kernelspecs ?? {}).find(k => k?.language === 'python');
-        const panel = (await app.commands.execute('console:create', {
-          path: '',
-          name: `Delta: ${table.name}`,
-          activate: true,
-          insertMode: 'tab-after',
-          kernelPreference: { name: python?.name ?? specs?.default, autoStartDefault: true, shouldStart: true }
-        })) as IConsolePanelLike;
-        panel.addClass(EXPLORER_PANEL_CLASS);
-        panel.title.label = table.name;
-        panel.title.caption = `Delta table ${table.location}`;
-        open.set(table.path, panel);
-        panel.disposed.connect(() => open.delete(table.path));
-        await panel.sessionContext.ready;
-        await panel.console.inject(exploreCode(table.location));
-      } catch (reason) {
-        Notification.error(`Cannot open ${table.name} in the Delta explorer: ${String(reason).slice(0, 200)}`, {
-          autoClose: 8000
-        });
-      }
+      await app.serviceManager.kernelspecs.ready;
+      const specs = app.serviceManager.kernelspecs.specs;
+      const python = Object.values(specs?.kernelspecs ?? {}).find(k => k?.language === 'python');
+      const panel = new ExplorerPanel({
+        table,
+        serviceManager: app.serviceManager,
+        rendermime,
+        kernelName: python?.name ?? specs?.default
+      });
+      open.set(table.path, panel);
+      panel.disposed.connect(() => open.delete(table.path));
+      app.shell.add(panel, 'main', { mode: 'tab-after' });
+      app.shell.activateById(panel.id);
+      await panel.start(); // errors show in the tab, as a short message
     }
   });
 
