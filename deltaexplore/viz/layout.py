@@ -235,8 +235,9 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
     total = max(int(stages[0]["files"]), 1)
     for s in stages:
         s["share"] = s["files"] / total
-    table = pa.table({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")})
-    table = bytes_text(pl.from_arrow(table), "bytes").to_arrow()  # type: ignore[union-attr]
+    table = bytes_text(
+        pl.DataFrame({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")}), "bytes"
+    )
     return (
         alt.Chart(table, title="files read by the query")
         .mark_bar()
