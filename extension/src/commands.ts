@@ -6,8 +6,8 @@
  * - "Copy Path": the table's location on the server;
  * - "Copy PySpark Read Snippet": reading the table with deltaexplore's Spark reader.
  */
-import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Clipboard, Notification } from '@jupyterlab/apputils';
+import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
+import { Clipboard, Notification, WidgetTracker } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
@@ -30,9 +30,19 @@ export function activateCommands(
   app: JupyterFrontEnd,
   browsers: IFileBrowserFactory,
   rendermime: IRenderMimeRegistry,
-  tables: DeltaTables
+  tables: DeltaTables,
+  restorer: ILayoutRestorer | null
 ): void {
   const open = new Map<string, ExplorerPanel>();
+  // explorer tabs come back after a page reload (and find their table's kernel again)
+  const tracker = new WidgetTracker<ExplorerPanel>({ namespace: 'deltaexplore-explorer' });
+  if (restorer) {
+    void restorer.restore(tracker, {
+      command: CommandIDs.exploreTable,
+      args: panel => ({ path: panel.table.path }),
+      name: panel => panel.table.path
+    });
+  }
 
   /** The Delta table the command is about: its `path` argument, else the selected folder. */
   const target = (args: { path?: unknown }): IDeltaTable | undefined => {
@@ -48,7 +58,12 @@ export function activateCommands(
     caption: 'Open the deltaexplore explorer of this Delta table in a tab (one kernel per table)',
     isVisible: args => !!target(args),
     execute: async args => {
-      const table = target(args);
+      let table = target(args);
+      if (!table && typeof args.path === 'string') {
+        // a restored tab: its folder's parent has not been listed yet
+        await tables.list(args.path.replace(/\/?[^/]*\/?$/, ''));
+        table = target(args);
+      }
       if (!table) {
         Notification.warning('Not a Delta table folder (no _delta_log/ found).', { autoClose: 5000 });
         return;
@@ -67,9 +82,11 @@ export function activateCommands(
         rendermime,
         kernelName: python?.name ?? specs?.default
       });
-      open.set(table.path, panel);
-      panel.disposed.connect(() => open.delete(table.path));
+      const key = table.path;
+      open.set(key, panel);
+      panel.disposed.connect(() => open.delete(key));
       app.shell.add(panel, 'main', { mode: 'tab-after' });
+      void tracker.add(panel);
       app.shell.activateById(panel.id);
       await panel.start(); // errors show in the tab, as a short message
     }

@@ -2,7 +2,7 @@
  * deltaexplore for JupyterLab: plugin declarations only (behaviour lives in tables.ts,
  * commands.ts, panel.ts and mime.ts).
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
@@ -15,10 +15,16 @@ const explorePlugin: JupyterFrontEndPlugin<void> = {
   description: 'Delta table folders marked in the file browser, with commands to explore them and copy their path.',
   autoStart: true,
   requires: [IFileBrowserFactory, IRenderMimeRegistry],
-  activate: (app: JupyterFrontEnd, browsers: IFileBrowserFactory, rendermime: IRenderMimeRegistry) => {
+  optional: [ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    browsers: IFileBrowserFactory,
+    rendermime: IRenderMimeRegistry,
+    restorer: ILayoutRestorer | null
+  ) => {
     const tables = new DeltaTables();
     markAllBrowsers(browsers, tables);
-    activateCommands(app, browsers, rendermime, tables);
+    activateCommands(app, browsers, rendermime, tables, restorer);
   }
 };
 

@@ -155,6 +155,14 @@ test.describe('the explorer tab', () => {
     await expectDocumentLike(page, tab);
     expect(await sessions()).toBe(sessionsBefore + 1);
 
+    // a page reload brings the tab back, on the same kernel
+    await page.waitForTimeout(1500); // the workspace is saved (debounced)
+    await page.reload({ waitForIsReady: false }); // galata waits for a launcher: the explorer is in front
+    const restored = page.locator('#jp-main-dock-panel .dx-explorer-panel .dxe-explorer');
+    await expect(restored.getByRole('slider', { name: 'version' })).toBeVisible({ timeout: 90000 });
+    await expect(page.locator('#jp-main-dock-panel .dx-explorer-panel')).toHaveCount(1);
+    expect(await sessions()).toBe(sessionsBefore + 1);
+
     // closing the tab ends the table's kernel
     await page.getByRole('tab', { name: 'sales', exact: true }).getByTitle(/Close/).click();
     await expect(page.locator('#jp-main-dock-panel .dx-explorer-panel')).toHaveCount(0);
