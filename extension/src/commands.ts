@@ -10,8 +10,9 @@ import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
 import { Clipboard, Notification, WidgetTracker } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { copyIcon } from '@jupyterlab/ui-components';
 
-import { ExplorerPanel } from './panel';
+import { deltaTableIcon, ExplorerPanel } from './panel';
 import { DeltaTables, IDeltaTable } from './tables';
 import { CommandIDs } from './tokens';
 
@@ -55,6 +56,7 @@ export function activateCommands(
 
   app.commands.addCommand(CommandIDs.exploreTable, {
     label: 'Open in Delta Explorer',
+    icon: deltaTableIcon,
     caption: 'Open the deltaexplore explorer of this Delta table in a tab (one kernel per table)',
     isVisible: args => !!target(args),
     execute: async args => {
@@ -94,6 +96,7 @@ export function activateCommands(
 
   app.commands.addCommand(CommandIDs.copyPath, {
     label: 'Copy Delta Table Path',
+    icon: copyIcon,
     caption: 'Copy where this Delta table is on the server',
     isVisible: args => !!target(args),
     execute: args => {
@@ -107,6 +110,7 @@ export function activateCommands(
 
   app.commands.addCommand(CommandIDs.copySnippet, {
     label: 'Copy PySpark Read Snippet',
+    icon: copyIcon,
     caption: 'Copy Python that reads this Delta table with PySpark (deltaexplore.spark.read)',
     isVisible: args => !!target(args),
     execute: args => {

@@ -99,6 +99,8 @@ test('Delta table folders carry a badge and the Delta commands; other folders do
   await expect(page.getByRole('menuitem', { name: 'Copy PySpark Read Snippet' })).toBeVisible();
   await page.screenshot({ path: 'test-results/filebrowser-menu.png' });
   await page.keyboard.press('Escape');
+  // close up: a selected table folder keeps a visible icon and badge
+  await page.locator('.jp-DirListing-content').screenshot({ path: 'test-results/filebrowser-listing.png' });
 
   await page.filebrowser.openDirectory('/sales/_delta_log');
   await page.getByRole('listitem', { name: /^Name: 00000000000000000000\.json / }).click({ button: 'right' });
