@@ -10,7 +10,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect.formatting import human_bytes
 
 __all__ = [
     "BYTES_LABELS",
@@ -37,8 +40,6 @@ BYTES_LABELS = (
 def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:
     """`df` with `<column>_text`: the byte counts of `column` as the display contract shows them
     (`human_bytes`: 1.5 KiB), for tooltips (Vega's number formats have no binary units)."""
-    from deltaexplore.inspect.formatting import human_bytes
-
     return df.with_columns(pl.col(column).map_elements(human_bytes, return_dtype=pl.String).alias(f"{column}_text"))
 
 
@@ -62,9 +63,6 @@ def as_inspect_table(data: Any, required: tuple[str, ...], compute: Callable[[An
     Raises:
         VizError: neither.
     """
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
     if isinstance(data, (Table, Snapshot)):
         return compute(data)
     if isinstance(data, pl.DataFrame):

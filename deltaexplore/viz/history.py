@@ -8,6 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from deltaexplore.inspect import history, reconstructable_versions
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, bytes_text, bytes_tooltip, frame
 
 __all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "versions_chart"]
@@ -20,8 +21,6 @@ _METRICS = {
 
 
 def _history(data: Any) -> Any:
-    from deltaexplore.inspect import history
-
     return history(data)
 
 
@@ -146,8 +145,6 @@ def _every(df: pl.DataFrame) -> str:
 
 
 def _versions(data: Any) -> Any:
-    from deltaexplore.inspect import reconstructable_versions
-
     return reconstructable_versions(data)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from deltaexplore.inspect import log_files
 from deltaexplore.viz._data import BYTES_LABELS, MAX_POINTS, as_inspect_table, bucket_versions, bytes_text, bytes_tooltip, frame
 
 __all__ = ["log_health_chart"]
@@ -15,8 +16,6 @@ _SERIES = {"commit_bytes": "commit file", "checkpoint_bytes": "checkpoint", "rep
 
 
 def _log_files(data: Any) -> Any:
-    from deltaexplore.inspect import log_files
-
     return log_files(data)
 
 
