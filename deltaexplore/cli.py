@@ -6,7 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from deltaexplore.core.protocol.features import features_of
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
+from deltaexplore.core.table import open_table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import human_bytes
 
@@ -37,9 +39,6 @@ def _schema_lines(t: DataType, indent: int = 1) -> list[str]:
 
 def summary(uri: str, *, version: int | None = None, commits: int = 5, storage_options: dict[str, Any] | None = None) -> str:
     """A text summary of a table: version, protocol, schema, partitioning, files, last commits."""
-    from deltaexplore.core.protocol.features import features_of
-    from deltaexplore.core.table import open_table
-
     table = open_table(uri, storage_options)
     snap = table.snapshot(version)
     p = snap.protocol

@@ -14,6 +14,7 @@ only when the server loads it.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -88,8 +89,6 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
 
 
 async def _maybe_await(value: Any) -> Any:
-    import inspect
-
     return await value if inspect.isawaitable(value) else value
 
 
@@ -108,6 +107,4 @@ async def _answer(cm: Any, path: str) -> dict[str, Any]:
 
 
 def _is_async(cm: Any) -> bool:
-    import inspect
-
     return inspect.iscoroutinefunction(getattr(cm, "get", None))

@@ -392,3 +392,77 @@ def test_a_sidecar_named_by_its_own_location_is_read(scene: Scene, form: str) ->
     _set_sidecar_path(top, path)
     expected = dx.open_table(str(scene.root)).snapshot(2).to_arrow().num_rows
     assert dx.open_table(str(scene.root)).snapshot().to_arrow().num_rows == expected
+
+
+def _drop_sidecar_rows(top: Path) -> None:
+    t = pq.read_table(top)
+    pq.write_table(t.filter(pa.compute.is_null(t.column("sidecar"))), top)
+
+
+def _drop_add_rows(top: Path) -> None:
+    t = pq.read_table(top)
+    pq.write_table(t.filter(pa.compute.is_null(t.column("add"))), top)
+
+
+def _drop_add_column(top: Path) -> None:
+    pq.write_table(pq.read_table(top).drop_columns(["add"]), top)
+
+
+def _drop_sidecar_lines(top: Path) -> None:
+    top.write_text("".join(line + "\n" for line in top.read_text().splitlines() if '"sidecar"' not in line))
+
+
+@pytest.mark.parametrize(
+    ("kind", "damage"),
+    [
+        ("classic", _drop_add_rows),
+        ("classic", _drop_add_column),
+        ("v2-parquet", _drop_sidecar_rows),
+        ("v2-json", _drop_sidecar_lines),
+    ],
+)
+@pytest.mark.parametrize("record", [".crc", "_last_checkpoint"])
+def test_a_checkpoint_that_reads_as_fewer_files_than_written_stops_vacuum(
+    tmp_path: Path, kind: str, damage: Callable[[Path], None], record: str
+) -> None:
+    """A checkpoint of the right shape that lost its file actions reads as a table without
+    files; VACUUM would delete all the data. What the log recorded when the version was written
+    (its `.crc`, `_last_checkpoint`'s `numOfAddFiles`) tells: VACUUM and its preview refuse."""
+    from deltaexplore.core.write.checkpoint_writer import write_checkpoint
+
+    root = tmp_path / "t"
+    conf = {"delta.checkpointPolicy": "v2"} if kind != "classic" else None
+    write_table(str(root), sample(8), partition_by=["part"], configuration=conf)
+    write_table(str(root), sample(8, 100), partition_by=["part"])
+    result = write_checkpoint(dx.open_table(str(root)), v2_format="json" if kind == "v2-json" else "parquet")
+    top = root / result.path
+    damage(top)
+    log = root / "_delta_log"
+    (log / ("_last_checkpoint" if record == ".crc" else f"{1:020d}.crc")).unlink()  # only one record left
+    for p in root.rglob("*"):
+        _backdate(p, 30)
+    data = sorted(p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts)
+    assert len(data) == 4
+    table = dx.open_table(str(root))
+    assert table.snapshot().files().num_rows == 0  # the damage: it reads as a table without files
+    with pytest.raises(dx.InvalidCheckpointError, match=top.name):
+        vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    with pytest.raises(dx.InvalidCheckpointError, match=record.lstrip("_")):
+        dxi.vacuum_preview(table, retention_hours=0)
+    assert sorted(p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts) == data
+    write_table(str(root), sample(2, 900), partition_by=["part"])  # a commit after the checkpoint
+    with pytest.raises(dx.InvalidCheckpointError, match=top.name):
+        vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert all(p.exists() for p in data)
+
+
+def test_a_commit_only_state_that_disagrees_with_its_crc_stops_vacuum(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    write_table(str(root), sample(8), partition_by=["part"])
+    commit = root / "_delta_log" / f"{0:020d}.json"
+    commit.write_text("".join(line + "\n" for line in commit.read_text().splitlines() if '"add"' not in line))
+    for p in root.rglob("*"):
+        _backdate(p, 30)
+    with pytest.raises(dx.InvalidLogError, match=f"{0:020d}.crc"):
+        vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert len([p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts]) == 2

@@ -167,6 +167,45 @@ def test_decimal_beyond_38_digits_is_refused_at_schema_parse(tmp_path: Path) -> 
     assert parse_schema(json.dumps(schema)).fields[0].type.precision == 38
 
 
+def _with_decimal_100(schema_string: str) -> str:
+    schema = json.loads(schema_string)
+    schema["fields"].append({"name": "d", "type": "decimal(100,5)", "nullable": True, "metadata": {}})
+    return json.dumps(schema)
+
+
+@pytest.mark.parametrize("where", ["commit", "checkpoint"])
+def test_a_table_with_decimal_100_5_gives_typed_errors_naming_the_file(tmp_path: Path, where: str) -> None:
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "t"
+    write_table(str(root), pa.table({"id": pa.array([1, 2], pa.int64())}))
+    log = root / "_delta_log"
+    if where == "commit":
+        named = f"{0:020d}.json"
+        lines = [json.loads(x) for x in (log / named).read_text().splitlines()]
+        for x in lines:
+            if "metaData" in x:
+                x["metaData"]["schemaString"] = _with_decimal_100(x["metaData"]["schemaString"])
+        (log / named).write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    else:
+        checkpoint(str(root))
+        named = f"{0:020d}.checkpoint.parquet"
+        cp = pq.read_table(log / named)
+        rows = cp.to_pylist()
+        for r in rows:
+            if r["metaData"]:
+                r["metaData"]["schemaString"] = _with_decimal_100(r["metaData"]["schemaString"])
+        pq.write_table(pa.Table.from_pylist(rows, schema=cp.schema), log / named)
+        (log / f"{0:020d}.json").unlink()  # only the checkpoint holds the metaData now
+        (log / "_last_checkpoint").unlink()
+    table = dx.open_table(str(root))
+    for step in (lambda: table.snapshot().schema, lambda: table.snapshot().to_arrow(), lambda: dxi.layout(table, "id")):
+        with pytest.raises(dx.DeltaProtocolError, match=r"decimal\(100,5\)") as info:
+            step()
+        assert named in str(info.value) and str(info.value.path).endswith(named)
+    assert dxi.files(table).num_rows == 1  # what needs no schema still works
+
+
 @pytest.mark.parametrize("size", [str(2**70), "-5", "1e400", "0"])
 def test_a_target_file_size_beyond_a_long_is_no_setting(tmp_path: Path, size: str) -> None:
     root = tmp_path / "t"
@@ -200,17 +239,43 @@ def test_control_characters_in_partition_values_are_refused_at_write(tmp_path: P
     assert not [p for p in root.iterdir() if p.name.startswith("part=") and p.name not in ("part=a", "part=b")]
 
 
-def test_optimize_groups_partition_values_with_control_characters(tmp_path: Path) -> None:
-    """Written by another engine (the log holds them escaped): OPTIMIZE still plans them."""
+@pytest.mark.parametrize("configuration", [{}, {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}])
+def test_rewrites_keep_partition_values_with_control_characters(tmp_path: Path, configuration: dict) -> None:
+    """Written by another engine (the log holds them escaped): OPTIMIZE compacts such a
+    partition, DELETE and UPDATE rewrite it, all keeping the value; only a new value is refused."""
+    from deltaexplore.core.operations import delete, update
+
+    value = "a\x00b\x01\n\x7f"
     root = tmp_path / "t"
-    write_table(str(root), sample(2), partition_by=["part"])
-    log = root / "_delta_log" / f"{0:020d}.json"
-    lines = [json.loads(x) for x in log.read_text().splitlines()]
-    for x in lines:
-        if "add" in x:
-            x["add"]["partitionValues"]["part"] += "\x01"
-    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    assert optimize(str(root), dry_run=True).column("num_files_removed")[0].as_py() == 0
+    for i in range(3):
+        rows = pa.table({"id": pa.array([i, i + 10], pa.int64()), "part": ["a", "a"], "value": ["x", "y"]})
+        write_table(str(root), rows, partition_by=["part"], configuration=configuration if i == 0 else None)
+    for v in range(3):
+        log = root / "_delta_log" / f"{v:020d}.json"
+        lines = [json.loads(x) for x in log.read_text().splitlines()]
+        for x in lines:
+            if "add" in x:
+                x["add"]["partitionValues"]["part"] = value
+        log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    m = optimize(str(root)).to_pylist()[0]
+    assert (m["num_files_removed"], m["num_files_added"]) == (3, 1)
+    snap = dx.open_table(str(root)).snapshot()
+    assert [dict(a["partitionValues"]) for a in snap.add_actions().to_pylist()] == [{"part": value}]
+    assert (root / "part=a%00b%01%0A%7F").is_dir()  # the directory name escapes them as Spark does
+    delete(str(root), "id = 1", use_deletion_vectors=False)
+    update(str(root), {"value": "'z'"}, "id = 2")
+    delete(str(root), "id = 10")
+    with pytest.raises(dx.WriteRefusedError, match="control character"):
+        update(str(root), {"part": "'c\x00'"}, "id = 0")
+    rows = dx.open_table(str(root)).snapshot().to_arrow().sort_by("id").to_pylist()
+    assert [(r["id"], r["part"], r["value"]) for r in rows] == [
+        (0, value, "x"),
+        (2, value, "z"),
+        (11, value, "y"),
+        (12, value, "y"),
+    ]
+    if configuration:
+        assert set(dx.open_table(str(root)).changes(4).column("part").to_pylist()) == {value}
 
 
 def test_invalid_utf8_in_a_checkpoint_is_an_invalid_checkpoint(tmp_path: Path) -> None:

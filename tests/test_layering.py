@@ -3,7 +3,11 @@ order (core <- inspect <- viz <- widgets <- magics, spark beside), the rooms of 
 and the core never imports UI or Spark libraries.
 
 The import graph is read from the source (every `import` and `from ... import`, whether at the
-top of a module, inside a function or under `TYPE_CHECKING`: each is a dependency).
+top of a module, inside a function or under `TYPE_CHECKING`: each is a dependency, so a circle
+cannot hide behind a late import).
+
+A function imports inside itself only what defers a heavy or optional library (`DEFERRABLE`):
+every other import stands at the top of its module, where a reader sees what the module needs.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import deltaexplore
@@ -46,38 +51,173 @@ CORE_FLOORS: list[tuple[str, ...]] = [
 ]
 
 
+#: third-party modules that a function may import when it runs rather than when its module is
+#: imported: the optional extras of pyproject.toml and the required libraries that are slow to
+#: import (`import deltaexplore` stays light: see tests/viz/test_viz_charts.py)
+DEFERRABLE: dict[str, str] = {
+    "pyspark": "extra spark",
+    "pandas": "extra spark",
+    "IPython": "extra notebook",
+    "ipywidgets": "extra widgets",
+    "anywidget": "extras viz, widgets",
+    "altair": "extras viz, widgets",
+    "vl_convert": "extras viz, widgets",
+    "jupyter_server": "the JupyterLab server extension",
+    "tornado": "the JupyterLab server extension",
+    "s3fs": "extra s3",
+    "gcsfs": "extra gcs",
+    "adlfs": "extra azure",
+    "deltalake": "peer engine (dev)",
+    "duckdb": "peer engine (dev)",
+    "fsspec": "object stores only (local tables never need it)",
+    "polars": "required, but slow to import: the core reads a table without it",
+    "pyarrow.dataset": "required, but slow to import: only a few writes need it",
+}
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the package modules it imports (a name imported from a package counts as the
-    package, a submodule imported from it as the submodule)."""
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+@dataclass(frozen=True)
+class Import:
+    """One import statement: the names it imports (package modules resolved to their module, a
+    submodule imported from a package to the submodule) and where it stands."""
 
-    def owner(name: str) -> str | None:
+    module: str
+    line: int
+    names: tuple[str, ...]
+    where: str
+    #: each name imported, whole (`from a.b import c` -> `a.b.c`)
+    whole: tuple[str, ...] = ()  # "top" (runs on import), "function" (runs on call) or "type_checking" (never runs)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+_PACKAGES_WITH_INIT = {_module_name(p) for p in PACKAGE.rglob("__init__.py")}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Import]:
+    """Every import of one module, placed."""
+
+    def owner(name: str) -> str:
         while name and name not in modules:
             name = name.rpartition(".")[0]
-        return name or None
+        return name
 
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for module, path in modules.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [owner(a.name) or "" for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*parts, *([node.module] if node.module else [])])
-                for a in node.names:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: list[Import] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                names = tuple(owner(a.name) or a.name for a in child.names)
+                out.append(Import(module, child.lineno, names, where, tuple(a.name for a in child.names)))
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join([*parts, *([child.module] if child.module else [])])
+                names = []
+                for a in child.names:
                     sub = f"{base}.{a.name}"
-                    targets.append(sub if sub in modules else owner(base) or "")
-            graph[module].update(t for t in targets if t.startswith("deltaexplore") and t != module)
+                    names.append(sub if sub in modules or not base.startswith("deltaexplore") else owner(base) or base)
+                out.append(Import(module, child.lineno, tuple(names), where, tuple(f"{base}.{a.name}" for a in child.names)))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, "function")
+            elif isinstance(child, ast.If) and _is_type_checking(child) and where == "top":
+                for stmt in child.body:
+                    visit(ast.Module(body=[stmt], type_ignores=[]), "type_checking")
+                for stmt in child.orelse:
+                    visit(ast.Module(body=[stmt], type_ignores=[]), "top")
+            else:
+                visit(child, where)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "top")
+    return out
+
+
+def all_imports() -> list[Import]:
+    modules = _modules()
+    return [i for module, path in modules.items() for i in imports_of(module, path, modules)]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, wherever the import stands."""
+    graph: dict[str, set[str]] = {m: set() for m in _modules()}
+    for i in all_imports():
+        graph[i.module].update(n for n in i.names if n.startswith("deltaexplore") and n != i.module)
     return graph
+
+
+def _deferrable(name: str) -> str | None:
+    for lib in DEFERRABLE:
+        if name == lib or name.startswith(lib + "."):
+            return lib
+    return None
+
+
+def _packages_of(module: str) -> list[str]:
+    """A module and the packages Python imports before it (`a.b.c` -> `a`, `a.b`, `a.b.c`)."""
+    parts = module.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def heavy_loads() -> dict[str, set[str]]:
+    """module -> the `DEFERRABLE` libraries that importing it loads: through the imports that run
+    on import, in it, in the packages Python imports before it and in everything they import."""
+    modules = _modules()
+    top: dict[str, set[str]] = {m: set() for m in modules}
+    for i in all_imports():
+        if i.where == "top":
+            top[i.module].update(i.names)
+
+    def loads(module: str) -> set[str]:
+        out: set[str] = set()
+        seen: set[str] = set()
+        todo = [module]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            for name in top.get(current, set()) | set(_packages_of(current)):
+                if name.startswith("deltaexplore"):
+                    todo.extend(p for p in _packages_of(name) if p in modules)
+                elif (lib := _deferrable(name)) is not None:
+                    out.add(lib)
+        return out
+
+    return {m: loads(m) for m in modules}
+
+
+def late_imports_that_defer_nothing(imports: list[Import], loads: dict[str, set[str]]) -> list[str]:
+    """`file:line name` of every import inside a function that loads no `DEFERRABLE` library
+    which its module does not load already."""
+    wrong = []
+    for i in imports:
+        if i.where != "function":
+            continue
+        for name in i.names:
+            if name.startswith("deltaexplore"):
+                deferred = loads.get(name, set()) - loads[i.module]
+            else:
+                lib = _deferrable(name)
+                deferred = {lib} - loads[i.module] if lib else set()
+            if not deferred:
+                path = i.module.replace(".", "/") + ("/__init__.py" if i.module in _PACKAGES_WITH_INIT else ".py")
+                wrong.append(f"{path}:{i.line} imports {name} inside a function")
+    return wrong
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -134,10 +274,68 @@ def test_the_graph_sees_imports_at_the_top_in_functions_and_under_type_checking(
     assert "deltaexplore.core.snapshot" in graph["deltaexplore.core.table"]  # at the top
     assert "deltaexplore.inspect" in graph["deltaexplore._accessors"]  # inside a function
     assert "deltaexplore.core.scan.stats_search" in graph["deltaexplore.core.scan.stats"]  # a submodule by name
+    assert "deltaexplore.core.table" in graph["deltaexplore.core.operations.vacuum"]  # under TYPE_CHECKING only
+    placed = {(i.module, n): i.where for i in all_imports() for n in i.names}
+    assert placed["deltaexplore.core.operations.vacuum", "deltaexplore.core.table"] == "type_checking"
+    assert placed["deltaexplore._accessors", "deltaexplore.inspect"] == "function"
 
 
 def test_no_import_circle_anywhere_in_the_package():
     assert _cycles(import_graph()) == []
+
+
+def test_functions_import_only_what_defers_a_heavy_or_optional_library():
+    wrong = late_imports_that_defer_nothing(all_imports(), heavy_loads())
+    assert wrong == [], (
+        "move these imports to the top of their module (a function imports only what defers a library of"
+        " DEFERRABLE that its module does not load already; an import circle is fixed in the structure):\n" + "\n".join(wrong)
+    )
+
+
+def test_the_late_import_check_finds_an_import_that_defers_nothing():
+    loads = {"deltaexplore.viz.files": {"altair", "polars"}, "deltaexplore.inspect": {"polars"}, "deltaexplore.x": set()}
+    imports = [
+        Import("deltaexplore.viz.files", 20, ("deltaexplore.inspect",), "function"),  # viz loads polars already
+        Import("deltaexplore.viz.files", 21, ("textwrap",), "function"),  # the standard library
+        Import("deltaexplore.x", 22, ("deltaexplore.inspect",), "function"),  # defers polars: fine
+        Import("deltaexplore.x", 23, ("pyspark.sql",), "function"),  # optional: fine
+        Import("deltaexplore.x", 24, ("textwrap",), "top"),
+    ]
+    assert late_imports_that_defer_nothing(imports, loads) == [
+        "deltaexplore/viz/files.py:20 imports deltaexplore.inspect inside a function",
+        "deltaexplore/viz/files.py:21 imports textwrap inside a function",
+    ]
+
+
+def test_the_late_import_check_knows_what_a_module_loads():
+    loads = heavy_loads()
+    assert loads["deltaexplore"] == set()  # `import deltaexplore` stays light
+    assert "polars" in loads["deltaexplore.inspect.formatting"]  # through the package deltaexplore.inspect
+    assert {"altair", "polars"} <= loads["deltaexplore.viz.files"]
+    assert "pyspark" not in loads["deltaexplore.spark.reader"]
+    assert "fsspec" in loads["deltaexplore.storage.fsspec_store"] and "fsspec" not in loads["deltaexplore.storage"]
+
+
+def private_imports_across_packages(imports: list[Import]) -> list[str]:
+    """`module:line -> name` of every private name (a `_` part) imported from another package."""
+    wrong = []
+    for i in imports:
+        for name in i.whole:
+            if not name.startswith("deltaexplore.") or name == "deltaexplore.core.scan._stats_kernel":
+                continue
+            private = any(part.startswith("_") and not part.startswith("__") for part in name.split(".")[1:])
+            if private and _package(name) != _package(i.module):
+                wrong.append(f"{i.module}:{i.line} -> {name}")
+    return wrong
+
+
+def test_no_module_imports_a_private_name_of_another_package():
+    # e.g. the core's VACUUM lists files through the `Storage` interface, never a private of a store
+    assert private_imports_across_packages(all_imports()) == []
+    planted = Import("deltaexplore.core.operations.vacuum", 1, (), "top", ("deltaexplore.storage.fsspec_store._walk",))
+    assert private_imports_across_packages([planted]) == [
+        "deltaexplore.core.operations.vacuum:1 -> deltaexplore.storage.fsspec_store._walk"
+    ]
 
 
 def test_the_cycle_finder_finds_a_circle():

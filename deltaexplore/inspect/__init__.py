@@ -68,13 +68,13 @@ import pyarrow as pa
 
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
-from deltaexplore.inspect._common import InspectError
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
 from deltaexplore.inspect.commit_infos import commit_infos
 from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
 from deltaexplore.inspect.diff import diff, diff_files, diff_rows
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.files import files, partitions

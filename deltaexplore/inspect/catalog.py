@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltaexplore.core.log.file_names import STAGED_DIR, LogKind, parse_log_file
-from deltaexplore.inspect._common import conform, table_of
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import CATALOG_SCHEMA
+from deltaexplore.inspect.snapshots import table_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

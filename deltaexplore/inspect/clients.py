@@ -25,7 +25,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from deltaexplore.core.protocol.features import FEATURES, MAX_READER_VERSION, MAX_WRITER_VERSION
-from deltaexplore.inspect._common import conform
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
 
 __all__ = ["CLIENTS", "FEATURE_SINCE", "STRICT_PROTOCOL_CLIENTS", "client_features", "clients_table"]

@@ -11,11 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import combined
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import combined, conform, snapshot_of, sorted_rows, to_ts
 from deltaexplore.inspect.layout import clustering_view
+from deltaexplore.inspect.results import conform, sorted_rows, to_ts
 from deltaexplore.inspect.schemas import (
     CLUSTERING_SCHEMA,
     COLUMN_MAPPING_SCHEMA,
@@ -23,6 +24,7 @@ from deltaexplore.inspect.schemas import (
     ROW_TRACKING_SCHEMA,
     TXNS_SCHEMA,
 )
+from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

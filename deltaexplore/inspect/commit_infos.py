@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from deltaexplore.core.log.timestamps import CommitClock
 from deltaexplore.errors import InvalidLogError, VersionNotFoundError
-from deltaexplore.inspect._common import snapshot_of, table_of
 from deltaexplore.inspect.schemas import COMMIT_INFOS_SCHEMA, TS
+from deltaexplore.inspect.snapshots import snapshot_of, table_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.log.file_names import LogFile

@@ -18,18 +18,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltaexplore.core.arrow import combined
 from deltaexplore.core.log.checkpoint_reader import CheckpointReader
 from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.timestamps import CommitClock, ict_config
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
-from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, table_of, to_ts
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.file_columns import dv_ids
+from deltaexplore.inspect.results import conform, to_ts
 from deltaexplore.inspect.schemas import COMMITS_SCHEMA
+from deltaexplore.inspect.snapshots import table_of
 
 if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
 __all__ = ["commits"]
@@ -245,8 +249,6 @@ def commits(obj: Table | Snapshot, start: int | None = None, end: int | None = N
     Raises:
         InspectError: `start > end`.
     """
-    from deltaexplore.core.snapshot import Snapshot
-
     table = table_of(obj)
     listing = table.listing()
     if end is None:

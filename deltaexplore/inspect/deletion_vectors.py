@@ -15,12 +15,16 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import combined
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError
-from deltaexplore.inspect._common import InspectError, combined, conform, dv_ids, snapshot_of, sorted_rows
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.file_columns import dv_ids
+from deltaexplore.inspect.results import conform, sorted_rows
 from deltaexplore.inspect.schemas import DELETED_ROWS_SCHEMA, DV_FILES_SCHEMA, DV_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

@@ -21,27 +21,21 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.arrow import combined, take_rows
 from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.protocol.features import features_of
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import (
-    InspectError,
-    combined,
-    conform,
-    dv_cardinality,
-    dv_ids,
-    snapshot_of,
-    table_cache,
-    table_of,
-)
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.file_columns import dv_cardinality, dv_ids
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schema_diff import schema_changes
 from deltaexplore.inspect.schemas import DIFF_FILES_SCHEMA, DIFF_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of, table_cache, table_of
 
 if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
 __all__ = ["diff", "diff_files", "diff_rows", "resolve_versions"]
@@ -49,8 +43,6 @@ __all__ = ["diff", "diff_files", "diff_rows", "resolve_versions"]
 
 def resolve_versions(obj: Table | Snapshot, v1: int | None, v2: int | None) -> tuple[int, int]:
     """(v1, v2) with defaults: v2 = the snapshot's (or latest) version, v1 = v2 - 1."""
-    from deltaexplore.core.snapshot import Snapshot
-
     if v2 is None:
         v2 = obj.version if isinstance(obj, Snapshot) else table_of(obj).latest_version()
     if v1 is None:

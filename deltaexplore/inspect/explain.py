@@ -14,15 +14,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.arrow import combined, take_rows
 from deltaexplore.core.protocol.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.skipping import prune_by_partitions
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.errors import ColumnNotFoundError
-from deltaexplore.inspect._common import InspectError, combined, conform, snapshot_of
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import EXPLAIN_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

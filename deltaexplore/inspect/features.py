@@ -14,9 +14,10 @@ import pyarrow as pa
 from deltaexplore.core.protocol.features import FEATURES, features_of
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import conform, snapshot_of
 from deltaexplore.inspect.clients import CLIENTS, STRICT_PROTOCOL_CLIENTS, client_features
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import COMPATIBILITY_SCHEMA, FEATURES_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

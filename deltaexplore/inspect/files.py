@@ -13,8 +13,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.inspect._common import conform, dv_cardinality, file_partitions, snapshot_cache, snapshot_of
+from deltaexplore.inspect.file_columns import dv_cardinality, file_partitions
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import FILES_SCHEMA, PARTITIONS_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_cache, snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

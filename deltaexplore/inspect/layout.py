@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,8 +30,10 @@ from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.core.scan.stats_columns import physical_path, stats_columns
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect._common import conform, file_partitions, snapshot_cache, snapshot_of
+from deltaexplore.inspect.file_columns import file_partitions
+from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
+from deltaexplore.inspect.snapshots import snapshot_cache, snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
@@ -78,8 +81,6 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
 def _argsort(values: np.ndarray) -> np.ndarray:
     """Indices that sort `values` (int64 numpy), ties in index order: polars' multithreaded
     sort, 2-3x numpy's."""
-    import polars as pl
-
     frame = pl.DataFrame({"v": values}).with_row_index("i").sort("v", maintain_order=True)
     return frame.get_column("i").to_numpy().astype(np.int64)
 

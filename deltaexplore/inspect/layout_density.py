@@ -19,9 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import to_arrow_type
-from deltaexplore.inspect._common import InspectError, snapshot_of
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.layout import _bounds, _keys, _resolve
 from deltaexplore.inspect.schemas import layout_density_schema
+from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

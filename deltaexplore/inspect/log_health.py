@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import conform, snapshot_of, table_of, to_ts
 from deltaexplore.inspect.formatting import human_bytes, tag_schema
+from deltaexplore.inspect.results import conform, to_ts
 from deltaexplore.inspect.schemas import LOG_FILES_SCHEMA, METRICS_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of, table_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.log.file_names import LogFile

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
 from deltaexplore.inspect.commit_infos import commit_infos
@@ -25,9 +26,10 @@ from deltaexplore.inspect.layout_density import layout_density
 from deltaexplore.inspect.log_health import log_files, log_health
 from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
+from deltaexplore.inspect.schemas import annotate_core
+from deltaexplore.inspect.snapshots import table_of
 
 if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
 __all__ = ["InspectNamespace"]
@@ -45,22 +47,16 @@ class InspectNamespace:
 
     @property
     def _snapshot_version(self) -> int | None:
-        from deltaexplore.core.snapshot import Snapshot
-
         return self._obj.version if isinstance(self._obj, Snapshot) else None
 
     @property
     def _table(self) -> Table:
-        from deltaexplore.inspect._common import table_of
-
         return table_of(self._obj)
 
     # -- how it got there ------------------------------------------------------------------
     def history(self, limit: int | None = None, *, start_version: int | None = None) -> pa.Table:
         """One row per commit, newest first (`schemas.HISTORY_SCHEMA`: the core's with display
         units), up to this snapshot."""
-        from deltaexplore.inspect.schemas import annotate_core
-
         return annotate_core(
             self._table.history(limit, start_version=start_version, end_version=self._snapshot_version), "history"
         )

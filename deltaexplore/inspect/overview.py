@@ -9,11 +9,12 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.features import features_of
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect._common import dv_cardinality, file_partitions, snapshot_of
+from deltaexplore.inspect.file_columns import dv_cardinality, file_partitions
 from deltaexplore.inspect.files import files as files_table
 from deltaexplore.inspect.files import small_file_threshold
 from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.inspect.log_health import metric, metrics_table
+from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot

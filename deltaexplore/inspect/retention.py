@@ -21,13 +21,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arguments import number
+from deltaexplore.core.arrow import combined
 from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.operations.vacuum import MAX_RETENTION_HOURS, list_vacuumable, plan_vacuum, vacuum_partition_names
 from deltaexplore.core.protocol.config import DEFAULT_DELETED_FILE_RETENTION_MS, DEFAULT_LOG_RETENTION_MS
 from deltaexplore.errors import DeltaExploreError, UnsupportedFeatureError, WriteRefusedError
-from deltaexplore.inspect._common import InspectError, combined, conform, relative_to_root, snapshot_of, table_of, to_ts
 from deltaexplore.inspect.deletion_vectors import _dv_paths
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.results import conform, to_ts
 from deltaexplore.inspect.schemas import VACUUM_SCHEMA, VERSIONS_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of, table_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.log.segment import LogListing
@@ -42,6 +46,27 @@ def list_table_files(table: Table) -> pa.Table:
     directory symlinks are not followed (`Storage.list_tree`)."""
     listed = table.storage.list_tree(skip_dir=lambda d: d == "_delta_log")
     return listed.rename_columns(["path", "size", "mtime"])
+
+
+def relative_to_root(paths: pa.Array, root: str) -> pa.Array:
+    """Absolute paths (or `file:` URIs) under the table root made table-relative; others unchanged."""
+    if len(paths) == 0:
+        return paths
+    out = paths
+    if pc.any(pc.fill_null(pc.starts_with(out, "file:"), False)).as_py():
+        out = _strip_file_scheme(out)
+    prefix = root.rstrip("/") + "/"
+    under = pc.fill_null(pc.starts_with(out, prefix), False)
+    if pc.any(under).as_py():
+        out = pc.if_else(under, pc.utf8_slice_codeunits(out, len(prefix)), out)
+    return out
+
+
+def _strip_file_scheme(paths: pa.Array) -> pa.Array:
+    """`file:///a/b`, `file:/a/b`, `file://localhost/a/b` -> `/a/b`."""
+    out = pc.replace_substring_regex(paths, "^file://localhost/", "/")
+    out = pc.replace_substring_regex(out, "^file:///", "/")
+    return pc.replace_substring_regex(out, "^file:/", "/")
 
 
 def _decode(paths: pa.Array) -> pa.Array:
@@ -162,7 +187,6 @@ def _events(actions: pa.Table, versions: np.ndarray, order: np.ndarray, is_add: 
     if dv.null_count < n:
         st = pc.if_else(pc.is_valid(dv), dv.field("storageType"), pa.scalar(None, pa.string()))
         dv_path = relative_to_root(_decode(_dv_paths(st.cast(pa.string()), dv.field("pathOrInlineDv").cast(pa.string()))), root)
-        from deltaexplore.core.log.replay import dv_unique_id
 
         dv_id = dv_unique_id(dv).cast(pa.string())
     else:

@@ -15,6 +15,7 @@ from traitlets import Dict, Int, Unicode
 
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.magics.commands import COMMANDS, Context, run_command
+from deltaexplore.widgets.tables import register_table_display
 
 __all__ = ["COMMANDS", "DeltaMagics", "load_ipython_extension"]
 
@@ -57,7 +58,5 @@ class DeltaMagics(Magics):
 def load_ipython_extension(ipython: Any) -> None:
     """Register `%delta` (and `DeltaMagics` for `%config`) and the notebook display of
     deltaexplore's Arrow tables (formatted HTML tables; the values stay Arrow)."""
-    from deltaexplore.widgets.tables import register_table_display
-
     ipython.register_magics(DeltaMagics)
     register_table_display(ipython)

@@ -22,10 +22,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore import inspect
+from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import TABLE_KEY, human_bytes
 from deltaexplore.magics.report import Report
+from deltaexplore.widgets import explore, maintenance
 from deltaexplore.widgets.tables import TITLE_KEY, titled
+from deltaexplore.widgets.views import TableView
 
 __all__ = ["COMMANDS", "CommandError", "Context", "run_command"]
 
@@ -93,10 +96,8 @@ def parser(name: str, description: str, *, table: bool = True, version: bool = T
     return p
 
 
-def open_table(ctx: Context, ref: str | None) -> Any:
+def table_named(ctx: Context, ref: str | None) -> Any:
     """The table named by `ref`: a variable holding a `Table`, else a path/URI; else the default."""
-    from deltaexplore.core.table import Table, open_table
-
     ref = ref or ctx.current or ctx.default_table
     if not ref:
         raise CommandError(
@@ -138,7 +139,7 @@ def _chart(name: str, data: Any, **kwargs: Any) -> Any:
 def cmd_use(ctx: Context, argv: list[str]) -> Any:
     p = parser("use", "Set the default table for later %delta commands.", version=False)
     args = p.parse_args(argv)
-    table = open_table(ctx, args.table)
+    table = table_named(ctx, args.table)
     ctx.current = args.table or table.uri
     return _Text(f"%delta commands now use {ctx.current} (version {table.latest_version()})")
 
@@ -148,9 +149,8 @@ def cmd_explore(ctx: Context, argv: list[str]) -> Any:
     p = parser("explore", "Open the explorer widget.")
     p.add_argument("--tab", default="overview", help="tab to open on")
     args = p.parse_args(argv)
-    from deltaexplore.widgets import explore
 
-    return explore(open_table(ctx, args.table), args.version, page_size=ctx.page_size, tab=args.tab)
+    return explore(table_named(ctx, args.table), args.version, page_size=ctx.page_size, tab=args.tab)
 
 
 @command("history", "commits, newest first")
@@ -160,7 +160,7 @@ def cmd_history(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--all", action="store_true", help="every retained commit")
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
-    table = open_table(ctx, args.table)
+    table = table_named(ctx, args.table)
     h = inspect.history(table, None if args.all else (args.limit or ctx.limit))
     return _chart("history_chart", h) if args.chart else _named(h, "History", table)
 
@@ -172,7 +172,7 @@ def cmd_versions(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--retention-hours", type=float, default=None, help="VACUUM retention to evaluate")
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
-    table = open_table(ctx, args.table)
+    table = table_named(ctx, args.table)
     out = inspect.reconstructable_versions(table, check_data=not args.no_data_check, vacuum_retention_hours=args.retention_hours)
     return _chart("versions_chart", out) if args.chart else _named(out, "Versions", table)
 
@@ -181,7 +181,7 @@ def cmd_versions(ctx: Context, argv: list[str]) -> Any:
 def cmd_overview(ctx: Context, argv: list[str]) -> Any:
     p = parser("overview", "Key facts about one version.")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     return _named(inspect.overview(snap), "Overview", snap.table, snap.version)
 
 
@@ -193,7 +193,7 @@ def cmd_commits(ctx: Context, argv: list[str]) -> Any:
     ref, versions = _table_and_versions(p, args.items, required=0, most=2)
     start = versions[0] if versions else None
     end = versions[1] if len(versions) > 1 else start
-    table = open_table(ctx, ref)
+    table = table_named(ctx, ref)
     out = inspect.commits(table, start, end)
     span = "" if start is None else (f" v{start}" if end == start else f" v{start}..v{end}")
     return titled(out, f"Commits · {_short_name(table)}{span}")
@@ -208,7 +208,7 @@ def cmd_files(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("-n", "--limit", type=count, default=None, help="first N rows")
     p.add_argument("--chart", action="store_true", help="file size histogram (partition skew with --partitions)")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     out = inspect.partitions(snap) if args.partitions else inspect.files(snap)
     if args.chart:
         return _chart("partition_skew_chart" if args.partitions else "file_size_histogram", out)
@@ -230,7 +230,7 @@ def cmd_layout(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("-c", "--column", default=None, help="one column's per-file ranges (default: every column's summary)")
     p.add_argument("--chart", action="store_true", help="a chart instead of the table")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     if args.chart and not args.column:
         raise CommandError("%delta layout --chart needs a column: -c COLUMN")
     out = inspect.layout(snap, args.column) if args.column else inspect.layout_summary(snap)
@@ -246,7 +246,7 @@ def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--selected", action="store_true", help="only the files the query reads")
     p.add_argument("--chart", action="store_true", help="the pruning funnel")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     out = inspect.explain(snap, args.where)
     if args.chart:
         return _chart("explain_funnel", out, predicate=args.where)
@@ -264,7 +264,7 @@ def cmd_dv(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--rows", metavar="PATH", default=None, help="deleted row positions of one data file")
     p.add_argument("--chart", action="store_true", help="DV density (or the deleted-rows heatmap with --rows)")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     if args.rows:
         rows = inspect.deleted_rows(snap, args.rows)
         return (
@@ -301,7 +301,7 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--rows", action="store_true", help="row-level changes (change data feed)")
     args = p.parse_args(argv)
     ref, versions = _table_and_versions(p, args.items, required=1, most=2)
-    table = open_table(ctx, ref)
+    table = table_named(ctx, ref)
     v1, v2 = versions[0], (versions[1] if len(versions) > 1 else None)
     span = f"v{v1} → v{v2 if v2 is not None else table.latest_version()}"
     if args.rows:
@@ -316,7 +316,7 @@ def cmd_health(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--log-files", action="store_true", help="per version: commit, checkpoint and crc sizes")
     p.add_argument("--chart", action="store_true", help="log bytes and replay cost per version")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     if args.chart:
         return _chart("log_health_chart", inspect.log_files(snap))
     if args.log_files:
@@ -330,7 +330,7 @@ def cmd_features(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("--compat", action="store_true", help="compatibility matrix of clients")
     p.add_argument("--all", action="store_true", help="every known feature, not only the table's")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     if args.compat:
         return _named(inspect.compatibility(snap), "Compatibility", snap.table, snap.version)
     return _named(inspect.features(snap, all_known=args.all), "Features", snap.table, snap.version)
@@ -340,7 +340,7 @@ def cmd_features(ctx: Context, argv: list[str]) -> Any:
 def cmd_schema(ctx: Context, argv: list[str]) -> Any:
     p = parser("schema", "The table schema at a version (Arrow).")
     args = p.parse_args(argv)
-    snap = open_table(ctx, args.table).snapshot(args.version)
+    snap = table_named(ctx, args.table).snapshot(args.version)
     schema = snap.arrow_schema
     md = {**(schema.metadata or {}), TABLE_KEY: b"schema", TITLE_KEY: _title("Schema", snap.table, snap.version).encode()}
     return schema.with_metadata(md)
@@ -354,7 +354,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
     p.add_argument("-n", "--limit", type=count, default=None, help="first N rows (default: DeltaMagics.limit; 0 = all)")
     p.add_argument("--spark", action="store_true", help="read with Spark (deltaexplore.spark)")
     args = p.parse_args(argv)
-    table = open_table(ctx, args.table)
+    table = table_named(ctx, args.table)
     cols = [c.strip() for c in args.columns.split(",")] if args.columns else None
     if args.spark:
         try:
@@ -376,9 +376,6 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
 
 def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -> Command:
     def cmd(ctx: Context, argv: list[str]) -> Any:
-        from deltaexplore.widgets import maintenance
-        from deltaexplore.widgets.views import TableView
-
         p = parser(name, description, version=False)
         mode = p.add_mutually_exclusive_group()
         mode.add_argument("--dry-run", action="store_true", default=True, help="preview only (the default)")
@@ -392,7 +389,7 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -
         )
         extra(p)
         args = p.parse_args(argv)
-        table = open_table(ctx, args.table)
+        table = table_named(ctx, args.table)
         params = {k: v for k, v in vars(args).items() if k not in ("table", "dry_run", "run", "engine") and v is not None}
         label = maintenance.OPERATIONS[name].label
         backend, why = maintenance.choose_backend(name, args.engine)

@@ -11,6 +11,7 @@ import html
 from typing import Any
 
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.widgets import explore
 
 __all__ = ["LabMessage", "open_explorer"]
 
@@ -37,8 +38,6 @@ class LabMessage:
 
 def open_explorer(location: str, *, storage_options: dict[str, Any] | None = None) -> Any:
     """The explorer of the table at `location`, or a `LabMessage` saying why it cannot open."""
-    from deltaexplore.widgets import explore
-
     try:
         return explore(location, storage_options=storage_options)
     except DeltaExploreError as exc:

@@ -32,6 +32,7 @@ import pyarrow as pa
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.errors import SparkError
 from deltaexplore.spark.types import quoted
+from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -117,8 +118,6 @@ class DeletedRows:
 
 def _executor_decoder(root: str, storage_options: dict[str, Any] | None) -> Any:
     def decode(batches: Any) -> Any:
-        from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
-
         storage = storage_for(root, storage_options)
         for batch in batches:
             ids, paths, dvs = (batch.column(i).to_pylist() for i in range(3))

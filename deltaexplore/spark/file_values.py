@@ -33,6 +33,7 @@ literal values 5.9 s (a generated class per file).
 from __future__ import annotations
 
 import os
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -238,8 +239,6 @@ def _ship_longs(spark: SparkSession, values: np.ndarray) -> Any:
     """`values` (little-endian int64) as a JVM long[]. Through a file in PySpark's temporary
     directory, mapped by the JVM, as PySpark itself ships Arrow data (py4j sends bytes as
     base64 text: 50-100 ms for 2.5 MB, the file 10 ms); as py4j bytes if that fails."""
-    import tempfile
-
     jvm = _jvm_of(spark)
     gateway: Any = spark.sparkContext._gateway
     every = gateway.new_array(jvm.long, len(values))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import html
 import sys
 import threading
 import time
@@ -243,8 +244,6 @@ def _total_tasks(s: Summary) -> int:
 
 
 def _escape(text: str) -> str:
-    import html
-
     return html.escape(text)
 
 

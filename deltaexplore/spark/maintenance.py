@@ -16,7 +16,9 @@ Spark cannot write as Delta stores them go through the Python writer (`writer.wr
 from __future__ import annotations
 
 import json
+from functools import reduce
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +48,7 @@ from deltaexplore.spark.native_write import (
 from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.writer import write_files
+from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -301,9 +304,6 @@ def rewrite_native(
     Raises:
         SparkError: a job failed, or a bin's new files do not hold exactly its rows.
     """
-    from functools import reduce
-    from urllib.parse import quote
-
     from pyspark.sql import functions as F
 
     if keep is not None and zorder_by:
@@ -459,8 +459,6 @@ def vacuum(
             root = table.storage.root
 
             def delete_all(batch: Any) -> Any:
-                from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
-
                 storage = storage_for(root, storage_options)
                 for p in batch:
                     storage.delete(p)

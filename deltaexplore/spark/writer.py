@@ -36,6 +36,7 @@ from deltaexplore.core.write.row_rules import conform, enforce, fill_generated, 
 from deltaexplore.errors import TableNotFoundError, WriteRefusedError
 from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.session import spark_errors
+from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,8 +61,6 @@ def _file_writer(
     identity: bool,
 ) -> Any:
     def write(batches: Any) -> Any:
-        from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
-
         storage = storage_for(root, storage_options)
         md = Metadata.from_json(json.loads(metadata_json))
         protocol = Protocol.from_json(json.loads(protocol_json))

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from deltaexplore.errors import StorageError
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pyarrow as pa
     import pyarrow.fs as pafs
 
 __all__ = ["TREE_FIELDS", "FileInfo", "Storage", "check_relative", "tree_table"]
@@ -57,9 +59,6 @@ def check_relative(path: str, root: str) -> str:
 
 def tree_table(paths: list[str], sizes: list[int], mtimes: list[int | None]) -> pa.Table:
     """The `list_tree` table (`TREE_FIELDS`), sorted by path."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     table = pa.table(
         {
             "path": pa.array(paths, pa.string()),
@@ -133,10 +132,6 @@ class Storage(ABC):
         root (`contains` is False for its directory): absolute paths and URIs elsewhere, `..`
         climbing out, directories a symlink leads out of. Decided once per distinct directory,
         so it stays cheap on a million files in a few hundred partitions."""
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         arr = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
         if len(arr) == 0:
             return np.zeros(0, dtype=bool)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 __all__ = ["REDACTED", "redact", "secret_values"]
 
@@ -40,8 +41,6 @@ def secret_values(options: Mapping[str, Any] | None) -> tuple[str, ...]:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """`text` with every occurrence of a secret (and of its URL-quoted form) replaced by `***`."""
-    from urllib.parse import quote
-
     for secret in secrets:
         for form in {secret, quote(secret, safe="")}:
             if form in text:

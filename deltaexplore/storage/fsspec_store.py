@@ -7,6 +7,10 @@ import posixpath
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import fsspec
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
 from deltaexplore.errors import MissingDependencyError, StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
 from deltaexplore.storage.credentials import redact, secret_values
@@ -14,7 +18,6 @@ from deltaexplore.storage.local import LocalStorage, walk_local
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    import pyarrow.fs as pafs
 
 __all__ = ["FsspecStorage"]
 
@@ -66,10 +69,6 @@ class FsspecStorage(Storage):
     """A table on an fsspec filesystem, addressed by URI."""
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None) -> None:
-        try:
-            import fsspec
-        except ImportError as exc:  # pragma: no cover - fsspec is a core dependency
-            raise MissingDependencyError("fsspec is required for URIs", extra="core") from exc
         scheme = uri.split("://", 1)[0].lower()
         options = dict(storage_options or {})
         self._secrets = secret_values(options)
@@ -156,8 +155,6 @@ class FsspecStorage(Storage):
             # a local filesystem has directory symlinks: walk it without following them
             table = walk_local(top, None if skip_dir is None else (lambda p: skip_dir(f"{rel}/{p}" if rel else p)))
             if rel and table.num_rows:
-                import pyarrow.compute as pc
-
                 table = table.set_column(0, "path", pc.binary_join_element_wise(rel, table.column("path"), "/"))
             return table
         try:
@@ -238,8 +235,6 @@ class FsspecStorage(Storage):
         return FileInfo(path, int(info.get("size") or 0), _mtime_ms(info))
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
-        import pyarrow.fs as pafs
-
         return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs)), self._root_path
 
     def location(self, path: str) -> str:

@@ -7,15 +7,14 @@ import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
 from deltaexplore.errors import StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-    import pyarrow.fs as pafs
 
 __all__ = ["LocalStorage", "local_path_of", "walk_local"]
 
@@ -141,8 +140,6 @@ class LocalStorage(Storage):
             return tree_table([], [], [])  # a directory symlink out of the table: never followed
         table = walk_local(top, None if skip_dir is None else (lambda p: skip_dir(f"{rel}/{p}" if rel else p)))
         if rel and table.num_rows:
-            import pyarrow.compute as pc
-
             table = table.set_column(0, "path", pc.binary_join_element_wise(rel, table.column("path"), "/"))
         return table
 
@@ -204,15 +201,11 @@ class LocalStorage(Storage):
         return FileInfo(path, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
-        import pyarrow.fs as pafs
-
         return pafs.LocalFileSystem(), self.root
 
     def open_input(self, path: str) -> pa.NativeFile:
         """A plain file (not memory-mapped: mapped pages count as the process's memory, and
         parquet reads with a buffered stream are as fast)."""
-        import pyarrow as pa
-
         full = self._abs(path)
         try:
             return pa.OSFile(full)

@@ -11,7 +11,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect.formatting import human_bytes
 
 __all__ = [
     "BYTES_LABELS",
@@ -84,8 +87,6 @@ def count_legend(**kwargs: Any) -> alt.Legend:
 def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:
     """`df` with `<column>_text`: the byte counts of `column` as the display contract shows them
     (`human_bytes`: 1.5 KiB), for tooltips (Vega's number formats have no binary units)."""
-    from deltaexplore.inspect.formatting import human_bytes
-
     return df.with_columns(pl.col(column).map_elements(human_bytes, return_dtype=pl.String).alias(f"{column}_text"))
 
 
@@ -109,9 +110,6 @@ def as_inspect_table(data: Any, required: tuple[str, ...], compute: Callable[[An
     Raises:
         VizError: neither.
     """
-    from deltaexplore.core.snapshot import Snapshot
-    from deltaexplore.core.table import Table
-
     if isinstance(data, (Table, Snapshot)):
         return compute(data)
     if isinstance(data, pl.DataFrame):

@@ -9,14 +9,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from deltaexplore.inspect import deleted_rows, deletion_vectors, files
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, count_legend, frame
 
 __all__ = ["deleted_rows_heatmap", "dv_density_chart"]
 
 
 def _dvs(data: Any) -> Any:
-    from deltaexplore.inspect import deletion_vectors
-
     return deletion_vectors(data)
 
 
@@ -94,15 +93,11 @@ def deleted_rows_heatmap(
         raise VizError("deleted_rows_heatmap needs the data file path when given a table or snapshot")
 
     def compute(obj: Any) -> pa.Table:
-        from deltaexplore.inspect import deleted_rows
-
         assert path is not None
         return deleted_rows(obj, path)
 
     rows = as_inspect_table(data, ("row_index",), compute, "deleted_rows_heatmap")
     if num_records is None and path is not None and not isinstance(data, pa.Table | pl.DataFrame):
-        from deltaexplore.inspect import files
-
         f = files(data)
         match = [n for p, n in zip(f.column("path").to_pylist(), f.column("num_records").to_pylist()) if p == path]
         num_records = match[0] if match and match[0] is not None else None

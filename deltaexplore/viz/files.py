@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from deltaexplore.inspect import files, partitions
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes
 from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, binary_steps, bytes_text, bytes_tooltip, count_axis, frame
@@ -17,14 +18,10 @@ __all__ = ["file_size_histogram", "partition_skew_chart"]
 
 
 def _files(data: Any) -> Any:
-    from deltaexplore.inspect import files
-
     return files(data)
 
 
 def _partitions(data: Any) -> Any:
-    from deltaexplore.inspect import partitions
-
     return partitions(data)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from deltaexplore.inspect import history, reconstructable_versions
 from deltaexplore.viz._data import (
     BYTES_LABELS,
     MAX_POINTS,
@@ -31,8 +32,6 @@ _METRICS = {
 
 
 def _history(data: Any) -> Any:
-    from deltaexplore.inspect import history
-
     return history(data)
 
 
@@ -185,8 +184,6 @@ def _every(df: pl.DataFrame) -> str:
 
 
 def _versions(data: Any) -> Any:
-    from deltaexplore.inspect import reconstructable_versions
-
     return reconstructable_versions(data)
 
 

@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.inspect import explain, layout, layout_density
 from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes_tooltip, count_axis, count_legend, frame
 
 __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
@@ -52,8 +53,6 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         raise VizError("layout_chart needs the column name when given a table or snapshot")
 
     def compute(obj: Any) -> pa.Table:
-        from deltaexplore.inspect import layout
-
         assert column is not None
         return layout(obj, column)
 
@@ -137,8 +136,6 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
 
 def _density(data: Any, column: str | None) -> pa.Table:
     def compute(obj: Any) -> pa.Table:
-        from deltaexplore.inspect import layout_density
-
         assert column is not None
         return layout_density(obj, column)
 
@@ -217,8 +214,6 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
         raise VizError("explain_funnel needs a predicate when given a table or snapshot")
 
     def compute(obj: Any) -> pa.Table:
-        from deltaexplore.inspect import explain
-
         return explain(obj, predicate)
 
     e = as_inspect_table(data, ("stage", "size", "num_records"), compute, "explain_funnel")

@@ -7,6 +7,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from deltaexplore.inspect import log_files
 from deltaexplore.viz._data import (
     BYTES_LABELS,
     MAX_POINTS,
@@ -24,8 +25,6 @@ _SERIES = {"commit_bytes": "commit file", "checkpoint_bytes": "checkpoint", "rep
 
 
 def _log_files(data: Any) -> Any:
-    from deltaexplore.inspect import log_files
-
     return log_files(data)
 
 

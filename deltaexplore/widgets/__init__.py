@@ -10,8 +10,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import MissingDependencyError
 from deltaexplore.widgets.dependencies import INSTALL, missing
+from deltaexplore.widgets.display import table_mimebundle
 
 __all__ = ["Explorer", "explore", "register_display"]
 
@@ -48,8 +50,6 @@ def explore(table: Any, version: int | None = None, *, storage_options: dict[str
     Raises:
         MissingDependencyError: ipywidgets or anywidget is not installed (the `widgets` extra).
     """
-    from deltaexplore.core.table import Table, open_table
-
     explorer_cls = __getattr__("Explorer")
     if explorer_cls is _MissingExplorer:
         explorer_cls()
@@ -60,14 +60,10 @@ def explore(table: Any, version: int | None = None, *, storage_options: dict[str
 
 def register_display() -> None:
     """Give `Table` its notebook display (idempotent; called when `deltaexplore` is imported)."""
-    from deltaexplore.core.table import Table
-
     if getattr(Table, "_repr_mimebundle_", None) is not None:
         return
 
     def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from deltaexplore.widgets.display import table_mimebundle
-
         return table_mimebundle(self, include, exclude)
 
     Table._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ import html
 from typing import Any
 
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.widgets.dependencies import missing
 
 __all__ = ["MIME_TYPE", "summary_html", "summary_json", "table_mimebundle"]
 
@@ -73,8 +74,6 @@ def summary_html(summary: dict[str, Any]) -> str:
 
 
 def _widgets_available() -> bool:
-    from deltaexplore.widgets.dependencies import missing
-
     if missing():
         return False
     try:

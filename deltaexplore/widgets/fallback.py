@@ -21,6 +21,7 @@ import html
 from typing import Any
 
 from deltaexplore.inspect.formatting import format_value, metric_unit, timestamp_title
+from deltaexplore.widgets.arrow_ipc import from_ipc
 
 __all__ = ["EXPLORER_MIME", "summary", "summary_html"]
 
@@ -40,8 +41,6 @@ _SHOWN = (
 
 def summary(explorer: Any) -> dict[str, Any]:
     """A JSON-safe summary of what `explorer` shows: table, version, commit, key numbers, schema."""
-    from deltaexplore.widgets.arrow_ipc import from_ipc
-
     data = explorer.overview_data or {}
     metrics: dict[tuple[str, str], dict[str, Any]] = {}
     if data.get("metrics"):

@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.errors import DeltaExploreError
+import deltaexplore.spark as dxs
+from deltaexplore.core.operations import checkpoint, optimize, plan_optimize, purge_deletion_vectors, vacuum
+from deltaexplore.errors import DeltaExploreError, MissingDependencyError
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -82,29 +84,21 @@ _REGISTERED: dict[str, tuple[str, Runner]] = {}
 
 
 def _local_optimize(table: Table, *, progress: Progress, target_bytes: int | None = None, **_: Any) -> pa.Table:
-    from deltaexplore.core.operations import optimize
-
     progress(0.05, "compacting small files (local pyarrow writer)")
     return optimize(table, target_size=target_bytes)
 
 
 def _local_vacuum(table: Table, *, progress: Progress, retention_hours: float | None = None, **_: Any) -> pa.Table:
-    from deltaexplore.core.operations import vacuum
-
     progress(0.05, "deleting files no retained version needs")
     return vacuum(table, retention_hours=retention_hours, dry_run=False)
 
 
 def _local_checkpoint(table: Table, *, progress: Progress, **_: Any) -> pa.Table:
-    from deltaexplore.core.operations import checkpoint
-
     progress(0.05, "writing a checkpoint")
     return checkpoint(table)
 
 
 def _local_purge(table: Table, *, progress: Progress, **_: Any) -> pa.Table:
-    from deltaexplore.core.operations import purge_deletion_vectors
-
     progress(0.05, "rewriting files with deletion vectors (local pyarrow writer)")
     return purge_deletion_vectors(table)
 
@@ -124,8 +118,6 @@ def _spark_runner(fn: Runner, op: str) -> Runner:
     job tracker reports into `progress` (one display)."""
 
     def run(table: Table, *, progress: Progress, storage_options: dict[str, Any] | None = None, **params: Any) -> Any:
-        import deltaexplore.spark as dxs
-
         progress(0.02, "connecting to Spark" if dxs.active_session() is not None else "starting a local Spark session")
         spark = dxs.get_spark()
         kwargs = {_SPARK_PARAMS[op][k]: v for k, v in params.items() if k in _SPARK_PARAMS[op] and v is not None}
@@ -168,9 +160,7 @@ def _active_spark() -> bool:
     """An active Spark session exists in this process (pyspark is not imported to find out)."""
     if "pyspark" not in sys.modules:
         return False
-    from deltaexplore.spark.session import active_session
-
-    return active_session() is not None
+    return dxs.active_session() is not None
 
 
 def choose_backend(op: str, engine: str = "auto") -> tuple[str, str]:
@@ -192,8 +182,6 @@ def choose_backend(op: str, engine: str = "auto") -> tuple[str, str]:
         return "local", "asked for the local engine"
     if engine == "spark":
         if not _spark_installed():
-            from deltaexplore.errors import MissingDependencyError
-
             raise MissingDependencyError("the Spark engine needs pyspark: pip install 'deltaexplore[spark]'", extra="spark")
         return "spark", "asked for Spark"
     if _active_spark():
@@ -258,8 +246,6 @@ EXACT_PLAN_MAX_FILES = 200_000
 
 
 def _preview_optimize(data: TableView, target: int | None) -> dict[str, Any]:
-    from deltaexplore.core.operations import plan_optimize
-
     if data.snap.num_files > EXACT_PLAN_MAX_FILES:
         return _estimate_optimize(data, target)
     plan = plan_optimize(data.snap, target_size=target)

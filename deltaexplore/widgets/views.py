@@ -19,8 +19,11 @@ import pyarrow.compute as pc
 
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
-from deltaexplore.inspect._common import remember, snapshot_of
+from deltaexplore.inspect.deletion_vectors import storage_names
 from deltaexplore.inspect.files import files_ready, small_file_threshold
+from deltaexplore.inspect.layout import clustering_columns
+from deltaexplore.inspect.layout_density import bound_positions
+from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource
 
@@ -299,7 +302,6 @@ class TableView:
         ready = self._take_prepared((snap.version, "files"))
         if ready is not None:
             return ready  # type: ignore[no-any-return]
-        from deltaexplore.inspect.deletion_vectors import storage_names
 
         files = inspect.files(snap)
         files = files.append_column(
@@ -363,8 +365,6 @@ class TableView:
 
     def default_layout_column(self) -> str:
         """The first clustering column, else the first column with bounds ('' when none)."""
-        from deltaexplore.inspect.layout import clustering_columns
-
         candidates = self.stats_columns()
         if not candidates:
             return ""
@@ -390,7 +390,6 @@ class TableView:
         if column not in self.stats_columns():
             expected = ", ".join(self.stats_columns()) or "(none)"
             raise InvalidArgumentError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
-        from deltaexplore.inspect.layout_density import bound_positions
 
         self._warmed(column)
         per_file = inspect.layout(snap, column)

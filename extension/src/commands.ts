@@ -1,22 +1,20 @@
 /**
  * Commands on Delta table folders of the file browser (offered only there):
- * - "Open in Delta Explorer": the explorer in a main-area tab, one kernel per table (opening
- *   the same table again shows its tab); a folder that cannot be read shows a short message;
+ * - "Open in Delta Explorer": the explorer in a main-area tab (panel.ts), one kernel per table
+ *   (opening the same table again shows its tab); a folder that cannot be read shows a short
+ *   message;
  * - "Copy Path": the table's location on the server;
  * - "Copy PySpark Read Snippet": reading the table with deltaexplore's Spark reader.
  */
-import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Clipboard, Notification } from '@jupyterlab/apputils';
+import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
+import { Clipboard, Notification, WidgetTracker } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
-import { Widget } from '@lumino/widgets';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { copyIcon } from '@jupyterlab/ui-components';
 
+import { deltaTableIcon, ExplorerPanel } from './panel';
 import { DeltaTables, IDeltaTable } from './tables';
 import { CommandIDs } from './tokens';
-
-/** The Python the table's kernel runs (JSON string literals are valid Python literals). */
-export function exploreCode(location: string): string {
-  return `from deltaexplore.magics.lab import open_explorer\nopen_explorer(${JSON.stringify(location)})`;
-}
 
 /** Reading the table with plain PySpark through deltaexplore (no Delta jars needed). */
 export function pysparkSnippet(location: string): string {
@@ -29,16 +27,23 @@ export function pysparkSnippet(location: string): string {
   ].join('\n');
 }
 
-/** What `console:create` returns that we use (typed here to avoid depending on @jupyterlab/console). */
-interface IConsolePanelLike extends Widget {
-  sessionContext: { ready: Promise<void>; session: { kernel: unknown } | null };
-  console: { inject(code: string): Promise<void> };
-}
-
-export const EXPLORER_PANEL_CLASS = 'dx-explorer-panel';
-
-export function activateCommands(app: JupyterFrontEnd, browsers: IFileBrowserFactory, tables: DeltaTables): void {
-  const open = new Map<string, IConsolePanelLike>();
+export function activateCommands(
+  app: JupyterFrontEnd,
+  browsers: IFileBrowserFactory,
+  rendermime: IRenderMimeRegistry,
+  tables: DeltaTables,
+  restorer: ILayoutRestorer | null
+): void {
+  const open = new Map<string, ExplorerPanel>();
+  // explorer tabs come back after a page reload (and find their table's kernel again)
+  const tracker = new WidgetTracker<ExplorerPanel>({ namespace: 'deltaexplore-explorer' });
+  if (restorer) {
+    void restorer.restore(tracker, {
+      command: CommandIDs.exploreTable,
+      args: panel => ({ path: panel.table.path }),
+      name: panel => panel.table.path
+    });
+  }
 
   /** The Delta table the command is about: its `path` argument, else the selected folder. */
   const target = (args: { path?: unknown }): IDeltaTable | undefined => {
@@ -51,10 +56,16 @@ export function activateCommands(app: JupyterFrontEnd, browsers: IFileBrowserFac
 
   app.commands.addCommand(CommandIDs.exploreTable, {
     label: 'Open in Delta Explorer',
+    icon: deltaTableIcon,
     caption: 'Open the deltaexplore explorer of this Delta table in a tab (one kernel per table)',
     isVisible: args => !!target(args),
     execute: async args => {
-      const table = target(args);
+      let table = target(args);
+      if (!table && typeof args.path === 'string') {
+        // a restored tab: its folder's parent has not been listed yet
+        await tables.list(args.path.replace(/\/?[^/]*\/?$/, ''));
+        table = target(args);
+      }
       if (!table) {
         Notification.warning('Not a Delta table folder (no _delta_log/ found).', { autoClose: 5000 });
         return;
@@ -64,34 +75,28 @@ export function activateCommands(app: JupyterFrontEnd, browsers: IFileBrowserFac
         app.shell.activateById(existing.id);
         return;
       }
-      try {
-        await app.serviceManager.kernelspecs.ready;
-        const specs = app.serviceManager.kernelspecs.specs;
-        const python = Object.values(specs?.kernelspecs ?? {}).find(k => k?.language === 'python');
-        const panel = (await app.commands.execute('console:create', {
-          path: '',
-          name: `Delta: ${table.name}`,
-          activate: true,
-          insertMode: 'tab-after',
-          kernelPreference: { name: python?.name ?? specs?.default, autoStartDefault: true, shouldStart: true }
-        })) as IConsolePanelLike;
-        panel.addClass(EXPLORER_PANEL_CLASS);
-        panel.title.label = table.name;
-        panel.title.caption = `Delta table ${table.location}`;
-        open.set(table.path, panel);
-        panel.disposed.connect(() => open.delete(table.path));
-        await panel.sessionContext.ready;
-        await panel.console.inject(exploreCode(table.location));
-      } catch (reason) {
-        Notification.error(`Cannot open ${table.name} in the Delta explorer: ${String(reason).slice(0, 200)}`, {
-          autoClose: 8000
-        });
-      }
+      await app.serviceManager.kernelspecs.ready;
+      const specs = app.serviceManager.kernelspecs.specs;
+      const python = Object.values(specs?.kernelspecs ?? {}).find(k => k?.language === 'python');
+      const panel = new ExplorerPanel({
+        table,
+        serviceManager: app.serviceManager,
+        rendermime,
+        kernelName: python?.name ?? specs?.default
+      });
+      const key = table.path;
+      open.set(key, panel);
+      panel.disposed.connect(() => open.delete(key));
+      app.shell.add(panel, 'main', { mode: 'tab-after' });
+      void tracker.add(panel);
+      app.shell.activateById(panel.id);
+      await panel.start(); // errors show in the tab, as a short message
     }
   });
 
   app.commands.addCommand(CommandIDs.copyPath, {
     label: 'Copy Delta Table Path',
+    icon: copyIcon,
     caption: 'Copy where this Delta table is on the server',
     isVisible: args => !!target(args),
     execute: args => {
@@ -105,6 +110,7 @@ export function activateCommands(app: JupyterFrontEnd, browsers: IFileBrowserFac
 
   app.commands.addCommand(CommandIDs.copySnippet, {
     label: 'Copy PySpark Read Snippet',
+    icon: copyIcon,
     caption: 'Copy Python that reads this Delta table with PySpark (deltaexplore.spark.read)',
     isVisible: args => !!target(args),
     execute: args => {

@@ -1,9 +1,10 @@
 /**
  * deltaexplore for JupyterLab: plugin declarations only (behaviour lives in tables.ts,
- * commands.ts and mime.ts).
+ * commands.ts, panel.ts and mime.ts).
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { activateCommands } from './commands';
 import { DeltaTables, markAllBrowsers } from './tables';
@@ -13,11 +14,17 @@ const explorePlugin: JupyterFrontEndPlugin<void> = {
   id: EXPLORE_PLUGIN_ID,
   description: 'Delta table folders marked in the file browser, with commands to explore them and copy their path.',
   autoStart: true,
-  requires: [IFileBrowserFactory],
-  activate: (app: JupyterFrontEnd, browsers: IFileBrowserFactory) => {
+  requires: [IFileBrowserFactory, IRenderMimeRegistry],
+  optional: [ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    browsers: IFileBrowserFactory,
+    rendermime: IRenderMimeRegistry,
+    restorer: ILayoutRestorer | null
+  ) => {
     const tables = new DeltaTables();
     markAllBrowsers(browsers, tables);
-    activateCommands(app, browsers, tables);
+    activateCommands(app, browsers, rendermime, tables, restorer);
   }
 };
 

@@ -119,11 +119,15 @@ export function markTables(browser: FileBrowser, tables: DeltaTables): void {
     const original = renderer.updateItemNode.bind(renderer);
     renderer.updateItemNode = (node: HTMLElement, model: Contents.IModel, ...rest: unknown[]) => {
       original(node, model, ...rest);
+      // the renderer keeps the node's title between updates: add the note once, drop it when
+      // the folder is no longer a table
+      const title = node.title.replace(/(\n)?Delta table$/, '');
       if (model.type === 'directory' && tables.get(model.path)) {
         node.setAttribute(TABLE_ATTRIBUTE, 'true');
-        node.title = `${node.title}\nDelta table`.trim();
+        node.title = `${title}\nDelta table`.trim();
       } else {
         node.removeAttribute(TABLE_ATTRIBUTE);
+        node.title = title;
       }
     };
   }

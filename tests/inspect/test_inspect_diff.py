@@ -12,8 +12,8 @@ from inspect_tables import build_history_table
 import deltaexplore as dx
 from deltaexplore.inspect import diff as diff_fn
 from deltaexplore.inspect import diff_files, diff_rows
-from deltaexplore.inspect._common import InspectError
 from deltaexplore.inspect.diff import _compute, _full, _incremental, _range_files, _to_arrow
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import DIFF_FILES_SCHEMA, DIFF_SCHEMA
 
 

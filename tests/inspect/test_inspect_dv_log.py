@@ -15,7 +15,7 @@ import deltaexplore as dx
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.errors import DeletionVectorError
 from deltaexplore.inspect import deleted_rows, deletion_vectors, dv_files, log_files, log_health
-from deltaexplore.inspect._common import InspectError
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import DV_FILES_SCHEMA, DV_SCHEMA, LOG_FILES_SCHEMA, METRICS_SCHEMA
 
 
@@ -194,7 +194,7 @@ def test_sorted_rows_orders_as_arrow_does():
 
     import pyarrow as pa
 
-    from deltaexplore.inspect._common import sorted_rows
+    from deltaexplore.inspect.results import sorted_rows
 
     rng = random.Random(5)
     n = 5000

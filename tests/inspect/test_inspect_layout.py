@@ -14,7 +14,7 @@ from inspect_tables import T0, build_partitioned_table, stats
 import deltaexplore as dx
 from deltaexplore.errors import ColumnNotFoundError
 from deltaexplore.inspect import explain, layout, layout_summary
-from deltaexplore.inspect._common import InspectError
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.layout import overlap_metrics
 from deltaexplore.inspect.schemas import EXPLAIN_SCHEMA, LAYOUT_SUMMARY_SCHEMA, layout_schema
 

@@ -11,7 +11,7 @@ from inspect_tables import build_history_table
 
 import deltaexplore as dx
 from deltaexplore.inspect import reconstructable_versions, vacuum_preview
-from deltaexplore.inspect._common import InspectError
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import VACUUM_SCHEMA, VERSIONS_SCHEMA
 
 

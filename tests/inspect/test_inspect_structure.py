@@ -24,7 +24,7 @@ from deltaexplore.inspect import (
     row_tracking,
     transactions,
 )
-from deltaexplore.inspect._common import InspectError
+from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import SCHEMAS
 
 

@@ -207,3 +207,63 @@ def test_max_retries_exhausted(table):
     with pytest.raises(dx.CommitConflictError, match="gave up"):
         a.commit(max_retries=0)
     assert table.latest_version() == 3
+
+
+def _rival_wins(monkeypatch: pytest.MonkeyPatch, uri: str, options, times: int) -> list[float]:
+    """Before each of our next `times` commit attempts, another writer appends (a real winner
+    takes the version); the back-off waits are recorded instead of slept."""
+    from deltaexplore.core.write import transaction as tx
+
+    original = tx.Transaction._put
+    state = {"left": times, "inside": False}
+
+    def put(self: Transaction, version: int, content: bytes) -> str | None:
+        if state["left"] and not state["inside"]:
+            state["left"] -= 1
+            state["inside"] = True
+            try:
+                write_table(uri, sample(2, 1000), storage_options=options)  # rows of part 'a' and 'b'
+            finally:
+                state["inside"] = False
+        return original(self, version, content)
+
+    sleeps: list[float] = []
+    backoff = tx._backoff
+
+    def recorded(attempt: int) -> float:
+        sleeps.append(backoff(attempt))
+        return 0.0  # recorded, not slept (time.sleep itself is everyone's: threads of the S3 server)
+
+    monkeypatch.setattr(tx.Transaction, "_put", put)
+    monkeypatch.setattr(tx, "_backoff", recorded)
+    return sleeps
+
+
+def test_blind_appends_outlast_many_lost_races_with_jittered_back_off(location, monkeypatch):
+    from deltaexplore.core.write.transaction import BACKOFF_BASE_S, BACKOFF_MAX_S, BLIND_APPEND_RETRIES
+
+    uri, options = location
+    start = write_table(uri, sample(4), partition_by=["part"], storage_options=options).column("version")[0].as_py()
+    lost = 40  # four times the budget of a commit that reads
+    sleeps = _rival_wins(monkeypatch, uri, options, lost)
+    m = write_table(uri, sample(2, 500), storage_options=options).to_pylist()[0]
+    assert m["version"] == start + lost + 1  # after every rival
+    assert len(sleeps) == lost and BLIND_APPEND_RETRIES > lost
+    windows = [min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**n) for n in range(lost)]
+    assert all(0 <= s < w for s, w in zip(sleeps, windows))  # bounded by a doubling window
+    assert len(set(sleeps)) == lost and max(sleeps[10:]) > windows[0]  # random, and the window grew
+    history = dx.open_table(uri, options).history().to_pylist()
+    assert next(h for h in history if h["version"] == m["version"])["is_blind_append"]
+
+
+def test_a_commit_that_reads_gives_up_after_its_budget(location, monkeypatch):
+    from deltaexplore.core.write.transaction import DEFAULT_RETRIES
+
+    uri, options = location
+    start = write_table(uri, sample(4), partition_by=["part"], storage_options=options).column("version")[0].as_py()
+    _rival_wins(monkeypatch, uri, options, 40)
+    data = pa.table({"id": pa.array([7], pa.int64()), "part": ["z"], "value": ["z"]})
+    with pytest.raises(dx.CommitConflictError, match=f"after {DEFAULT_RETRIES + 1} attempts"):
+        # replaces partition z only: the rivals' appends to a and b do not conflict with it
+        write_table(uri, data, mode="overwrite", predicate="part = 'z'", storage_options=options)
+    assert dx.open_table(uri, options).latest_version() == start + DEFAULT_RETRIES + 1

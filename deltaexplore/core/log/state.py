@@ -69,14 +69,14 @@ def read_log(storage: Storage, listing: LogListing, version: int) -> LogRead:
     protocol = metadata = None
     for _, _, body in lines.objects("protocol"):
         protocol = Protocol.from_json(body)
-    for _, _, body in lines.objects("metaData"):
-        metadata = Metadata.from_json(body)
+    for i, _, body in lines.objects("metaData"):
+        metadata = Metadata.from_json(body, source=lines.files[int(lines.file_index[i])].path)
     if (protocol is None or metadata is None) and reader is not None:
         nf = reader.non_file_actions()
         if protocol is None and nf.protocol is not None:
             protocol = Protocol.from_json(nf.protocol)
         if metadata is None and nf.metadata is not None:
-            metadata = Metadata.from_json(nf.metadata)
+            metadata = Metadata.from_json(nf.metadata, source=reader.checkpoint.parts[0].path)
     log_dir = f"{root}/_delta_log"
     if protocol is None:
         raise InvalidLogError(f"no protocol action found in the log of {root} at version {version}", path=log_dir)

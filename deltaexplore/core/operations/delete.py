@@ -368,6 +368,7 @@ def delete(
                             configuration=md.configuration,
                             target_file_size=target_file_size,
                             extra_columns=extra,
+                            existing_partitions=True,
                         )
                     )
                     metrics["num_added_files"] = adds.num_rows
@@ -387,6 +388,7 @@ def delete(
                     mode=snapshot.column_mapping_mode,
                     configuration=md.configuration,
                     kind="cdc",
+                    existing_partitions=True,
                 )
             )
             txn.add_cdc_files(cdc)

@@ -250,6 +250,7 @@ def optimize(
                     target_file_size=plan.target_size,
                     data_change=False,
                     extra_columns=extra,
+                    existing_partitions=True,
                 )
             )
             op.txn.remove_files(files, data_change=False)

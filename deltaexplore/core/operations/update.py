@@ -134,6 +134,7 @@ def update(
     old_rows: list[pa.Table] = []
     new_rows: list[pa.Table] = []
     storage = t.storage
+    keeps_partitions = not set(assignments) & set(md.partition_columns)  # rows stay in their partitions
 
     def write(rows: pa.Table, extra: list[str], **kw: Any) -> pa.Table:
         return op.written(
@@ -146,6 +147,7 @@ def update(
                 configuration=md.configuration,
                 target_file_size=target_file_size,
                 extra_columns=extra,
+                existing_partitions=keeps_partitions,
                 **kw,
             )
         )

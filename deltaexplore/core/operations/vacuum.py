@@ -36,7 +36,7 @@ from deltaexplore.core.operations.engine import VACUUM_METRICS, metrics_table, o
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
 from deltaexplore.core.protocol.features import check_writable
 from deltaexplore.core.snapshot import CATALOG_FEATURES
-from deltaexplore.errors import DeltaExploreError, WriteRefusedError
+from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError, InvalidLogError, WriteRefusedError
 
 if TYPE_CHECKING:
     from deltaexplore.core.log.catalog import CatalogClient
@@ -44,7 +44,15 @@ if TYPE_CHECKING:
     from deltaexplore.core.table import Table
     from deltaexplore.storage import Storage
 
-__all__ = ["VacuumPlan", "list_vacuumable", "plan_vacuum", "vacuum", "vacuum_partition_names", "vacuumable"]
+__all__ = [
+    "VacuumPlan",
+    "check_state_as_written",
+    "list_vacuumable",
+    "plan_vacuum",
+    "vacuum",
+    "vacuum_partition_names",
+    "vacuumable",
+]
 
 _TMP = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 #: the longest retention: what a long holds in milliseconds (some 290 million years)
@@ -179,6 +187,7 @@ def plan_vacuum(
     storage = table.storage
     keep: set[str] = set()
     adds = snapshot.add_actions()
+    check_state_as_written(table, snapshot)
     keep |= {p for p in (_relative(storage, x) for x in adds.column("path").to_pylist()) if p}
     keep |= _dv_paths(storage, adds.column("deletionVector").to_pylist())
     tombs = snapshot.tombstones()
@@ -193,6 +202,47 @@ def plan_vacuum(
     files = listed.filter(pc.and_(old, unkept))
     files = files.set_column(2, "modification_time", files.column("modification_time").cast(pa.timestamp("ms", tz="UTC")))
     return VacuumPlan(snapshot, retention, cutoff, files, len(keep))
+
+
+def check_state_as_written(table: Table, snapshot: Snapshot) -> None:
+    """Before anything is deleted for it: the replayed state agrees with what the log recorded
+    of it when it was written, where the log recorded it — the version's `.crc` (`numFiles`,
+    `tableSizeBytes`) and `_last_checkpoint`'s `numOfAddFiles` for the checkpoint it names.
+    A checkpoint that reads as fewer files than it was written with (a damaged or substituted
+    file with the right shape) would otherwise make VACUUM delete live data. A `.crc` or
+    `_last_checkpoint` that is itself unreadable checks nothing (neither is required).
+
+    Raises:
+        InvalidCheckpointError: the state rests on a checkpoint and disagrees (names it).
+        InvalidLogError: the state (commits only) disagrees with its `.crc` (names it).
+    """
+    checkpoint = snapshot.segment.checkpoint
+    problems: list[str] = []
+    files: list[str] = []
+    if snapshot.segment.crc is not None:
+        bad = [r for r in snapshot.validate_crc().to_pylist() if r["field"] in ("numFiles", "tableSizeBytes") and not r["ok"]]
+        if bad:
+            problems += [f"{r['field']} {r['actual']} where {snapshot.segment.crc.path} says {r['expected']}" for r in bad]
+            files.append(snapshot.segment.crc.path)
+    hint = table.listing(refresh=False).last_checkpoint
+    if checkpoint is not None and hint.usable and hint.version == checkpoint.version and hint.num_of_add_files is not None:
+        at_checkpoint = snapshot if snapshot.version == checkpoint.version else table.snapshot(checkpoint.version)
+        count = at_checkpoint.add_actions().num_rows
+        if count != hint.num_of_add_files:
+            recorded = hint.num_of_add_files
+            problems.append(f"{count} files at version {checkpoint.version} where _delta_log/_last_checkpoint says {recorded}")
+            files.append("_delta_log/_last_checkpoint")
+    if not problems:
+        return
+    read_from = checkpoint.parts[0].path if checkpoint is not None else files[0]
+    error = InvalidCheckpointError if checkpoint is not None else InvalidLogError
+    raise error(
+        f"VACUUM of {table.uri} refused: version {snapshot.version} as read"
+        + (f" from checkpoint {read_from}" if checkpoint is not None else "")
+        + f" does not match what the log recorded when it was written ({'; '.join(problems)}): "
+        "a damaged or substituted log file would make live data look unreferenced; nothing was deleted",
+        path=read_from,
+    )
 
 
 def vacuum_partition_names(snapshot: Snapshot) -> set[str]:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from deltaexplore.core.protocol.features import features_of
 from deltaexplore.core.protocol.schema import StructType, column_mapping_mode, parse_schema
-from deltaexplore.errors import InvalidLogError
+from deltaexplore.errors import DeltaProtocolError, InvalidLogError
 
 __all__ = [
     "ADD_FIELDS",
@@ -152,9 +152,11 @@ class Metadata:
     format_provider: str = "parquet"
     format_options: dict[str, str] = field(default_factory=dict, hash=False)
     created_time: int | None = None
+    #: the log file this action was read from (named by errors about it), None when built here
+    source: str | None = field(default=None, compare=False, hash=False, repr=False)
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Metadata:
+    def from_json(cls, obj: dict[str, Any], source: str | None = None) -> Metadata:
         try:
             fmt = obj.get("format") or {}
             created = obj.get("createdTime")
@@ -171,9 +173,11 @@ class Metadata:
                 format_provider=str(fmt.get("provider") or "parquet"),
                 format_options=_str_map(fmt.get("options")),
                 created_time=int(created) if created is not None else None,
+                source=source,
             )
         except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise InvalidLogError(f"malformed metaData action: {exc}") from exc
+            where = f" in {source}" if source else ""
+            raise InvalidLogError(f"malformed metaData action{where}: {exc}", path=source) from exc
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -198,9 +202,17 @@ class Metadata:
         Raises:
             InvalidLogError: the metaData has no (or a malformed) schemaString.
         """
+        where = f" (in {self.source})" if self.source else ""
         if not self.schema_string:
-            raise InvalidLogError(f"metaData {self.id!r} has no schemaString: the table's data cannot be read")
-        return parse_schema(self.schema_string)
+            raise InvalidLogError(
+                f"metaData {self.id!r}{where} has no schemaString: the table's data cannot be read", path=self.source
+            )
+        try:
+            return parse_schema(self.schema_string)
+        except (InvalidLogError, DeltaProtocolError) as exc:
+            if not self.source or exc.path is not None or type(exc) not in (InvalidLogError, DeltaProtocolError):
+                raise
+            raise type(exc)(f"schema of metaData {self.id!r}{where}: {exc}", path=self.source) from exc
 
     def column_mapping_mode(self, protocol: Protocol) -> str:
         # As in the reference implementation, a feature listed for readers or writers is supported.

@@ -41,11 +41,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import put_rows, take_rows, text_buffers
+from deltaexplore.core.arrow import combined, put_rows, take_rows, text_buffers
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import ArrayType, MapType, StructType
 from deltaexplore.core.scan.stats_columns import StatsColumn, typed_values
 from deltaexplore.core.scan.stats_parse import from_parsed, stats_for_adds
+
+try:  # the compiled search: setup.py builds it where a C compiler exists
+    from deltaexplore.core.scan import _stats_kernel as _compiled_kernel
+except ImportError:  # pragma: no cover - depends on the install
+    _compiled_kernel = None  # type: ignore[assignment]
 
 __all__ = ["KERNEL", "Found", "search_bounds", "searchable"]
 
@@ -72,24 +77,9 @@ VIEW_SLICE_BITS = 30
 SCAN_POOL = pa.system_memory_pool()
 
 
-def _compiled() -> Any:
-    """The compiled search (setup.py builds it where a C compiler exists), unless the
-    environment variable DELTAEXPLORE_NO_KERNEL is set; None without it."""
-    if os.environ.get("DELTAEXPLORE_NO_KERNEL"):
-        return None
-    try:
-        from deltaexplore.core.scan import _stats_kernel  # built at install where a C compiler exists
-    except ImportError:  # pragma: no cover - depends on the install
-        return None
-    return _stats_kernel
-
-
-#: the compiled `locate`, or None: `_locate` then searches with polars and numpy
-KERNEL: Any = _compiled()
-
-
-def combined(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+#: the compiled `locate` (None without it, or when the environment variable
+#: DELTAEXPLORE_NO_KERNEL is set): `_locate` then searches with polars and numpy
+KERNEL: Any = None if os.environ.get("DELTAEXPLORE_NO_KERNEL") else _compiled_kernel
 
 
 def _all_physical_names(t: Any, mode: str, out: list[str]) -> list[str]:

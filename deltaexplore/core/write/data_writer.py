@@ -307,6 +307,7 @@ def write_data_files(
     data_change: bool = True,
     kind: str = "add",
     extra_columns: Sequence[str] = (),
+    existing_partitions: bool = False,
 ) -> pa.Table:
     """Write rows (logical columns, already conformed to `schema`) as parquet data files.
 
@@ -324,6 +325,9 @@ def write_data_files(
             `_change_type` column and no stats).
         extra_columns: columns of `data` outside the schema written as is (e.g. materialized
             row tracking columns, `_change_type`).
+        existing_partitions: the partition values come from the table's own files (a rewrite:
+            OPTIMIZE, DELETE, an UPDATE that sets no partition column), so values another
+            writer gave control characters are kept (escaped) instead of refused.
 
     Returns:
         One action per file written (`ADD_FIELDS` or `CDC_FIELDS` schema).
@@ -350,7 +354,7 @@ def write_data_files(
         for f, value in zip(part_fields, values):
             key = f.physical_name if mode != "none" else f.name
             text = serialize_partition_value(value, f.type)
-            bad = _CONTROL.search(text) if text is not None else None
+            bad = _CONTROL.search(text) if text is not None and not existing_partitions else None
             if bad is not None:
                 raise WriteRefusedError(
                     f"partition column {f.name!r}: value {text!r} holds the control character U+{ord(bad.group()):04X}: "
