@@ -220,6 +220,22 @@ class Explorer(anywidget.AnyWidget):
         data["source"] = self._register(f"history@{data['latest']}", source)
         self.history_data = data
 
+    def _prefetch_history(self) -> str:
+        """Send the history before its tab is opened, once the background preparation has it
+        (`TableView.prepare`); never computed here: "pending" while it is being prepared, "none"
+        when nothing prepares it (the tab computes it when opened), "sent" once sent."""
+        if "history" in self._loaded:
+            return "sent"
+        state = self.view.prepared_state((self.view.listing.latest_version, "history"))
+        if state != "done":
+            return state
+        try:
+            self._load_history()
+        except Exception:  # noqa: BLE001 - the tab computes it when opened, where an error reaches the user
+            return "none"
+        self._loaded.add("history")
+        return "sent"
+
     def _load_files(self) -> None:
         data, files, parts = self.view.files()
         v = self.view.version
@@ -311,6 +327,8 @@ class Explorer(anywidget.AnyWidget):
         kind = content.get("type")
         if kind in ("rows", "export", "commit"):
             self._answer(kind, content)
+        elif kind == "prefetch":
+            self.send({"type": kind, "req": content.get("req"), "state": self._prefetch_history()})
         elif kind == "complete_overview":
             self._complete_overview(content.get("version"))
         elif kind == "refresh":

@@ -159,6 +159,13 @@ class TableView:
                 self._prepared[key] = self._background(job)
         self.prefetch(snap.version - 1)
 
+    def prepared_state(self, key: tuple[Any, str]) -> str:
+        """Where the background job for `key` is: "done", "pending" (queued or running) or "none"."""
+        future = self._prepared.get(key)
+        if future is None or future.cancelled():
+            return "none"
+        return "done" if future.done() else "pending"
+
     def _take_prepared(self, key: tuple[Any, str]) -> Any:
         """The result prepared in the background for `key` (waiting for it while it runs), else
         None: nothing prepared, or its job still queued behind others (cancelled: the caller

@@ -15,7 +15,8 @@ import { formatValue, relativeTime, timestampTitle } from './format';
 import { Rpc, setState, type AnyModel } from './model';
 import { TABS, type Ctx, type Tab } from './context';
 import { overviewTab } from './tabs/overview';
-import { historyTab } from './tabs/history';
+import { historyTab, TIMELINE_HEIGHT } from './tabs/history';
+import { prewarmChart } from './chart';
 import { filesTab } from './tabs/files';
 import { layoutTab } from './tabs/layout';
 import { dvTab } from './tabs/dv';
@@ -249,6 +250,31 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     requestAnimationFrame(() => setTimeout(() => rpc.tell('complete_overview', { version: v }), 0));
   }
 
+  /** Once the overview is complete, the kernel prepares the history in the background: ask for
+   * it (the kernel sends it when ready, never computing it on its main thread for this) so the
+   * History tab opens without a round trip, and prepare its timeline in idle time. */
+  let prefetching = false;
+  function prefetchHistory(): void {
+    const data = model.get('overview_data') || {};
+    if (!data.complete || prefetching || (model.get('history_data') || {}).commits) return;
+    prefetching = true;
+    let tries = 0;
+    const ask = () => {
+      if ((model.get('history_data') || {}).commits || tries++ > 120) return;
+      rpc
+        .request('prefetch', { tab: 'history' })
+        .then((reply) => {
+          if (reply.content.state === 'pending') setTimeout(ask, 500);
+        })
+        .catch(() => undefined);
+    };
+    setTimeout(ask, 0);
+  }
+  function prewarmHistory(): void {
+    const data = model.get('history_data') || {};
+    if (!tabs.has('history') && data.timeline) prewarmChart(data.timeline, TIMELINE_HEIGHT, root);
+  }
+
   function drawStatus(): void {
     const busy = String(model.get('busy') || '');
     const err = String(model.get('error') || '');
@@ -278,7 +304,9 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   on('overview_data', () => {
     drawHeader();
     askForRowCounts();
+    prefetchHistory();
   });
+  on('history_data', prewarmHistory);
   on('busy', drawStatus);
   on('error', drawStatus);
   on('tab', () => showPanel(String(model.get('tab'))));
@@ -293,6 +321,8 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   drawHeader();
   drawStatus();
   askForRowCounts();
+  prefetchHistory();
+  prewarmHistory();
   showPanel(String(model.get('tab') || 'overview'));
 
   return () => {

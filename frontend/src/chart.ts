@@ -1,11 +1,17 @@
 // Charts: the `deltaexplore.viz` Vega-Lite specs (sent by the kernel as `chart.to_dict()`),
-// drawn with the bundled vega-embed (no CDN: no loader is ever asked for a URL, the actions
-// menu that links to the online editor is off), in SVG, themed from JupyterLab's variables.
+// compiled to Vega with the bundled Vega-Lite and drawn by a bundled Vega view in SVG (no CDN:
+// no loader is ever asked for a URL), themed from JupyterLab's variables.
+//
+// Three steps, each a task of its own: compiling Vega-Lite to Vega, parsing the Vega spec into
+// a dataflow description, and running the view (which draws it). The first two depend only on
+// the spec, the theme and the height: they are kept per spec object (`prewarmChart` does them
+// in idle time before a tab is opened, and runs the view once headless, so the first drawn
+// chart of a page does not also pay for the first run of Vega's code).
 //
 // Tooltips are ours (`tooltipHandler`): a div whose lines are text nodes, so a path or user
 // name holding markup stays text. Selections flow back through `onSignal` (brushes named by
 // viz, e.g. "time_brush") and `onClick` (the datum under the pointer).
-import embed, { type Result } from 'vega-embed';
+import { parse, View } from 'vega';
 import { compile } from 'vega-lite';
 
 import { h, later, measure } from './dom';
@@ -27,7 +33,71 @@ export interface ChartHandle {
   el: HTMLElement;
   update(spec: Record<string, unknown> | null | undefined): void;
   destroy(): void;
-  view(): Result['view'] | null;
+  view(): View | null;
+}
+
+/** Vega-Lite compiled (and parsed) for one theme and height: kept per spec object. */
+interface Prepared {
+  vg: any;
+  runtime: any | null;
+}
+const prepared = new WeakMap<object, Map<string, Prepared>>();
+
+function preparedFor(spec: Record<string, unknown>, key: string): Prepared | undefined {
+  return prepared.get(spec)?.get(key);
+}
+
+function keep(spec: Record<string, unknown>, key: string, entry: Prepared): void {
+  let m = prepared.get(spec);
+  if (!m) prepared.set(spec, (m = new Map()));
+  m.set(key, entry);
+}
+
+function cacheKey(config: Record<string, unknown>, height?: number): string {
+  return `${height ?? ''}|${JSON.stringify(config)}`;
+}
+
+function compileSpec(spec: Record<string, unknown>, config: Record<string, unknown>, height: number | undefined, label: string): any {
+  return measure(`chart-compile:${label}`, () => compile(responsive(spec, height) as any, { config: config as any }).spec);
+}
+
+// specs carry their data inline: anything asking the loader for a URL is refused
+const noLoader = { load: () => Promise.reject(new Error('deltaexplore charts load nothing from the network')) } as any;
+
+function idle(job: () => void): void {
+  const ric = (window as any).requestIdleCallback as ((cb: () => void, o?: { timeout: number }) => void) | undefined;
+  if (ric) ric(job, { timeout: 5000 });
+  else setTimeout(job, 50);
+}
+
+/** Compile and parse `spec` for a chart of `height` in idle time (one step per idle task), and
+ * run its view once headless: a chart drawn later from the same spec object starts at the run. */
+export function prewarmChart(spec: Record<string, unknown> | null | undefined, height: number | undefined, el: Element): void {
+  if (!spec || typeof spec !== 'object') return;
+  idle(() => {
+    try {
+      const config = vegaConfig(palette(el.isConnected ? el : document.body));
+      const key = cacheKey(config, height);
+      if (preparedFor(spec, key)) return;
+      const entry: Prepared = { vg: compileSpec(spec, config, height, 'prewarm'), runtime: null };
+      keep(spec, key, entry);
+      idle(() => {
+        try {
+          if (!entry.runtime) entry.runtime = measure('chart-parse:prewarm', () => parse(entry.vg));
+          idle(() => {
+            const view = new View(entry.runtime, { loader: noLoader, renderer: 'none' });
+            void measure('chart-run:prewarm', () => view.runAsync())
+              .catch(() => undefined)
+              .finally(() => view.finalize());
+          });
+        } catch {
+          // a spec that does not parse shows its error when drawn
+        }
+      });
+    } catch {
+      // a spec that does not compile shows its error when drawn
+    }
+  });
 }
 
 let tooltipEl: HTMLElement | null = null;
@@ -98,12 +168,24 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
   const el = h('div', { class: 'dxe-chart', role: 'img', 'aria-label': opts.label });
   if (opts.height) el.style.minHeight = `${opts.height + 40}px`;
   let current: Record<string, unknown> | null = null;
-  let result: Result | null = null;
+  let result: View | null = null;
   let token = 0;
   const finalize = () => {
     result?.finalize();
     result = null;
   };
+  /** A step in a task of its own (after the tasks queued before it); null once superseded. */
+  const step = <T>(mine: number, fn: () => T | Promise<T>): Promise<T | null> =>
+    new Promise((resolve, reject) =>
+      later(async () => {
+        if (mine !== token) return resolve(null);
+        try {
+          resolve(await fn());
+        } catch (err) {
+          reject(err);
+        }
+      }),
+    );
   const draw = async () => {
     const mine = ++token;
     finalize();
@@ -111,49 +193,45 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
       el.replaceChildren();
       return;
     }
-    const p = palette(el.isConnected ? el : document.body);
+    const config = vegaConfig(palette(el.isConnected ? el : document.body));
     const spec = current;
+    const key = cacheKey(config, opts.height);
     try {
-      // two tasks: compiling Vega-Lite to Vega, then parsing, running and drawing the view
-      const vgSpec = await new Promise<any>((resolve, reject) =>
-        later(() => {
-          if (mine !== token) return resolve(null);
+      let entry = preparedFor(spec, key);
+      if (!entry) {
+        const vg = await step(mine, () => compileSpec(spec, config, opts.height, opts.label));
+        if (vg === null || mine !== token) return;
+        entry = { vg, runtime: null };
+        keep(spec, key, entry);
+      }
+      const ready = entry;
+      if (!ready.runtime) {
+        const runtime = await step(mine, () => measure(`chart-parse:${opts.label}`, () => parse(ready.vg)));
+        if (runtime === null || mine !== token) return;
+        ready.runtime = runtime;
+      }
+      const r = await step(mine, async () => {
+        const start = performance.now();
+        const target = h('div', { class: 'dxe-chart-canvas' });
+        el.replaceChildren(target);
+        const view = new View(ready.runtime, { loader: noLoader, renderer: 'svg' });
+        view.tooltip(tooltipHandler(rootClass) as any);
+        view.hover();
+        try {
+          await view.initialize(target).runAsync();
+        } catch (err) {
+          view.finalize();
+          throw err;
+        } finally {
           try {
-            resolve(measure(`chart-compile:${opts.label}`, () => compile(responsive(spec, opts.height) as any, { config: vegaConfig(p) as any }).spec));
-          } catch (err) {
-            reject(err);
+            performance.measure(`dxe:chart-draw:${opts.label}`, { start, end: performance.now() });
+          } catch {
+            // diagnostic only
           }
-        }),
-      );
-      if (vgSpec === null || mine !== token) return;
-      const r = await new Promise<Result>((resolve, reject) =>
-        later(async () => {
-          const start = performance.now();
-          const target = h('div', { class: 'dxe-chart-canvas' });
-          el.replaceChildren(target);
-          try {
-            resolve(
-              await embed(target, vgSpec, {
-                mode: 'vega',
-                actions: false,
-                renderer: 'svg',
-                defaultStyle: false,
-                tooltip: tooltipHandler(rootClass) as any,
-                // specs carry their data inline: anything asking the loader for a URL is refused
-                loader: { load: () => Promise.reject(new Error('deltaexplore charts load nothing from the network')) } as any,
-              }),
-            );
-          } catch (err) {
-            reject(err);
-          } finally {
-            try {
-              performance.measure(`dxe:chart-draw:${opts.label}`, { start, end: performance.now() });
-            } catch {
-              // diagnostic only
-            }
-          }
-        }),
-      );
+        }
+        return view;
+      });
+      if (r === null) return;
       if (mine !== token) {
         r.finalize();
         return;
@@ -161,13 +239,13 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
       result = r;
       if (opts.onClick) {
         const cb = opts.onClick;
-        r.view.addEventListener('click', (_e: unknown, item: any) => {
+        r.addEventListener('click', (_e: unknown, item: any) => {
           if (item && item.datum && typeof item.datum === 'object') cb(item.datum as Record<string, unknown>);
         });
       }
       for (const [name, cb] of Object.entries(opts.onSignal || {})) {
         try {
-          r.view.addSignalListener(name, (_n: string, value: unknown) => cb(value));
+          r.addSignalListener(name, (_n: string, value: unknown) => cb(value));
         } catch {
           // the spec has no such selection (e.g. an empty chart)
         }
@@ -188,6 +266,6 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
       finalize();
       stopTheme();
     },
-    view: () => result?.view ?? null,
+    view: () => result,
   };
 }

@@ -109,6 +109,33 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     assert (7, "health") not in view._prepared
 
 
+def test_the_history_is_sent_before_its_tab_opens_once_prepared(sales, monkeypatch):
+    from concurrent.futures import Future
+
+    from deltaexplore.widgets import views
+
+    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)  # as a big table
+    w = explore(sales)
+    replies = Replies(w)
+    assert replies.ask("prefetch", tab="history")[0]["state"] == "none"  # nothing prepares it yet
+    assert w.history_data == {}
+    view = w.view
+    running: Future = Future()  # the background job, still running
+    running.set_running_or_notify_cancel()
+    view._prepared[(7, "history")] = running
+    assert replies.ask("prefetch", tab="history")[0]["state"] == "pending"
+    assert w.history_data == {} and (7, "history") in view._prepared  # never computed on this thread
+    running.set_result(views.TableView(dx.open_table(sales)).history())
+    reply, _ = replies.ask("prefetch", tab="history")
+    assert reply["state"] == "sent" and reply["req"]
+    assert [c["version"] for c in table(w.history_data["commits"]).to_pylist()] == [7, 6, 5, 4, 3, 2, 1, 0]
+    assert (7, "history") not in view._prepared and w.tab == "overview" and w.busy == ""
+    sent = w.history_data
+    w.tab = "history"  # opening the tab keeps what was sent
+    assert w.history_data is sent
+    assert replies.ask("prefetch", tab="history")[0]["state"] == "sent"
+
+
 def test_rows_travel_as_arrow_ipc_buffers_not_json(sales):
     w = explore(sales)
     for tab in ("history", "files", "layout", "dv", "diff", "health"):

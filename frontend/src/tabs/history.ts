@@ -44,6 +44,9 @@ function localInput(ms: number): string {
   return d.toISOString().slice(0, 16);
 }
 
+/** The timeline's height in px (`prewarmChart` prepares the spec for it before the tab opens). */
+export const TIMELINE_HEIGHT = 150;
+
 export function historyTab(ctx: Ctx): Tab {
   const { model, rpc } = ctx;
   let commits: Rows | null = null;
@@ -73,7 +76,7 @@ export function historyTab(ctx: Ctx): Tab {
   // -- timeline ----------------------------------------------------------------------------
   const timeline = createChart(ctx.rootClass, {
     label: 'operations over time; drag to pick a time range, click a commit to show that version',
-    height: 150,
+    height: TIMELINE_HEIGHT,
     onClick: (d) => {
       const v = Number(d.version ?? d.last_version);
       if (Number.isFinite(v)) ctx.travel(v);
