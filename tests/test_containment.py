@@ -49,6 +49,7 @@ from deltaexplore.core.operations import (
 )
 from deltaexplore.core.operations.vacuum import plan_vacuum
 from deltaexplore.core.protocol.deletion_vectors import dv_file_bytes, encode_bitmap, z85_encode
+from deltaexplore.core.write.log_cleanup import cleanup_log
 
 DAY = 86400.0
 CONF = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
@@ -466,3 +467,24 @@ def test_a_commit_only_state_that_disagrees_with_its_crc_stops_vacuum(tmp_path: 
     with pytest.raises(dx.InvalidLogError, match=f"{0:020d}.crc"):
         vacuum(str(root), retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert len([p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts]) == 2
+
+
+def test_log_cleanup_leaves_a_linked_sidecar_directory_alone(tmp_path: Path) -> None:
+    """A `_delta_log/_sidecars` that is a symlink out of the table: log cleanup still cleans the
+    log (no error) and deletes nothing through the link."""
+    root = tmp_path / "t"
+    for i in range(4):
+        write_table(str(root), pa.table({"a": [i]}), mode="append" if i else "error")
+    checkpoint(dx.open_table(str(root)))
+    write_table(str(root), pa.table({"a": [9]}), mode="append")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sentinel = outside / "old.parquet"
+    sentinel.write_bytes(b"not the table's")
+    os.utime(sentinel, (0, 0))
+    (root / "_delta_log" / "_sidecars").symlink_to(outside, target_is_directory=True)
+    out = cleanup_log(dx.open_table(str(root)), retention_ms=0, now_ms=int(time.time() * 1000) + 10**9).to_pylist()[0]
+    assert out["checkpoint_version"] == 3 and out["num_files"] > 0
+    assert all(not f.startswith("_delta_log/_sidecars") for f in out["files"])
+    assert sentinel.read_bytes() == b"not the table's"
+    assert dx.open_table(str(root)).snapshot().to_arrow().num_rows == 5

@@ -150,7 +150,12 @@ def _orphan_sidecars(table: Table, listing: object, cp: int, cutoff: int) -> lis
                     referenced |= {sc.path for sc in CheckpointReader(storage, c).sidecar_files()}
                 except DeltaExploreError:
                     return []  # cannot tell which sidecars are in use: keep them all
-    return [(-1, i.path, i.size) for i in infos if i.path not in referenced and i.modification_time < cutoff]
+    # a `_sidecars` directory that leads out of the table (a symlink) is not ours to clean
+    return [
+        (-1, i.path, i.size)
+        for i in infos
+        if i.path not in referenced and i.modification_time < cutoff and storage.contains(i.path)
+    ]
 
 
 def cleanup_log(table: Table, *, dry_run: bool = False, now_ms: int | None = None, retention_ms: int | None = None) -> pa.Table:
