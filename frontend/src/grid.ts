@@ -398,7 +398,11 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
           } catch {
             // a diagnostic only
           }
-          if (gen !== generation) return;
+          // a reply to a replaced datasource (the filter changed meanwhile) is dropped, but AG
+          // Grid still counts its block as loading (2 at most: maxConcurrentDatasourceRequests)
+          // until a callback says it finished; unreleased, two stale replies stopped every later
+          // load (a brush over the layout density: "loading…" for ever)
+          if (gen !== generation) return p.failCallback();
           const decoded = measure(`rows-decode:${opts.label}`, () => decode(reply.buffers[0]));
           const total = Number(reply.content.total);
           measure(`rows-draw:${opts.label}`, () => p.successCallback(decoded ? decoded.rows : [], total));
@@ -406,8 +410,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
           status.textContent = '';
         })
         .catch((err: Error) => {
-          if (gen !== generation) return;
           p.failCallback();
+          if (gen !== generation) return;
           status.textContent = err.message;
           status.classList.add('dxe-grid-error');
         });
