@@ -122,6 +122,9 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         ).with_columns(pl.lit(1).alias("files"), pl.col("rank").alias("rank_lo"), pl.col("rank").alias("rank_hi"))
     name = column or "column"
     title = f"{name}: file ranges ordered by min" + (f" ({n} files in {df.height} groups)" if n > max_files else "")
+    depths = df.get_column("depth").drop_nulls().unique()
+    if depths.len() == 1:  # one colour: a gradient legend with one label says nothing; the title does
+        title += f" (overlap depth {depths[0]:,} everywhere)"
     chart = alt.Chart(df.sort("rank").to_arrow(), title=title)
     if height is not None:
         chart = chart.properties(height=height)
@@ -129,7 +132,9 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
         x2="hi",
         y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
-        color=alt.Color("depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),
+        color=alt.Color(
+            "depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=None if depths.len() == 1 else count_legend()
+        ),
         tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
     )
 

@@ -142,8 +142,12 @@ def test_layout_chart(parted, hist):
     s = pa.table(
         {"path": ["a", "b"], "min": ["apple", "kiwi"], "max": ["melon", "zebra"], "rank": [0, 1], "overlap_depth": [2, 2]}
     )
-    _d, _, enc, rows = spec(viz.layout_chart(s))
+    d, _, enc, rows = spec(viz.layout_chart(s))
     assert "rank of value" in enc["x"]["title"] and [(r["lo"], r["hi"]) for r in rows] == [(1, 3), (2, 4)]
+    # one depth everywhere: said in the title, no one-label gradient legend
+    assert d["title"].endswith("(overlap depth 2 everywhere)") and enc["color"]["legend"] is None
+    d, _, enc, _ = spec(viz.layout_chart(s.set_column(4, "overlap_depth", pa.array([1, 2]))))
+    assert "everywhere" not in d["title"] and enc["color"]["legend"]["format"] == ",d"
 
 
 def test_explain_funnel(parted):
