@@ -21,13 +21,13 @@ from pyarrow import ipc
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from lab_helpers import block_outside, notebook_json, wait_kernel_idle
 from xss_table import COLUMN, PART, PAYLOADS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 HERE = Path(__file__).resolve().parent
 TABS = ["Overview", "History", "Files", "Layout", "Deletion vectors", "Diff", "Log health", "Maintenance"]
-LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?/")
 
 
 @pytest.fixture(scope="module")
@@ -42,53 +42,19 @@ class Watch:
 
     def __init__(self, page) -> None:
         self.errors: list[str] = []
-        self.outside: list[str] = []
         page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
 
-        def route(r) -> None:
-            if LOOPBACK.match(r.request.url) or r.request.url.startswith(("data:", "blob:")):
-                r.continue_()
-            else:
-                self.outside.append(r.request.url)
-                r.abort()
-
-        page.route("**/*", route)
-
-
-def _notebook(cells: list[tuple[str, str]]) -> str:
-    return json.dumps(
-        {
-            "cells": [
-                {
-                    "cell_type": kind,
-                    "metadata": {},
-                    "source": src,
-                    **({"outputs": [], "execution_count": None} if kind == "code" else {}),
-                }
-                for kind, src in cells
-            ],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4,
-            "nbformat_minor": 5,
-        }
-    )
+        self.outside = block_outside(page)
 
 
 def _open_and_run(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
     for helper in ("xss_table.py",):
         shutil.copy(HERE / helper, lab.root / helper)
-    (lab.root / name).write_text(_notebook(cells))
+    (lab.root / name).write_text(notebook_json(cells))
     page.goto(lab.url(f"/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset"))
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
-    page.wait_for_function(
-        """() => {
-            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-            const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-            return !!k && k.connectionStatus === 'connected' && k.status === 'idle' && w.sessionContext.isReady;
-        }""",
-        timeout=90_000,
-    )
+    wait_kernel_idle(page)
     page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")  # the notebook gets the width
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 

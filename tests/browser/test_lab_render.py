@@ -2,39 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import re
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lab_helpers import block_outside, notebook_json, wait_kernel_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 
-def _notebook(cells: list[str]) -> str:
-    return json.dumps(
-        {
-            "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4,
-            "nbformat_minor": 5,
-        }
-    )
-
-
 def _open_and_run(page, lab, name: str, cells: list[str]) -> None:
-    (lab.root / name).write_text(_notebook(cells))
+    (lab.root / name).write_text(notebook_json(cells))
     page.goto(lab.url(f"/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset"))
     page.get_by_role("main").wait_for(timeout=60_000)
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     # the kernel starts by itself (autoStartDefaultKernel); wait until its connection is up and idle
-    page.wait_for_function(
-        """() => {
-            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-            const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-            return !!k && k.connectionStatus === 'connected' && k.status === 'idle' && w.sessionContext.isReady;
-        }""",
-        timeout=90_000,
-    )
+    wait_kernel_idle(page)
     page.wait_for_timeout(500)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name=re.compile(r"^Run All Cells")).click()
@@ -51,8 +38,7 @@ def test_altair_chart_renders_offline_in_jupyterlab(page, lab):
         "import deltaexplore as dx, deltaexplore.viz as viz, demo_tables\n"
         "viz.history_chart(dx.open_table(demo_tables.build_sales('sales-chart')))",
     ]
-    blocked: list[str] = []
-    page.route(re.compile(r"^https?://(?!127\.0\.0\.1).*"), lambda route: (blocked.append(route.request.url), route.abort()))
+    blocked = block_outside(page)
     _open_and_run(page, lab, "chart.ipynb", cells)
     marks = page.locator(".jp-OutputArea-output svg .mark-rect path, .jp-OutputArea-output canvas")
     marks.first.wait_for(timeout=90_000)

@@ -5,55 +5,20 @@ under the test's tmp dir); a shipped notebook reopened without a kernel stays re
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lab_helpers import block_outside, notebook_json, wait_kernel_idle
+
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOPBACK = re.compile(r"^(https?|wss?)://(127\.0\.0\.1|localhost|\[::1\])[:/]")
-
-
-def _notebook(cells: list[str]) -> str:
-    return json.dumps(
-        {
-            "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4,
-            "nbformat_minor": 5,
-        }
-    )
-
-
-def _offline(page) -> list[str]:
-    """Abort every request that leaves the machine; the list collects them (each is a failure)."""
-    escaped: list[str] = []
-
-    def handle(route):
-        url = route.request.url
-        if LOOPBACK.match(url) or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            escaped.append(url)
-            route.abort()
-
-    page.route("**/*", handle)
-    return escaped
-
-
-def _wait_kernel_idle(page) -> None:
-    page.wait_for_function(
-        """() => {
-            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-            const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-            return !!k && k.connectionStatus === 'connected' && k.status === 'idle' && w.sessionContext.isReady;
-        }""",
-        timeout=90_000,
-    )
 
 
 def _open(page, lab, name: str) -> None:
@@ -62,7 +27,7 @@ def _open(page, lab, name: str) -> None:
 
 
 def _run_all(page) -> None:
-    _wait_kernel_idle(page)
+    wait_kernel_idle(page)
     page.wait_for_timeout(300)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")  # not awaited
 
@@ -91,8 +56,8 @@ def test_first_chart_of_a_fresh_kernel_renders_offline_and_after_a_restart(page,
         "%delta history sales-fresh --all --chart",  # the kernel's FIRST chart comes from a magic
         "import deltaexplore as dx, deltaexplore.viz as viz\nviz.show(viz.file_size_histogram(dx.open_table(path)))",
     ]
-    escaped = _offline(page)
-    (lab.root / "fresh.ipynb").write_text(_notebook(cells))
+    escaped = block_outside(page)
+    (lab.root / "fresh.ipynb").write_text(notebook_json(cells))
     _open(page, lab, "fresh.ipynb")
     _run_all(page)
     for index in (1, 2):
@@ -122,8 +87,8 @@ def test_delta_tables_render_as_formatted_tables_in_light_and_dark(page, lab, tm
         "%delta optimize sales-tables",
         "h = %delta history sales-tables -n 2\nprint(type(h).__name__, h.num_rows)",
     ]
-    escaped = _offline(page)
-    (lab.root / "tables.ipynb").write_text(_notebook(cells))
+    escaped = block_outside(page)
+    (lab.root / "tables.ipynb").write_text(notebook_json(cells))
     _open(page, lab, "tables.ipynb")
     _run_all(page)
     _wait_done(page, len(cells))
@@ -163,9 +128,9 @@ def test_a_shipped_notebook_reopened_without_a_kernel_stays_readable(page, lab, 
     """The tour as committed (no widget state): with its kernel shut down, the explorer cell
     shows the table summary and the `%delta` outputs their tables, no widget error."""
     shutil.copy(ROOT / "notebooks" / "00_tour.ipynb", lab.root / "tour-saved.ipynb")
-    escaped = _offline(page)
+    escaped = block_outside(page)
     _open(page, lab, "tour-saved.ipynb")
-    _wait_kernel_idle(page)
+    wait_kernel_idle(page)
     for kernel in page.request.get(lab.url("/api/kernels")).json():
         page.request.delete(lab.url(f"/api/kernels/{kernel['id']}"))
     page.wait_for_timeout(1000)
