@@ -116,7 +116,7 @@ export function historyTab(ctx: Ctx): Tab {
     filterPlaceholder: 'search operation, user, engine, metadata',
     columns: ['version', 'timestamp', 'operation', 'user_name', 'metrics', 'parameters', 'user_metadata', 'engine', 'is_blind_append', 'isolation_level', 'commit_bytes', 'user_id'],
     options: {
-      version: { pinned: 'left', width: 96 },
+      version: { pinned: 'left' },
       user_name: { header: 'user' },
       metrics: { header: 'operation metrics' },
       user_metadata: { header: 'user metadata' },
