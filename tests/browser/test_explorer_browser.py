@@ -244,6 +244,12 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     # -- two history rows open the diff --------------------------------------------------------
     panel = _tab(page, sales, "History")
     grid = panel.get_by_role("region", name="history", exact=True)
+    # the version shown (1, moved to while the tab was hidden) is the one row marked current
+    marked = grid.evaluate(
+        """g => [...new Set([...g.querySelectorAll('.ag-row.dxe-row-current')].map(r => r.getAttribute('row-index')))]
+            .map(i => g.querySelector(`.ag-row[row-index='${i}'] .ag-cell[col-id=version]`).textContent.trim())"""
+    )
+    assert marked == ["1"]
     for v in ("3", "5"):
         index = grid.evaluate(
             "(g, v) => [...g.querySelectorAll('.ag-cell[col-id=version]')].find(c => c.textContent.trim() === v).closest('.ag-row').getAttribute('row-index')",
