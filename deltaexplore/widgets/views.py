@@ -71,7 +71,6 @@ class TableView:
         self.listing = table.listing()
         self.snap: Snapshot = snapshot_of(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
-        self._warming: dict[tuple[int, str], Future[Any]] = {}
         self._prepared: dict[tuple[Any, str], Future[Any]] = {}
         self._worker: ThreadPoolExecutor | None = None
 
@@ -113,20 +112,13 @@ class TableView:
         return self._worker.submit(job)
 
     def prefetch(self, version: int) -> None:
-        """Prepare in the background the layout of the current version's default column (its
-        bounds and overlap metrics, kept by inspect per snapshot: the Layout tab of the version
-        shown), then the snapshot at `version` (replay included), so moving there, or diffing
-        with it, is instant."""
+        """Prepare in the background the snapshot at `version` (replay included), so moving
+        there, or diffing with it, is instant."""
         if os.environ.get("DELTAEXPLORE_PREFETCH") == "0":
             return
         lo, _ = self.version_range()
         recent = getattr(self.table, "_deltaexplore_inspect_cache", {}).get("recent") or {}
         small_enough = self.snap.num_files <= PREFETCH_MAX_FILES
-        column = self.default_layout_column()
-        key = (self.snap.version, column)
-        if column and small_enough and key not in self._warming:
-            snap = self.snap
-            self._warming[key] = self._background(lambda: inspect.layout_summary(snap, [column]))
         if self._pending is None and version >= lo and version not in recent and small_enough:
 
             def build() -> Snapshot:
@@ -146,14 +138,17 @@ class TableView:
             return
         if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
-        # the cheap tabs first (under a second each at 1M files), then this version's layout and
-        # the previous version (seconds each): a tab opened while its job still waits computes
-        # it at once
+        # the cheap tabs first (under a second each at 1M files), then this version's layout
+        # tab and the previous version (seconds each): a tab opened while its job still waits
+        # computes it at once
         jobs = {
             (self.listing.latest_version, "history"): self.history,
             (snap.version, "files"): lambda: self.files(snap),
             (snap.version, "health"): lambda: self.health(snap),
         }
+        column = self.default_layout_column()
+        if column:
+            jobs[(snap.version, f"layout:{column}")] = lambda: self.layout(column, snap)
         for key, job in jobs.items():
             if key not in self._prepared:
                 self._prepared[key] = self._background(job)
@@ -181,15 +176,6 @@ class TableView:
         except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
             return None
 
-    def _warmed(self, column: str) -> None:
-        """Wait for the background layout of `column` at this version, when one is running."""
-        future = self._warming.pop((self.snap.version, column), None)
-        if future is not None and not future.cancel():  # queued: computed by the caller at once
-            try:
-                future.result()
-            except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
-                pass
-
     def refresh(self) -> None:
         self.listing = self.table.listing(refresh=True)
 
@@ -205,9 +191,10 @@ class TableView:
         cps = [v for v in listing.checkpoints if v <= latest]
         return (min(cps) if cps else (commits[0] if commits else latest), latest)
 
-    def _code(self, expr: str) -> str:
-        """Python that rebuilds a table shown here, for "copy code"."""
-        return f"dx.open_table({self.table.uri!r}).snapshot({self.version}).inspect.{expr}"
+    def _code(self, expr: str, version: int | None = None) -> str:
+        """Python that rebuilds a table shown here (at `version`, default the one shown), for "copy code"."""
+        version = self.version if version is None else version
+        return f"dx.open_table({self.table.uri!r}).snapshot({version}).inspect.{expr}"
 
     # -- overview --------------------------------------------------------------------------
     def overview(self, stage: int | None = None) -> dict[str, Any]:
@@ -336,13 +323,13 @@ class TableView:
             files.select([c for c in shown if c in files.column_names]),
             search_columns=("path",),
             default_sort=(("size", True),),  # one numeric key: 1M rows sort in milliseconds
-            code=self._code("files()"),
+            code=self._code("files()", snap.version),
             name=f"files_v{snap.version}",
         )
         parts_source = RowSource(
             parts.drop_columns(["partition_values"]),
             search_columns=("partition",),
-            code=self._code("partitions()"),
+            code=self._code("partitions()", snap.version),
             name=f"partitions_v{snap.version}",
         )
         out = {
@@ -354,12 +341,13 @@ class TableView:
         return out, files_source, parts_source
 
     # -- layout ----------------------------------------------------------------------------
-    def stats_columns(self) -> list[str]:
+    def stats_columns(self, snap: Snapshot | None = None) -> list[str]:
         """Columns that can have per-file bounds (`inspect.layout_summary`'s eligible columns)."""
-        if not self.snap.has_metadata:
+        snap = snap or self.snap
+        if not snap.has_metadata:
             return []
         try:
-            fields = self.snap.schema.fields
+            fields = snap.schema.fields
         except DeltaExploreError:
             return []
         out = []
@@ -388,17 +376,19 @@ class TableView:
         data_cols = [c for c in candidates if c not in parts]
         return (data_cols or candidates)[0]
 
-    def layout(self, column: str) -> tuple[dict[str, Any], RowSource]:
+    def layout(self, column: str, snap: Snapshot | None = None) -> tuple[dict[str, Any], RowSource]:
         """`inspect.layout_summary` of one column, the density and range charts, and the files
         ordered by overlap depth (worst first)."""
         from deltaexplore import viz
 
-        snap = self.snap
-        if column not in self.stats_columns():
-            expected = ", ".join(self.stats_columns()) or "(none)"
+        snap = snap or self.snap
+        if column not in self.stats_columns(snap):
+            expected = ", ".join(self.stats_columns(snap)) or "(none)"
             raise InvalidArgumentError(f"no min/max statistics can exist for column {column!r}: expected one of {expected}")
+        ready = self._take_prepared((snap.version, f"layout:{column}"))
+        if ready is not None:
+            return ready  # type: ignore[no-any-return]
 
-        self._warmed(column)
         per_file = inspect.layout(snap, column)
         summary = inspect.layout_summary(snap, [column])
         positions, integral = bound_positions(per_file)
@@ -421,7 +411,7 @@ class TableView:
             shown,
             search_columns=("path", "partition"),
             default_sort=(("overlap_depth", True),),  # one numeric key: 1M rows sort in milliseconds
-            code=self._code(f"layout({column!r})"),
+            code=self._code(f"layout({column!r})", snap.version),
             name=f"layout_{column}_v{snap.version}",
         )
         return out, source
@@ -478,8 +468,9 @@ class TableView:
     def diff(self, v1: int, v2: int) -> tuple[dict[str, Any], RowSource]:
         """`inspect.diff` (every change, by section) and `inspect.diff_files` of v1 -> v2."""
         pending = self._pending
-        if pending is not None and pending[0] in (v1, v2):
-            self.snapshot(pending[0])  # the version prepared in the background: inspect keeps it
+        if pending is not None and pending[0] in (v1, v2) and pending[1].done():
+            self.snapshot(pending[0])  # prepared in the background: inspect keeps it (not waited for:
+            # the diff replays the older version for the paths the commits between touched alone)
         changes = inspect.diff(self.table, v1, v2)
         files = inspect.diff_files(self.table, v1, v2)
         out = {"from": v1, "to": v2, "changes": to_ipc(changes)}

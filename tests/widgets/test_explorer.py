@@ -90,9 +90,15 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     w = explore(sales)
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
     view = w.view
-    # the previous version, the files, history and log health of this one: one worker
+    # the previous version, the files, history, log health and layout tab of this one: one worker
     assert view._pending is not None and view._pending[0] == 6
-    assert {key for key in view._prepared} == {(7, "files"), (7, "history"), (7, "health")}
+    column = view.default_layout_column()
+    assert column
+    assert {key for key in view._prepared} == {(7, "files"), (7, "history"), (7, "health"), (7, f"layout:{column}")}
+    laid_out = view._prepared[(7, f"layout:{column}")].result()
+    w.tab = "layout"
+    assert (7, f"layout:{column}") not in view._prepared  # taken, not computed again
+    assert w.layout_data["column"] == column and w.layout_data["density_chart"] == laid_out[0]["density_chart"]
     prepared = view._prepared[(7, "files")].result()
     w.tab = "files"
     assert (7, "files") not in view._prepared  # taken, not computed again
