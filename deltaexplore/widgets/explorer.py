@@ -13,6 +13,8 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     kernel -> browser  {"type": "export", "req", "filename", "mime"} + [file bytes]
     browser -> kernel  {"type": "commit", "req", "version"} -> {"type": "commit", "req", "detail"}
     browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
+    browser -> kernel  {"type": "prefetch", "req", "version", "tabs"}  (send the tabs the background prepared)
+    kernel -> browser  {"type": "prefetch", "req", "version", "states": {tab: "sent"|"pending"|"none"|"stale"}}
     browser -> kernel  {"type": "preview"|"run", "op", "params"} and {"type": "refresh"}
 
 A reply carrying "error" says why a request failed (a bad sort, a version that vanished).
@@ -44,6 +46,8 @@ __all__ = ["TABS", "Explorer"]
 TABS = ("overview", "history", "files", "layout", "dv", "diff", "health", "maintenance")
 #: tabs whose content depends on the shown version
 _PER_VERSION = ("overview", "files", "layout", "dv", "health")
+#: tabs whose data is sent before they are opened once the background preparation has it
+PREFETCHED = ("history", "files", "health", "layout")
 #: row sources kept (older ones are dropped; a grid asking for one then reloads its tab)
 _SOURCES_KEPT = 16
 
@@ -220,21 +224,56 @@ class Explorer(anywidget.AnyWidget):
         data["source"] = self._register(f"history@{data['latest']}", source)
         self.history_data = data
 
-    def _prefetch_history(self) -> str:
-        """Send the history before its tab is opened, once the background preparation has it
-        (`TableView.prepare`); never computed here: "pending" while it is being prepared, "none"
-        when nothing prepares it (the tab computes it when opened), "sent" once sent."""
-        if "history" in self._loaded:
+    def _prepared_key(self, tab: str) -> tuple[Any, str] | None:
+        """The key of the background job (`TableView.prepare`) whose result `tab` loads, None
+        when nothing prepares it: a tab `prepare` leaves out, no column to lay out, or a layout
+        column the user chose (it wins over the default one prepared)."""
+        view = self.view
+        if tab == "history":
+            return (view.listing.latest_version, "history")
+        if tab in ("files", "health"):
+            return (view.version, tab)
+        if tab == "layout":
+            column = view.default_layout_column()
+            if not column or (self.layout_column and self.layout_column != column):
+                return None
+            return (view.version, f"layout:{column}")
+        return None
+
+    def _prefetch(self, tab: str) -> str:
+        """Send `tab`'s data before the tab is opened, once the background preparation has it;
+        never computed here: "pending" while it is being prepared, "none" when nothing prepares
+        it (the tab computes it when opened), "sent" once sent. What is sent is what opening
+        the tab loads (`_load_<tab>`, which takes the prepared result), and it counts as loaded."""
+        if tab in self._loaded:
             return "sent"
-        state = self.view.prepared_state((self.view.listing.latest_version, "history"))
+        key = self._prepared_key(tab)
+        if key is None:
+            return "none"
+        state = self.view.prepared_state(key)
         if state != "done":
             return state
         try:
-            self._load_history()
+            getattr(self, f"_load_{tab}")()
         except Exception:  # noqa: BLE001 - the tab computes it when opened, where an error reaches the user
             return "none"
-        self._loaded.add("history")
+        self._loaded.add(tab)
         return "sent"
+
+    def _answer_prefetch(self, content: dict[str, Any]) -> None:
+        """Reply to `{"type": "prefetch", "req", "version", "tabs"}` with each tab's state
+        (`_prefetch`); asked for another version than the one shown (the user moved meanwhile),
+        every tab is "stale" and nothing is sent."""
+        asked = content.get("tabs")
+        tabs = [str(x) for x in asked] if isinstance(asked, list) else [str(content.get("tab"))]
+        version = content.get("version")
+        states: dict[str, str] = {}
+        for tab in tabs:
+            if version is not None and version != self.view.version:
+                states[tab] = "stale"
+            else:
+                states[tab] = self._prefetch(tab) if tab in PREFETCHED else "none"
+        self.send({"type": "prefetch", "req": content.get("req"), "version": self.view.version, "states": states})
 
     def _load_files(self) -> None:
         data, files, parts = self.view.files()
@@ -328,7 +367,7 @@ class Explorer(anywidget.AnyWidget):
         if kind in ("rows", "export", "commit"):
             self._answer(kind, content)
         elif kind == "prefetch":
-            self.send({"type": kind, "req": content.get("req"), "state": self._prefetch_history()})
+            self._answer_prefetch(content)
         elif kind == "complete_overview":
             self._complete_overview(content.get("version"))
         elif kind == "refresh":

@@ -157,18 +157,27 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   }
 
   /** Tabs whose data can arrive before they are opened (the kernel prepares it in the
-   * background): once it is here, the tab is built in idle time in its panel, laid out but not
-   * shown (`dxe-prerender`: invisible, no height, out of the accessibility tree), so that its
-   * grids and charts are drawn when the tab is clicked and the click only shows them. */
+   * background and sends it, `prefetch`): once it is here, for the version shown, the tab is
+   * built in idle time in its panel, laid out but not shown (`dxe-prerender`: invisible, no
+   * height; inert and aria-hidden: no focus, out of the accessibility tree), so that its grids
+   * and charts are drawn when the tab is clicked and the click only shows them. Data of a
+   * version left (a late reply) is not built: the tab waits for its version's. */
   const PRERENDER = ['history', 'layout', 'files', 'dv', 'health'];
-  function prerender(id: string): void {
-    if (!PRERENDER.includes(id) || tabs.has(id)) return;
+  const current = (id: string): boolean => {
     const data = model.get(TRAITS[id][0]) || {};
-    if (Object.keys(data).length === 0 || data.state === 'loading') return;
+    if (Object.keys(data).length === 0 || data.state === 'loading') return false;
+    return id === 'history' || data.version === model.get('version');
+  };
+  function prerender(id: string): void {
+    if (!PRERENDER.includes(id) || tabs.has(id) || !current(id)) return;
     idle(() => {
-      if (tabs.has(id)) return;
+      if (tabs.has(id) || !current(id)) return;
       const panel = panels.get(id) as HTMLElement;
-      if (panel.hidden) panel.classList.add('dxe-prerender');
+      if (panel.hidden) {
+        panel.classList.add('dxe-prerender');
+        panel.inert = true;
+        panel.setAttribute('aria-hidden', 'true');
+      }
       measure(`tab-prerender:${id}`, () => ensureTab(id));
     });
   }
@@ -181,7 +190,11 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
       const panel = panels.get(tid) as HTMLElement;
       panel.hidden = !on;
       // a prerendered panel, once shown, is an ordinary one (hidden again: not laid out)
-      if (on) panel.classList.remove('dxe-prerender');
+      if (on && panel.classList.contains('dxe-prerender')) {
+        panel.classList.remove('dxe-prerender');
+        panel.inert = false;
+        panel.removeAttribute('aria-hidden');
+      }
     }
     ensureTab(id).shown?.();
   }
@@ -270,21 +283,30 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     requestAnimationFrame(() => setTimeout(() => rpc.tell('complete_overview', { version: v }), 0));
   }
 
-  /** Once the overview is complete, the kernel prepares the history in the background: ask for
-   * it (the kernel sends it when ready, never computing it on its main thread for this) so the
-   * History tab opens without a round trip, and prepare its timeline in idle time. */
-  let prefetching = false;
-  function prefetchHistory(): void {
+  /** Once the overview is complete, the kernel prepares the next tabs in the background
+   * (`TableView.prepare`): ask for them (the kernel sends each once its job is done, never
+   * computing it on its main thread for this) so that they are prerendered in idle time and a
+   * click only shows them. One round per version: a round for a version left stops (the kernel
+   * answers "stale" to a request for another version than its own). */
+  const EARLY = ['history', 'files', 'health', 'layout'];
+  let prefetchedFor: number | null = null;
+  function prefetch(): void {
     const data = model.get('overview_data') || {};
-    if (!data.complete || prefetching || (model.get('history_data') || {}).commits) return;
-    prefetching = true;
+    const v = Number(model.get('version'));
+    if (!data.complete || data.version !== v || prefetchedFor === v) return;
+    prefetchedFor = v;
+    const settled = new Set<string>();
     let tries = 0;
     const ask = () => {
-      if ((model.get('history_data') || {}).commits || tries++ > 120) return;
+      if (Number(model.get('version')) !== v || tries++ > 120) return;
+      const tabsWanted = EARLY.filter((id) => !settled.has(id));
+      if (!tabsWanted.length) return;
       rpc
-        .request('prefetch', { tab: 'history' })
+        .request('prefetch', { version: v, tabs: tabsWanted })
         .then((reply) => {
-          if (reply.content.state === 'pending') setTimeout(ask, 500);
+          const states: Record<string, string> = reply.content.states || {};
+          for (const [id, state] of Object.entries(states)) if (state !== 'pending') settled.add(id);
+          if (Object.values(states).includes('pending')) setTimeout(ask, 500);
         })
         .catch(() => undefined);
     };
@@ -324,7 +346,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   on('overview_data', () => {
     drawHeader();
     askForRowCounts();
-    prefetchHistory();
+    prefetch();
   });
   on('history_data', prewarmHistory);
   on('busy', drawStatus);
@@ -346,7 +368,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   drawHeader();
   drawStatus();
   askForRowCounts();
-  prefetchHistory();
+  prefetch();
   prewarmHistory();
   for (const id of PRERENDER) prerender(id);
   showPanel(String(model.get('tab') || 'overview'));

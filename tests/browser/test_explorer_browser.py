@@ -609,3 +609,78 @@ def test_the_tour_runs_in_jupyterlab(page, lab, shots):
     page.screenshot(path=str(shots / "tour.png"))
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
+
+
+def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
+    """A big table (here: the thresholds of one): once the overview is complete the kernel
+    prepares History, Files, Log health and the default column's Layout in the background and
+    sends them; the browser builds those tabs in idle time, hidden (no focus, out of the
+    accessibility tree), and a click only shows them: no request for their data or rows reaches
+    the kernel, and they look as a tab drawn on the click does (charts as wide as their panel)."""
+    page.set_viewport_size({"width": 1500, "height": 1650})  # as the tour's screenshots
+    watch = Watch(page)
+    frames: list[tuple[str, bytes]] = []
+
+    def on_ws(ws) -> None:
+        def raw(payload) -> bytes:
+            return payload if isinstance(payload, bytes) else payload.encode()
+
+        ws.on("framesent", lambda p: frames.append(("sent", raw(p))))
+        ws.on("framereceived", lambda p: frames.append(("received", raw(p))))
+
+    page.on("websocket", on_ws)
+    cells = [
+        (
+            "code",
+            "import deltaexplore as dx, demo_tables\nfrom deltaexplore.widgets import views\n"
+            "views.EAGER_SEGMENT_BYTES = 0  # as a big table: the next tabs are prepared in the background\n"
+            "sales = demo_tables.build_sales('sales_prepared')",
+        ),
+        ("code", "dx.explore(sales)"),
+    ]
+    _open_and_run(page, lab, "explorer_prepared.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=120_000)
+    _settled(page, explorer)
+    tabs = {"History": "history", "Files": "files", "Layout": "layout", "Log health": "health"}
+    # built while hidden: charts drawn, grid rows there, the panel kept out of focus and the
+    # accessibility tree
+    page.wait_for_function(
+        """ids => { const root = document.querySelector('.dxe-explorer');
+            return ids.every(id => { const p = root.querySelector(`.dxe-panel[data-tab=${id}]`);
+                return p.hidden && p.classList.contains('dxe-prerender') && p.querySelector('.ag-row')
+                    && p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]'); }); }""",
+        arg=list(tabs.values()),
+        timeout=120_000,
+    )
+    for tab_id in tabs.values():
+        hidden = explorer.locator(f".dxe-panel[data-tab={tab_id}]")
+        assert hidden.evaluate("p => p.inert && p.getAttribute('aria-hidden') === 'true' && !p.contains(document.activeElement)")
+        assert hidden.get_by_role("region").count() == 0  # no grid in the accessibility tree while hidden
+    assert explorer.locator(".dxe-panel:not([hidden])").get_attribute("data-tab") == "overview"
+    explorer.evaluate(
+        "root => { window.__dxeBuilt = [...root.querySelectorAll('.dxe-panel .ag-root-wrapper, .dxe-panel .dxe-chart svg')]; }"
+    )
+    for name, tab_id in tabs.items():
+        frames.clear()
+        panel = _tab(page, explorer, name)
+        assert panel.get_attribute("data-tab") == tab_id
+        assert panel.evaluate("p => !p.inert && !p.hasAttribute('aria-hidden') && !p.classList.contains('dxe-prerender')")
+        # nothing asked of the kernel but the tab's name; no data, rows or busy line came back
+        sent = [p for d, p in frames if d == "sent" and b"comm_msg" in p]
+        assert sent and all(b'"tab"' in p and b'"rows"' not in p and b'"prefetch"' not in p for p in sent), sent
+        received = b"".join(p for d, p in frames if d == "received")
+        assert f'"{tab_id}_data"'.encode() not in received and b"loading " not in received
+        # what the click shows is what was built while hidden
+        assert panel.evaluate(
+            "p => [...p.querySelectorAll('.ag-root-wrapper, .dxe-chart svg')].every(n => window.__dxeBuilt.includes(n))"
+        )
+        widths = panel.evaluate(
+            "p => [...p.querySelectorAll('.dxe-chart')].filter(c => c.offsetParent).map(c => [Math.round(c.getBoundingClientRect().width), Math.round(c.querySelector('svg').getBoundingClientRect().width)])"
+        )
+        assert widths and all(chart > 200 and svg >= chart - 40 for chart, svg in widths), widths  # laid out at full width
+        assert _cut_grids(panel) == []
+        explorer.screenshot(path=str(shots / f"prepared-{tab_id}.png"))
+    assert _grid_rows(explorer.locator(".dxe-panel:not([hidden])"), "log health") >= 10
+    assert watch.outside == [], watch.outside
+    assert watch.errors == [], watch.errors

@@ -115,31 +115,115 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     assert (7, "health") not in view._prepared
 
 
-def test_the_history_is_sent_before_its_tab_opens_once_prepared(sales, monkeypatch):
+def _prepared_as_a_big_table(sales, monkeypatch):
+    """An explorer of `sales` treated as a big table (tabs prepared in the background), whose
+    inspect calls are recorded with the thread that made them."""
+    from deltaexplore.widgets import views
+
+    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)
+    w = explore(sales)
+    calls: list[tuple[str, str]] = []
+    for name in ("files", "partitions", "layout", "layout_summary", "layout_density", "log_health", "commit_infos"):
+        real = getattr(views.inspect, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            import threading
+
+            calls.append((_name, threading.current_thread().name))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(views.inspect, name, spy)
+    return w, calls
+
+
+def test_prepared_tabs_are_sent_before_they_open(sales, monkeypatch):
     from concurrent.futures import Future
 
     from deltaexplore.widgets import views
 
-    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)  # as a big table
-    w = explore(sales)
+    w, calls = _prepared_as_a_big_table(sales, monkeypatch)
     replies = Replies(w)
-    assert replies.ask("prefetch", tab="history")[0]["state"] == "none"  # nothing prepares it yet
-    assert w.history_data == {}
     view = w.view
-    running: Future = Future()  # the background job, still running
-    running.set_running_or_notify_cancel()
-    view._prepared[(7, "history")] = running
-    assert replies.ask("prefetch", tab="history")[0]["state"] == "pending"
-    assert w.history_data == {} and (7, "history") in view._prepared  # never computed on this thread
-    running.set_result(views.TableView(dx.open_table(sales)).history())
-    reply, _ = replies.ask("prefetch", tab="history")
-    assert reply["state"] == "sent" and reply["req"]
+    column = view.default_layout_column()
+    keys = {"history": (7, "history"), "files": (7, "files"), "health": (7, "health"), "layout": (7, f"layout:{column}")}
+    tabs = list(keys)
+    reply, _ = replies.ask("prefetch", version=7, tabs=tabs)
+    assert reply["states"] == dict.fromkeys(tabs, "none") and reply["version"] == 7  # nothing prepares them yet
+    assert (w.history_data, w.files_data, w.health_data, w.layout_data) == ({}, {}, {}, {})
+    running = {tab: Future() for tab in tabs}  # the background jobs, still running
+    for tab, future in running.items():
+        future.set_running_or_notify_cancel()
+        view._prepared[keys[tab]] = future
+    assert replies.ask("prefetch", version=7, tabs=tabs)[0]["states"] == dict.fromkeys(tabs, "pending")
+    assert (w.history_data, w.files_data, w.health_data, w.layout_data) == ({}, {}, {}, {})
+    assert calls == [] and all(key in view._prepared for key in keys.values())  # never computed on this thread
+    # the jobs finish (computed as the background thread does, by a view of its own)
+    other = views.TableView(dx.open_table(sales))
+    running["history"].set_result(other.history())
+    running["files"].set_result(other.files())
+    running["health"].set_result(other.health())
+    running["layout"].set_result(other.layout(column))
+    calls.clear()
+    reply, _ = replies.ask("prefetch", version=7, tabs=tabs)
+    assert reply["states"] == dict.fromkeys(tabs, "sent") and reply["req"]
+    assert calls == [], calls  # taken from the background, nothing computed here
+    assert not any(key in view._prepared for key in keys.values())
+    assert w.tab == "overview" and w.busy == "" and w.error == ""
     assert [c["version"] for c in table(w.history_data["commits"]).to_pylist()] == [7, 6, 5, 4, 3, 2, 1, 0]
-    assert (7, "history") not in view._prepared and w.tab == "overview" and w.busy == ""
-    sent = w.history_data
-    w.tab = "history"  # opening the tab keeps what was sent
-    assert w.history_data is sent
-    assert replies.ask("prefetch", tab="history")[0]["state"] == "sent"
+    assert w.files_data["version"] == w.health_data["version"] == w.layout_data["version"] == 7
+    assert w.layout_column == column == w.layout_data["column"]
+    # the same data a click loads (a second explorer that prepares nothing)
+    monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")
+    clicked = explore(sales)
+    for tab in tabs:
+        clicked.tab = tab
+        assert getattr(w, f"{tab}_data") == getattr(clicked, f"{tab}_data"), tab
+    calls.clear()
+    # opening a tab keeps what was sent (nothing loaded again)
+    sent = {tab: getattr(w, f"{tab}_data") for tab in tabs}
+    for tab in tabs:
+        w.tab = tab
+        assert getattr(w, f"{tab}_data") is sent[tab], tab
+    assert calls == []
+    assert replies.ask("prefetch", version=7, tabs=tabs)[0]["states"] == dict.fromkeys(tabs, "sent")
+    # another version: what was sent for the version left is no longer counted as loaded, and
+    # a prefetch still asking for the version left sends nothing
+    w.tab = "overview"
+    w.version = 6
+    assert w.files_data["version"] == 7  # (the browser prerenders only data of its version)
+    reply, _ = replies.ask("prefetch", version=7, tabs=tabs)
+    assert reply["states"] == dict.fromkeys(tabs, "stale") and reply["version"] == 6
+    assert w.files_data["version"] == 7 and w.layout_data["version"] == 7
+    reply, _ = replies.ask("prefetch", version=6, tabs=tabs)
+    assert reply["states"] == {"history": "sent", "files": "none", "health": "none", "layout": "none"}
+    w.tab = "files"  # opening it loads this version's files
+    assert w.files_data["version"] == 6
+
+
+def test_a_layout_column_chosen_by_the_user_wins_over_the_prepared_one(events, monkeypatch):
+    from concurrent.futures import Future
+
+    from deltaexplore.widgets import views
+
+    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)
+    w = explore(events)
+    replies = Replies(w)
+    view = w.view
+    default = view.default_layout_column()
+    chosen = next(c for c in view.stats_columns() if c != default)
+    done: Future = Future()
+    done.set_result(views.TableView(dx.open_table(events)).layout(default))
+    view._prepared[(view.version, f"layout:{default}")] = done
+    w.layout_column = chosen  # the user picks a column (the picker): loaded now
+    assert w.layout_data["column"] == chosen
+    assert replies.ask("prefetch", version=view.version, tabs=["layout"])[0]["states"] == {"layout": "sent"}
+    assert w.layout_data["column"] == chosen and w.layout_column == chosen
+    w.version = view.version - 1  # another version: the user's column still wins over the default
+    done2: Future = Future()
+    done2.set_result(views.TableView(dx.open_table(events), w.version).layout(default))
+    view._prepared[(w.version, f"layout:{default}")] = done2
+    assert replies.ask("prefetch", version=w.version, tabs=["layout"])[0]["states"] == {"layout": "none"}
+    assert w.layout_column == chosen and (w.version, f"layout:{default}") in view._prepared
 
 
 def test_rows_travel_as_arrow_ipc_buffers_not_json(sales):
