@@ -2,7 +2,8 @@
 
 State lives in synced traitlets: the version and tab, and one dict per tab (`*_data`) holding
 Arrow IPC buffers (tables), Vega-Lite specs (the `deltaexplore.viz` charts) and descriptions of
-row sources. Tabs are computed when first shown, per version; the first view of a version is the log's
+row sources. Tabs are computed when first shown, per version, or sent before (`prefetch`) once the
+background preparation of a big table has them; the first view of a version is the log's
 metadata alone (no file action replayed): the browser asks for the file counts, then the row
 counts, once it has drawn it. Grids whose rows stay in the
 kernel (files, layout, diff files, ...) ask for windows of rows with custom messages:

@@ -133,6 +133,12 @@ class RowSource:
             self._orders.popitem(last=False)
         return result
 
+    def warm(self) -> RowSource:
+        """Compute the default order now (a background job does, so that the grid's first
+        window, asked for on the kernel's main thread, is only a `take`)."""
+        self._order((), "", ())
+        return self
+
     def rows(self, sort: Any = None, filter: Any = None) -> pa.Table:
         """Every row, sorted and filtered as the grid shows them."""
         cols = self.table.column_names

@@ -138,17 +138,28 @@ class TableView:
             return
         if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
+
+        # with the grids' default orders: their first window, asked for on the kernel's main
+        # thread when the tab is built, is then only a take
+        def files() -> tuple[dict[str, Any], RowSource, RowSource]:
+            out, files, parts = self.files(snap)
+            return out, files.warm(), parts.warm()
+
+        def layout(column: str) -> tuple[dict[str, Any], RowSource]:
+            out, source = self.layout(column, snap)
+            return out, source.warm()
+
         # the cheap tabs first (under a second each at 1M files), then this version's layout
         # tab and the previous version (seconds each): a tab opened while its job still waits
         # computes it at once
         jobs = {
             (self.listing.latest_version, "history"): self.history,
-            (snap.version, "files"): lambda: self.files(snap),
+            (snap.version, "files"): files,
             (snap.version, "health"): lambda: self.health(snap),
         }
         column = self.default_layout_column()
         if column:
-            jobs[(snap.version, f"layout:{column}")] = lambda: self.layout(column, snap)
+            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
         for key, job in jobs.items():
             if key not in self._prepared:
                 self._prepared[key] = self._background(job)

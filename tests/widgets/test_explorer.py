@@ -100,6 +100,8 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     assert (7, f"layout:{column}") not in view._prepared  # taken, not computed again
     assert w.layout_data["column"] == column and w.layout_data["density_chart"] == laid_out[0]["density_chart"]
     prepared = view._prepared[(7, "files")].result()
+    # the grids' default orders too: the first window the browser asks for (main thread) is a take
+    assert [key[0] for key in prepared[1]._orders] == [(("size", True),)] and laid_out[1]._orders
     w.tab = "files"
     assert (7, "files") not in view._prepared  # taken, not computed again
     assert w.files_data["files"]["total"] == prepared[0]["files"]["total"] == dx.open_table(sales).snapshot().num_files
