@@ -138,8 +138,6 @@ class Explorer(anywidget.AnyWidget):
             self.tab = tab
         #: seconds the constructor took (the benchmark reads it)
         self.first_render_seconds = time.perf_counter() - started
-        if self.overview_data.get("complete"):
-            _warm_charts()  # else once the overview is complete (the replay comes first)
 
     def __repr__(self) -> str:
         return f"Explorer({self.uri!r}, version={self.version}, tab={self.tab!r})"
@@ -194,12 +192,22 @@ class Explorer(anywidget.AnyWidget):
         data = self.view.overview()
         with self.hold_sync():
             self.title = self._title()
-            self.overview_data = data
+            self._show_overview(data)
+
+    def _show_overview(self, data: dict[str, Any]) -> None:
+        """Set the overview; a complete one starts first the background work it allows (the
+        chart layer's import, `TableView.prepare`), so that a `prefetch` the browser sends on
+        seeing it complete finds the jobs (comm messages may be handled on another thread than
+        the one that sets this: ipykernel's subshells)."""
+        if data.get("complete") and data.get("version") == self.view.version:
+            _warm_charts()
+            self.view.prepare()
+        self.overview_data = data
 
     def _complete_overview(self, version: Any = None) -> None:
         """The overview's later stages (the file actions, then every file's statistics), asked
-        for by the browser once it drew the first; then the previous version is prepared in the
-        background."""
+        for by the browser once it drew the first; with the last, the next tabs and the previous
+        version are prepared in the background (`_show_overview`)."""
         if version is not None and version != self.view.version:
             return
         for stage in (1, 2):
@@ -208,12 +216,10 @@ class Explorer(anywidget.AnyWidget):
                 continue
 
             def load(stage: int = stage) -> None:
-                self.overview_data = self.view.overview(stage)
+                self._show_overview(self.view.overview(stage))
 
             if not self._guard("file counts" if stage == 1 else "row counts", load):
                 return
-        _warm_charts()
-        self.view.prepare()
 
     def _title(self) -> str:
         snap = self.view.snap

@@ -72,6 +72,8 @@ class TableView:
         self.snap: Snapshot = snapshot_of(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
         self._prepared: dict[tuple[Any, str], Future[Any]] = {}
+        #: `prepare` may be called from the kernel's main thread and a subshell's
+        self._preparing = threading.Lock()
         self._worker: ThreadPoolExecutor | None = None
 
     # -- time ------------------------------------------------------------------------------
@@ -160,10 +162,11 @@ class TableView:
         column = self.default_layout_column()
         if column:
             jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
-        for key, job in jobs.items():
-            if key not in self._prepared:
-                self._prepared[key] = self._background(job)
-        self.prefetch(snap.version - 1)
+        with self._preparing:
+            for key, job in jobs.items():
+                if key not in self._prepared:
+                    self._prepared[key] = self._background(job)
+            self.prefetch(snap.version - 1)
 
     def prepared_state(self, key: tuple[Any, str]) -> str:
         """Where the background job for `key` is: "done", "pending" (queued or running) or "none"."""

@@ -88,13 +88,19 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
 
     monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)  # as a big table
     w = explore(sales)
+    seen: list[tuple[bool, set]] = []
+    w.observe(lambda ch: seen.append((ch["new"]["complete"], set(w.view._prepared))), names="overview_data")
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
     view = w.view
     # the previous version, the files, history, log health and layout tab of this one: one worker
     assert view._pending is not None and view._pending[0] == 6
     column = view.default_layout_column()
     assert column
-    assert {key for key in view._prepared} == {(7, "files"), (7, "history"), (7, "health"), (7, f"layout:{column}")}
+    expected = {(7, "files"), (7, "history"), (7, "health"), (7, f"layout:{column}")}
+    assert {key for key in view._prepared} == expected
+    # already submitted when the complete overview goes out: the browser's prefetch, sent when it
+    # sees it (and handled, with ipykernel's subshells, maybe on another thread), finds the jobs
+    assert seen == [(False, set()), (True, expected)]
     laid_out = view._prepared[(7, f"layout:{column}")].result()
     w.tab = "layout"
     assert (7, f"layout:{column}") not in view._prepared  # taken, not computed again
