@@ -682,5 +682,28 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
         assert _cut_grids(panel) == []
         explorer.screenshot(path=str(shots / f"prepared-{tab_id}.png"))
     assert _grid_rows(explorer.locator(".dxe-panel:not([hidden])"), "log health") >= 10
+
+    # back to version 0, from the overview: the hidden tabs follow the version (sent again once
+    # prepared for it), and opening Files then asks the kernel for nothing either
+    import deltaexplore as dx
+
+    files_at_0 = dx.open_table(str(lab.root / "sales_prepared")).snapshot(0).num_files
+    assert files_at_0 != 9
+    _tab(page, explorer, "Overview")
+    slider = explorer.get_by_role("slider", name="version")
+    slider.focus()
+    slider.press("Home")
+    page.wait_for_function(
+        "([el, n]) => [...el.querySelectorAll('.dxe-panel[data-tab=files] .dxe-grid-count')].some(c => c.textContent === `${n} files`)",
+        arg=[explorer.element_handle(), files_at_0],
+        timeout=120_000,
+    )
+    assert _version(explorer).startswith("0 of 7")
+    frames.clear()
+    panel = _tab(page, explorer, "Files")
+    received = b"".join(p for d, p in frames if d == "received")
+    assert b'"files_data"' not in received and b"loading " not in received
+    assert _grid_rows(panel, "files") == files_at_0
+    explorer.screenshot(path=str(shots / "prepared-files-v0.png"))
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
