@@ -265,6 +265,8 @@ def _column_metrics(b: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarra
 
 
 def _scatter(values: np.ndarray, has: np.ndarray) -> pa.Array:
+    if len(values) == len(has):  # every file has bounds: no copy
+        return pa.array(values)
     full = np.zeros(len(has), np.int64)
     full[has] = values
     return pa.array(full, mask=~has)
