@@ -130,12 +130,18 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         chart = chart.properties(height=height)
     return chart.mark_rule(strokeWidth=3).encode(
         x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
-        x2="hi",
+        x2=alt.X2("hi"),  # channel objects, not strings: Altair resolves a string's channel class slowly
         y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
         color=alt.Color(
             "depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=None if depths.len() == 1 else count_legend()
         ),
-        tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
+        tooltip=[
+            alt.Tooltip("path:N"),
+            alt.Tooltip("min:N"),
+            alt.Tooltip("max:N"),
+            alt.Tooltip("depth:Q", title="overlap depth"),
+            alt.Tooltip("files:Q"),
+        ],
     )
 
 
@@ -197,7 +203,7 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
     ]
     bars = base.mark_rect(opacity=0.85).encode(
         x=alt.X(f"{x}:{kind}", title=title),
-        x2=x2,
+        x2=alt.X2(x2),
         y=alt.Y("files:Q", title="files", axis=count_axis()),
         y2=alt.datum(0),
         color=alt.Color("max_depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),
