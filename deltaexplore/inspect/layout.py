@@ -85,6 +85,18 @@ def _argsort(values: np.ndarray) -> np.ndarray:
     return frame.get_column("i").to_numpy().astype(np.int64)
 
 
+def _merge_counts(sorted_lo: np.ndarray, sorted_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`searchsorted(sorted_lo, sorted_hi, "right")` and `searchsorted(sorted_hi, sorted_lo, "left")`
+    from one stable merge of the two sorted runs (timsort: linear), where each value's
+    position counts the values of the other run before it (equal los come before his)."""
+    n = len(sorted_lo)
+    merged = np.argsort(np.concatenate([sorted_lo, sorted_hi]), kind="stable")
+    position = np.empty(2 * n, dtype=np.int64)
+    position[merged] = np.arange(2 * n, dtype=np.int64)
+    counted = np.arange(n, dtype=np.int64)
+    return position[n:] - counted, position[:n] - counted
+
+
 def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     """Per range [lo, hi] (any numeric keys, lo <= hi): overlapping ranges, depth, sort rank.
 
@@ -106,8 +118,8 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
         return out
 
     # ranges starting at or before each range's end, and ending before each range's start
-    started = scatter(order_hi, np.searchsorted(sorted_lo, sorted_hi, side="right"))
-    ended_sorted = np.searchsorted(sorted_hi, sorted_lo, side="left")
+    started_sorted, ended_sorted = _merge_counts(sorted_lo, sorted_hi)
+    started = scatter(order_hi, started_sorted)
     overlapping = started - scatter(order_lo, ended_sorted) - 1
     # runs of equal starts: where each begins, and the ranges started by its end
     new = np.ones(n, dtype=bool)
