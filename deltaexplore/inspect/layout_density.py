@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import to_arrow_type
 from deltaexplore.inspect.errors import InspectError
-from deltaexplore.inspect.layout import _bounds, _keys, _resolve
+from deltaexplore.inspect.layout import _bounds, _keys, _resolve, _start_depths
 from deltaexplore.inspect.schemas import layout_density_schema
 from deltaexplore.inspect.snapshots import snapshot_of
 
@@ -112,21 +112,24 @@ def _column_positions(b: dict[str, Any]) -> _Positions:
 
 
 def _depths(b: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted lo and hi positions of one column's files, and the depth D at each sorted lo;
-    kept with its bounds."""
+    """Sorted lo and hi positions of one column's files and the depth D at each sorted lo, kept
+    with its bounds: `layout`'s sorted keys when it ran and they are the positions (linear
+    columns with keys exact as float64), else computed."""
     if "depths" not in b:
         p = _column_positions(b)
-        sorted_lo, sorted_hi = np.sort(p.lo), np.sort(p.hi)
-        n = len(sorted_lo)
-        new = np.empty(n, dtype=bool)
-        new[:1] = True
-        np.not_equal(sorted_lo[1:], sorted_lo[:-1], out=new[1:])
-        begins = np.flatnonzero(new)
-        # ranges with lo <= x (the end of x's run of equal starts) minus ranges with hi < x
-        run_end = np.repeat(np.append(begins[1:], n), np.diff(np.append(begins, n)))
-        b["depths"] = (sorted_lo, sorted_hi, run_end - np.searchsorted(sorted_hi, sorted_lo, side="left"))
+        keys = b.get("sorted_keys")
+        if p.kind == "linear" and keys is not None and len(keys[0]) == len(p.lo) and _exact(keys[0], keys[1]):
+            b["depths"] = keys[0].astype(np.float64), keys[1].astype(np.float64), keys[2]
+        else:
+            sorted_lo, sorted_hi = np.sort(p.lo), np.sort(p.hi)
+            b["depths"] = sorted_lo, sorted_hi, _start_depths(sorted_lo, sorted_hi)[3]
     depths: tuple[np.ndarray, np.ndarray, np.ndarray] = b["depths"]
     return depths
+
+
+def _exact(sorted_lo: np.ndarray, sorted_hi: np.ndarray) -> bool:
+    """Whether int64 keys convert to float64 exactly (|key| <= 2**53)."""
+    return not len(sorted_lo) or (-(2**53) <= sorted_lo[0] and sorted_hi[-1] <= 2**53)
 
 
 def _position_table(p: _Positions, n: int) -> tuple[pa.Table, bool]:
