@@ -59,17 +59,23 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
     lay = as_inspect_table(data, ("min", "max", "rank", "overlap_depth", "path"), compute, "layout_chart")
     rank = lay.column("rank").combine_chunks()
     # the files with bounds, in rank order: rank numbers them 0..n-1 (nulls: no bounds)
-    rows = np.flatnonzero(pc.is_valid(rank).to_numpy(zero_copy_only=False)) if len(rank) else np.zeros(0, np.int64)
+    if rank.null_count:
+        rows = np.flatnonzero(pc.is_valid(rank).to_numpy(zero_copy_only=False))
+        ranks = rank.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+    else:
+        rows = np.arange(len(rank), dtype=np.int64)
+        ranks = rank.to_numpy().astype(np.int64, copy=False)
     n = len(rows)
     order = np.empty(n, np.int64)
-    order[rank.to_numpy(zero_copy_only=False)[rows].astype(np.int64)] = rows
+    order[ranks] = rows
     raw_min, raw_max = lay.column("min").combine_chunks(), lay.column("max").combine_chunks()
     depth = lay.column("overlap_depth").combine_chunks()
     if n > max_files:
         # groups of consecutive files, aggregated on numbers; text only for the rows shown
         take = pa.array(order)
         mins, maxs, kind = _numeric_bounds(raw_min.take(take), raw_max.take(take))
-        group = np.arange(n, dtype=np.int64) * max_files // n
+        # group i * max_files // n of file i: group g starts at ceil(g * n / max_files)
+        group = np.repeat(np.arange(max_files, dtype=np.int64), np.diff(-(-np.arange(max_files + 1) * n // max_files)))
         agg = (
             pl.DataFrame(
                 {"group": group, "lo": pl.from_arrow(mins), "hi": pl.from_arrow(maxs), "depth": pl.from_arrow(depth.take(take))}
