@@ -289,8 +289,8 @@ def _column_metrics(b: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarra
     """`_metrics` of one column's bounds, kept with them (the bounds are kept per snapshot);
     the sorted keys go to `b["sorted_keys"]` (`layout_density` takes them when they fit)."""
     if "metrics" not in b:
-        metrics, has, b["sorted_keys"] = _metrics(b["min"], b["max"])
-        b["metrics"] = metrics, has
+        values, has, b["sorted_keys"] = _metrics(b["min"], b["max"])
+        b["metrics"] = values, has
     metrics: tuple[dict[str, np.ndarray], np.ndarray] = b["metrics"]
     return metrics
 
