@@ -86,7 +86,7 @@ corpus: setup
 	$(BIN)/python ../shared/tools/corpus_check.py
 
 lint: setup
-	$(BIN)/ruff check deltaexplore tests benchmarks
+	$(BIN)/ruff check deltaexplore tests benchmarks notebooks examples
 	$(BIN)/ruff format --check deltaexplore
 
 typecheck: setup

@@ -167,6 +167,21 @@ def _measures(page, start: float, end: float) -> list:
     )
 
 
+def _frames(page, start: float, end: float) -> list:
+    """Long animation frames over 100 ms in a window: duration, rendering (style and layout) and
+    the longest scripts in them (where they came from and what invoked them), for the JSON output."""
+    return page.evaluate(
+        """([a, b]) => (window.__loaf || []).filter(f => f.startTime + f.duration >= a && f.startTime <= b && f.duration > 100).map(f => ({
+            ms: Math.round(f.duration), blocking: Math.round(f.blockingDuration),
+            render: f.renderStart ? Math.round(f.startTime + f.duration - f.renderStart) : 0,
+            style_layout: f.styleAndLayoutStart ? Math.round(f.startTime + f.duration - f.styleAndLayoutStart) : 0,
+            scripts: [...(f.scripts || [])].sort((x, y) => y.duration - x.duration).slice(0, 3).map(s => ({
+                ms: Math.round(s.duration), layout: Math.round(s.forcedStyleAndLayoutDuration), invoker: s.invoker,
+                fn: s.sourceFunctionName, src: (s.sourceURL || '').split('/').pop() + ':' + s.sourceCharPosition })) }))""",
+        [start, end],
+    )
+
+
 def _not_busy() -> str:
     return "d => !d.querySelector('.dxe-explorer.dxe-busy')"
 
@@ -207,6 +222,8 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
             page.route(re.compile(r"^https?://(?!127\.0\.0\.1).*"), lambda r: (outside.append(r.request.url), r.abort()))
             page.add_init_script(
                 "window.__longtasks = []; new PerformanceObserver(l => l.getEntries().forEach(e => window.__longtasks.push([e.startTime, e.duration]))).observe({type: 'longtask', buffered: true});"
+                # long animation frames, with what ran in them (scripts by entry point, style and layout)
+                "window.__loaf = []; try { new PerformanceObserver(l => l.getEntries().forEach(e => window.__loaf.push(e.toJSON()))).observe({type: 'long-animation-frame', buffered: true}); } catch (e) {}"
             )
             page.goto(lab.url("/lab/tree/bench.ipynb?reset"))
             page.wait_for_function(
@@ -229,9 +246,13 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
             out["first_render"] = (t1 - t0) / 1000
             out["file_counts"] = (tf - t0) / 1000
             out["row_counts"] = (t2 - t0) / 1000
+            out["first_render_work"] = _measures(page, t0, t2)
             _wait(page, _not_busy())
             # a user reads the overview: meanwhile the kernel imports the chart layer and prepares the previous version
+            t3 = page.evaluate("() => performance.now()")
             page.wait_for_timeout(READING_MS)
+            # what the page prepared in idle time meanwhile (chart and grid warm-ups)
+            out["idle_work"] = _measures(page, t3, page.evaluate("() => performance.now()"))
             tabs: dict[str, dict] = {}
             for name in TABS:
                 page.wait_for_function("() => !document.querySelector('.dxe-explorer.dxe-busy')", timeout=600_000)
@@ -240,7 +261,7 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
                     name,
                 )
                 end = _wait(page, f"d => {{ const p = d.querySelector('.dxe-explorer .dxe-panel:not([hidden])'); return !d.querySelector('.dxe-explorer.dxe-busy') && ({READY[name]})(p); }}")
-                tabs[name] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "work": _measures(page, start, end)}
+                tabs[name] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "work": _measures(page, start, end), "frames": _frames(page, start, end)}
             out["tabs"] = tabs
             # scrolling the file grid (rows fetched from the kernel as it scrolls)
             page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Files').click()")
@@ -254,7 +275,7 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
                 })"""
             )
             end = _wait(page, "d => { const g = d.querySelector('.dxe-explorer [aria-label=files]'); return g && g.querySelectorAll('.ag-row:not(.ag-row-loading)').length > 5 && !g.querySelector('.ag-skeleton-container, .ag-loading'); }")
-            out["scroll_files"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end)}
+            out["scroll_files"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
             # one version back: ArrowLeft on the slider, from the overview
             page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()")
             _wait(page, _not_busy())
@@ -267,7 +288,7 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
                 page,
                 f"d => d.querySelector('.dxe-explorer .dxe-version-out').textContent.startsWith('{version - 1} of') && !d.querySelector('.dxe-explorer.dxe-busy') && /OPTIMIZE|WRITE|DELETE|MERGE|\\w/.test(d.querySelector('.dxe-explorer .dxe-commit-line .dxe-badge')?.textContent || '') && d.querySelector('.dxe-explorer .dxe-card .dxe-card-value')",
             )
-            out["version_back"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end)}
+            out["version_back"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
             # dragging the slider over a few versions (the kernel hears where it rests)
             _wait(page, _not_busy())
             box = slider.bounding_box()
@@ -281,7 +302,7 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
             end = _wait(page, "d => !d.querySelector('.dxe-explorer.dxe-busy') && d.querySelector('.dxe-explorer .dxe-card .dxe-card-value')")
             page.wait_for_timeout(500)
             end = _wait(page, _not_busy())
-            out["drag_slider"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end)}
+            out["drag_slider"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
             out["outside_requests"] = outside
             browser.close()
     finally:

@@ -342,7 +342,9 @@ def build(name: str) -> Path:
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{name[:2]}-{i:02d}"  # stable cell ids: clean diffs
         cell.get("metadata", {}).pop("execution", None)
-        cell["outputs"] = [_portable(o) for o in cell.get("outputs", []) if _portable(o) is not None]
+        if cell.cell_type == "code":  # only code cells have outputs (nbformat's schema)
+            cell["outputs"] = [_portable(o) for o in cell.get("outputs", []) if _portable(o) is not None]
+    nbformat.validate(nb)
     nbformat.write(nb, out)
     return out
 

@@ -26,7 +26,7 @@ def _tool(name: str) -> str:
 @pytest.mark.parametrize(
     "args",
     [
-        ["ruff", "check", "deltaexplore", "tests", "benchmarks"],
+        ["ruff", "check", "deltaexplore", "tests", "benchmarks", "notebooks", "examples"],
         ["ruff", "format", "--check", "deltaexplore"],
         ["mypy", "deltaexplore"],
     ],

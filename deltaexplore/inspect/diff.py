@@ -3,12 +3,13 @@
 File changes are computed per data path: a path only in the newer state was added, only in the
 older one removed, in both with a different deletion vector `dv_changed` (the file was re-added
 with a new DV: rows were deleted without rewriting it). When every commit between the versions is
-retained, only the older version is replayed and the commits in between are applied to the paths
-they touch (one snapshot open plus the commits read); otherwise both versions are replayed and
-compared. Bytes and rows of removed files come from the older state (remove actions may lack
-stats). Metadata sections compare the two snapshots' schema, partitioning, properties, protocol
-and features, domain metadata and application transactions. Row-level changes come from the
-change data feed (`diff_rows`).
+retained, the older version is replayed for the paths those commits touch alone (its checkpoint
+streamed, the other files never held: a diff of two 1M-file versions holds no second state) and
+the commits are applied to them; otherwise both versions are replayed and compared. Bytes and
+rows of removed files come from the older state (remove actions may lack stats). Metadata
+sections compare the two snapshots' schema, partitioning, properties, protocol and features,
+domain metadata and application transactions. Row-level changes come from the change data feed
+(`diff_rows`).
 """
 
 from __future__ import annotations
@@ -151,10 +152,8 @@ def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> pl
         }
     )
     final = keys.sort("line", descending=True).unique(subset=["path", "dv"], keep="first")
-    touched = final.get_column("path").unique()
-    older = a.add_actions()
-    mask = pc.is_in(combined(older.column("path")).cast(pa.string()), value_set=touched.to_arrow().cast(pa.string()))
-    before = _side(a, older.filter(mask))
+    touched = final.get_column("path").unique().to_arrow()
+    before = _side(a, a.add_actions_for(touched))  # replayed for the touched paths alone unless loaded
     final_keys = final.select("path", "dv")
     survivors = before.join(final_keys, on=["path", "dv"], how="anti", nulls_equal=True)
     added_rows = final.filter(pl.col("is_add")).get_column("row").sort().to_numpy()

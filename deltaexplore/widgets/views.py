@@ -468,8 +468,9 @@ class TableView:
     def diff(self, v1: int, v2: int) -> tuple[dict[str, Any], RowSource]:
         """`inspect.diff` (every change, by section) and `inspect.diff_files` of v1 -> v2."""
         pending = self._pending
-        if pending is not None and pending[0] in (v1, v2):
-            self.snapshot(pending[0])  # the version prepared in the background: inspect keeps it
+        if pending is not None and pending[0] in (v1, v2) and pending[1].done():
+            self.snapshot(pending[0])  # prepared in the background: inspect keeps it (not waited for:
+            # the diff replays the older version for the paths the commits between touched alone)
         changes = inspect.diff(self.table, v1, v2)
         files = inspect.diff_files(self.table, v1, v2)
         out = {"from": v1, "to": v2, "changes": to_ipc(changes)}

@@ -10,7 +10,7 @@
 // So the root carries the marker (for other hosts' handlers) and stops the propagation of
 // key events that happen inside it: the document never sees them, the browser's default
 // action (moving the slider, typing, copying) still happens.
-import { h, fill, copyButton, pill, badge, note } from './dom';
+import { h, fill, copyButton, pill, badge, note, idle, measure } from './dom';
 import { formatValue, relativeTime, timestampTitle } from './format';
 import { Rpc, setState, type AnyModel } from './model';
 import { TABS, type Ctx, type Tab } from './context';
@@ -156,12 +156,32 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     return tab;
   }
 
+  /** Tabs whose data can arrive before they are opened (the kernel prepares it in the
+   * background): once it is here, the tab is built in idle time in its panel, laid out but not
+   * shown (`dxe-prerender`: invisible, no height, out of the accessibility tree), so that its
+   * grids and charts are drawn when the tab is clicked and the click only shows them. */
+  const PRERENDER = ['history', 'layout', 'files', 'dv', 'health'];
+  function prerender(id: string): void {
+    if (!PRERENDER.includes(id) || tabs.has(id)) return;
+    const data = model.get(TRAITS[id][0]) || {};
+    if (Object.keys(data).length === 0 || data.state === 'loading') return;
+    idle(() => {
+      if (tabs.has(id)) return;
+      const panel = panels.get(id) as HTMLElement;
+      if (panel.hidden) panel.classList.add('dxe-prerender');
+      measure(`tab-prerender:${id}`, () => ensureTab(id));
+    });
+  }
+
   function showPanel(id: string): void {
     for (const [tid, btn] of tabButtons) {
       const on = tid === id;
       btn.setAttribute('aria-selected', on ? 'true' : 'false');
       btn.tabIndex = on ? 0 : -1;
-      (panels.get(tid) as HTMLElement).hidden = !on;
+      const panel = panels.get(tid) as HTMLElement;
+      panel.hidden = !on;
+      // a prerendered panel, once shown, is an ordinary one (hidden again: not laid out)
+      if (on) panel.classList.remove('dxe-prerender');
     }
     ensureTab(id).shown?.();
   }
@@ -313,7 +333,12 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   const traits = new Set(Object.values(TRAITS).flat());
   for (const trait of traits) {
     on(trait, () => {
-      for (const [id, names] of Object.entries(TRAITS)) if (names.includes(trait)) tabs.get(id)?.changed(trait);
+      for (const [id, names] of Object.entries(TRAITS)) {
+        if (!names.includes(trait)) continue;
+        const tab = tabs.get(id);
+        if (tab) tab.changed(trait);
+        else if (names[0] === trait) prerender(id);
+      }
     });
   }
 
@@ -323,6 +348,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   askForRowCounts();
   prefetchHistory();
   prewarmHistory();
+  for (const id of PRERENDER) prerender(id);
   showPanel(String(model.get('tab') || 'overview'));
 
   return () => {

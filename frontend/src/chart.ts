@@ -14,7 +14,7 @@
 import { parse, View } from 'vega';
 import { compile } from 'vega-lite';
 
-import { h, later, measure } from './dom';
+import { h, idle, later, measure } from './dom';
 import { formatValue, humanNumber } from './format';
 import { onThemeChange, palette, vegaConfig } from './theme';
 
@@ -63,12 +63,6 @@ function compileSpec(spec: Record<string, unknown>, config: Record<string, unkno
 
 // specs carry their data inline: anything asking the loader for a URL is refused
 const noLoader = { load: () => Promise.reject(new Error('deltaexplore charts load nothing from the network')) } as any;
-
-function idle(job: () => void): void {
-  const ric = (window as any).requestIdleCallback as ((cb: () => void, o?: { timeout: number }) => void) | undefined;
-  if (ric) ric(job, { timeout: 5000 });
-  else setTimeout(job, 50);
-}
 
 /** Compile and parse `spec` for a chart of `height` in idle time (one step per idle task), and
  * run its view once headless: a chart drawn later from the same spec object starts at the run. */

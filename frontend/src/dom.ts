@@ -216,6 +216,13 @@ export function later(job: () => void | Promise<void>): void {
   if (!running) void nextTask().then(drain);
 }
 
+/** Run `job` when the page is idle (requestIdleCallback, at most `timeout` ms later). */
+export function idle(job: () => void, timeout = 5000): void {
+  const ric = (window as any).requestIdleCallback as ((cb: () => void, o?: { timeout: number }) => void) | undefined;
+  if (ric) ric(job, { timeout });
+  else setTimeout(job, 50);
+}
+
 /** `performance.measure` of a piece of work (the benchmark reads them; cheap otherwise). */
 export function measure<T>(name: string, fn: () => T): T {
   const start = performance.now();

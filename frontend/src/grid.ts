@@ -87,6 +87,7 @@ export interface ColumnOptions {
   unit?: string;
   width?: number;
   flex?: number;
+  minWidth?: number;
   hide?: boolean;
   pinned?: 'left' | 'right';
   /** extra class per cell value (e.g. added/removed in a diff) */
@@ -156,17 +157,29 @@ const ROW_PX = 30;
 const HEADER_PX = 32;
 const NUMERIC = new Set(['bytes', 'count', 'version', 'number', 'ratio', 'duration_ms']);
 
+/** A header's width in px (12 px, weight 600) with the cell's padding and room for a sort arrow. */
+function headerPx(name: string): number {
+  return Math.round(40 + name.length * 7.2);
+}
+
+/**
+ * A column's width by display unit. Values of a known width (numbers, times, versions, flags,
+ * badges) get a fixed width, as wide as their header; text, paths and JSON share the rest of the
+ * grid (`flex`) down to a floor that keeps them readable, so a grid as wide as a notebook
+ * (~1300 px) shows every column without a horizontal scrollbar and a wider one gives the room
+ * to the paths. Only a grid narrower than the floors scrolls sideways.
+ */
 function widthFor(unit: string, name: string): Partial<ColDef> {
-  if (unit === 'path') return { flex: 3, minWidth: 260 };
-  if (unit === 'json') return { flex: 2, minWidth: 220 };
-  if (unit === 'timestamp') return { width: 172, minWidth: 140 };
-  if (unit === 'operation') return { width: 150, minWidth: 110 };
-  if (unit === 'status') return { width: 96, minWidth: 80 };
-  if (unit === 'bool') return { width: Math.round(Math.max(92, 40 + name.length * 7.2)), minWidth: 70 };
-  if (unit === 'version') return { width: 92, minWidth: 72 };
+  if (unit === 'path') return { flex: 3, minWidth: 200 };
+  if (unit === 'json') return { flex: 2, minWidth: 180 };
+  if (unit === 'timestamp') return { width: 166, minWidth: 140 };
+  if (unit === 'operation') return { width: 140, minWidth: 110 };
+  if (unit === 'status') return { width: Math.max(88, headerPx(name)), minWidth: 80 };
+  if (unit === 'bool') return { width: Math.max(72, headerPx(name)), minWidth: 64 };
+  if (unit === 'version') return { width: Math.max(80, headerPx(name)), minWidth: 64 };
   // wide enough for the header (600 weight) and its sort arrow: "overlap depth" is not cut
-  if (NUMERIC.has(unit)) return { width: Math.round(Math.max(96, Math.min(180, 40 + name.length * 7.2))), minWidth: 80 };
-  return { flex: 1, minWidth: 130 };
+  if (NUMERIC.has(unit)) return { width: Math.max(88, Math.min(180, headerPx(name))), minWidth: 72 };
+  return { flex: 1, minWidth: Math.max(96, Math.min(150, headerPx(name) - 20)) };
 }
 
 function renderer(unit: string): ((p: ICellRendererParams) => HTMLElement) | undefined {
@@ -232,6 +245,7 @@ function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
     delete def.flex;
   }
   if (opt.flex) def.flex = opt.flex;
+  if (opt.minWidth) def.minWidth = opt.minWidth;
   const render = renderer(unit);
   if (render) def.cellRenderer = render;
   else def.valueFormatter = (p: ValueFormatterParams) => formatValue(unit, p.value);

@@ -82,6 +82,22 @@ def _grid_rows(panel, label: str) -> int:
     return grid.evaluate("g => new Set([...g.querySelectorAll('.ag-row[row-index]')].map(r => r.getAttribute('row-index'))).size")
 
 
+def _cut_grids(panel) -> list[str]:
+    """Grids of a panel whose columns do not fit their width (something to scroll sideways, or
+    the last header cell's right edge past the grid's), with the widths that show it."""
+    return panel.evaluate(
+        """p => [...p.querySelectorAll('.dxe-grid-wrap')].filter(w => w.querySelector('.ag-root-wrapper')).map(w => {
+            const grid = w.querySelector('.ag-root-wrapper').getBoundingClientRect();
+            const right = Math.max(...[...w.querySelectorAll('.ag-header-cell')].map(c => c.getBoundingClientRect().right));
+            const wide = [...w.querySelectorAll('.ag-body-horizontal-scroll-viewport, .ag-grid-viewport')]
+                .filter(v => v.scrollWidth > v.clientWidth + 1).map(v => `${v.scrollWidth} px to scroll in ${v.clientWidth} px`);
+            const cut = wide.length || right > grid.right + 1;
+            const widths = [...w.querySelectorAll('.ag-header-cell')].map(c => `${c.getAttribute('col-id')} ${Math.round(c.getBoundingClientRect().width)}`);
+            return cut ? `${w.getAttribute('aria-label')}: ${wide.join(', ')}; last header to ${Math.round(right)} of ${Math.round(grid.right)}; columns ${widths.join(', ')}` : null;
+        }).filter(x => x)"""
+    )
+
+
 def _chart(panel, index: int = 0):
     """The index-th chart of a panel, once Vega drew marks and axes into it."""
     chart = panel.locator(".dxe-chart").nth(index)
@@ -135,6 +151,8 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     explorers.nth(1).wait_for(timeout=120_000)
     sales, xss = explorers.nth(0), explorers.nth(1)
     _settled(page, sales)
+    # the explorer as wide as a notebook on a laptop-sized screen: every grid fits it (below)
+    assert 1250 <= sales.bounding_box()["width"] <= 1330
     assert sales.get_attribute("data-lm-suppress-shortcuts") == "true"
     assert sales.locator(".dxe-title").inner_text() == "sales"
     assert _version(sales).startswith("7 of 7")
@@ -144,36 +162,44 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     assert panel.locator(".dxe-card").count() >= 6 and "deltaexplore tour: sales by region" in panel.inner_text()
     assert _grid_rows(panel, "schema") == 5
     sales.screenshot(path=str(shots / "light-overview.png"))
+    assert _cut_grids(panel) == []
     panel = _tab(page, sales, "History")
     assert _grid_rows(panel, "history") == 8
     _chart(panel)
     sales.screenshot(path=str(shots / "light-history.png"))
+    assert _cut_grids(panel) == []
     _docs_shot(sales, shots / "docs-explorer-history.png")
     panel = _tab(page, sales, "Files")
     assert _grid_rows(panel, "files") == 9 and _grid_rows(panel, "partitions") == 3
     _chart(panel, 0), _chart(panel, 1)
     sales.screenshot(path=str(shots / "light-files.png"))
+    assert _cut_grids(panel) == []
     _docs_shot(sales, shots / "docs-explorer-files.png")
     panel = _tab(page, sales, "Layout")
     _chart(panel, 0), _chart(panel, 1)
     assert _grid_rows(panel, "files by overlap depth") == 9
     sales.screenshot(path=str(shots / "light-layout.png"))
+    assert _cut_grids(panel) == []
     panel = _tab(page, sales, "Deletion vectors")
     _chart(panel)
     assert _grid_rows(panel, "deletion vectors") == 2
     sales.screenshot(path=str(shots / "light-deletion-vectors.png"))
+    assert _cut_grids(panel) == []
     panel = _tab(page, sales, "Diff")
     panel.get_by_text("Version 6 → 7").wait_for(timeout=30_000)
     assert _grid_rows(panel, "changes") >= 4 and _grid_rows(panel, "changed files") == 1
     sales.screenshot(path=str(shots / "light-diff.png"))
+    assert _cut_grids(panel) == []
     panel = _tab(page, sales, "Log health")
     _chart(panel)
     assert _grid_rows(panel, "log health") >= 10
     sales.screenshot(path=str(shots / "light-log-health.png"))
+    assert _cut_grids(panel) == []
     panel = _tab(page, sales, "Maintenance")
     panel.get_by_role("button", name="Preview OPTIMIZE (compact)").click()
     panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
     sales.screenshot(path=str(shots / "light-maintenance.png"))
+    assert _cut_grids(panel) == []
     assert _unnamed_controls(sales) == []
 
     # -- a filter applies on Enter, not on every key --------------------------------------------
@@ -218,6 +244,12 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     # -- two history rows open the diff --------------------------------------------------------
     panel = _tab(page, sales, "History")
     grid = panel.get_by_role("region", name="history", exact=True)
+    # the version shown (1, moved to while the tab was hidden) is the one row marked current
+    marked = grid.evaluate(
+        """g => [...new Set([...g.querySelectorAll('.ag-row.dxe-row-current')].map(r => r.getAttribute('row-index')))]
+            .map(i => g.querySelector(`.ag-row[row-index='${i}'] .ag-cell[col-id=version]`).textContent.trim())"""
+    )
+    assert marked == ["1"]
     for v in ("3", "5"):
         index = grid.evaluate(
             "(g, v) => [...g.querySelectorAll('.ag-cell[col-id=version]')].find(c => c.textContent.trim() === v).closest('.ag-row').getAttribute('row-index')",

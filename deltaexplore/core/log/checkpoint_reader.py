@@ -91,23 +91,55 @@ def _read(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
 
 
-def _read_file_columns(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
+def _read_file_columns(
+    pf: pq.ParquetFile,
+    columns: list[str],
+    path: str,
+    keep: Callable[[pa.RecordBatch], pa.Array] | None = None,
+    row_groups: list[int] | None = None,
+) -> pa.Table:
     """The add/remove `columns` (most of a checkpoint's bytes), `FILE_BATCH_ROWS` rows at a
     time, the decoder's scratch memory handed back after each batch. Read at once, page
     buffers and outgrown string builders stayed with the allocator: 70 MB of add columns grew
-    the process by 190 MB, 700 MB by 960 MB (now by 140 and 840 MB at most)."""
-    if pf.metadata.num_rows == 0:
-        return _read(pf, columns, path)
+    the process by 190 MB, 700 MB by 960 MB (now by 140 and 840 MB at most). `keep(batch)`,
+    when given, selects the rows kept of each batch as it is read (the others are never held);
+    `row_groups`, when given, are the only row groups read."""
+    if pf.metadata.num_rows == 0 or row_groups == []:
+        try:
+            return pf.read_row_groups([], columns=columns)
+        except _READ_ERRORS as exc:
+            raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
     pool = pa.default_memory_pool()
     batches = []
+    schema = None
     try:
-        for batch in pf.iter_batches(batch_size=FILE_BATCH_ROWS, columns=columns, use_threads=True):
+        for batch in pf.iter_batches(batch_size=FILE_BATCH_ROWS, row_groups=row_groups, columns=columns, use_threads=True):
+            schema = batch.schema
+            if keep is not None:
+                batch = batch.filter(pc.fill_null(keep(batch), False))
             batch.validate(full=True)  # parquet hands over strings unchecked: no invalid UTF-8 passes
-            batches.append(batch)
+            if batch.num_rows or keep is None:
+                batches.append(batch)
             pool.release_unused()
     except _READ_ERRORS as exc:
         raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
-    return pa.Table.from_batches(batches)
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _row_groups_with(pf: pq.ParquetFile, kind: str, keep: Callable[[pa.RecordBatch], pa.Array], path: str) -> list[int]:
+    """The row groups where `keep` selects a row, found from the `kind.path` column alone (a
+    small part of a checkpoint: the statistics of the other row groups are never decoded)."""
+    out = []
+    try:
+        for i in range(pf.metadata.num_row_groups):
+            if any(
+                pc.any(keep(b)).as_py()
+                for b in pf.iter_batches(batch_size=FILE_BATCH_ROWS, row_groups=[i], columns=[f"{kind}.path"])
+            ):
+                out.append(i)
+    except _READ_ERRORS as exc:
+        raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
+    return out
 
 
 def _read_non_null(pf: pq.ParquetFile, columns: list[str], path: str) -> pa.Table:
@@ -161,8 +193,10 @@ def _file_actions_from_parquet(
     exclude: Callable[[pa.Table], pa.Array | None] | None = None,
     *,
     sidecar: bool = False,
+    paths: pa.Array | None = None,
 ) -> pa.Table:
-    """The `kind` actions of one parquet checkpoint file or sidecar.
+    """The `kind` actions of one parquet checkpoint file or sidecar (only those whose path is
+    one of `paths` when given: filtered batch by batch, the other rows never held).
 
     Big columns (stats!) are copied at most once: the struct is flattened without copying, and
     rows that are not `kind` actions or that `exclude` drops go in one filter.
@@ -193,7 +227,16 @@ def _file_actions_from_parquet(
     if "path" not in present:
         raise InvalidCheckpointError(f"checkpoint {path}: '{kind}' column has no 'path' field", path=path)
     wanted = [f.name for f in fields if f.name in present] + [e for e in extra if e in present]
-    table = _read_file_columns(pf, [f"{kind}.{name}" for name in wanted], path)
+    keep, row_groups = None, None
+    if paths is not None:
+        value_set = paths.cast(struct_type.field("path").type)
+
+        def keep(batch: pa.RecordBatch) -> pa.Array:
+            return pc.is_in(pc.struct_field(batch.column(kind), "path"), value_set=value_set)
+
+        row_groups = _row_groups_with(pf, kind, keep, path)
+
+    table = _read_file_columns(pf, [f"{kind}.{name}" for name in wanted], path, keep, row_groups)
     chunks = table.column(kind).chunks
     n = table.num_rows
     out: dict[str, pa.ChunkedArray] = {}
@@ -355,18 +398,23 @@ class CheckpointReader:
         *,
         extra: tuple[str, ...] = (),
         exclude: Callable[[pa.Table], pa.Array | None] | None = None,
+        paths: pa.Array | None = None,
     ) -> pa.Table:
         """All `kind` ('add' or 'remove') actions of the checkpoint, sidecars included.
 
         `extra` names optional checkpoint-only fields to carry along (`stats_parsed`,
         `partitionValues_parsed`) when present. `exclude(table)` may return a mask of rows to
         drop (superseded by newer commits); it is applied in the same pass that drops the rows
-        of other action kinds.
+        of other action kinds. `paths` (strings), when given, keeps only the actions of those
+        paths, chosen as each batch is read: a few files of a huge checkpoint cost its reading,
+        not its memory.
         """
         tables: list[pa.Table] = []
         if self.is_json:
             lines = self._lines()
             t = lines.file_actions(kind).drop_columns(["version", "line"])
+            if paths is not None:
+                t = t.filter(pc.is_in(t.column("path"), value_set=paths.cast(t.schema.field("path").type)))
             dropped = exclude(t) if exclude is not None and t.num_rows else None
             tables.append(t.filter(pc.invert(dropped)) if dropped is not None else t)
         sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
@@ -389,7 +437,9 @@ class CheckpointReader:
             sidecar_paths = {s.path for s in sidecars}
 
             def load(path: str) -> pa.Table:
-                return _file_actions_from_parquet(self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths)
+                return _file_actions_from_parquet(
+                    self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths, paths=paths
+                )
 
             if len(sources) == 1:
                 tables.append(load(sources[0]))

@@ -268,6 +268,21 @@ class TableState:
         """Whether the active files were replayed already (`add_actions()` is then free)."""
         return self._adds is not None
 
+    def add_actions_for(self, paths: pa.Array) -> pa.Table:
+        """The active add actions of the files at `paths` (strings, as the log writes them):
+        taken from the replayed state when there is one, else replayed for those paths alone
+        (the checkpoint streamed, its other rows never held), with the same columns."""
+        paths = pc.unique(paths.cast(pa.string()))
+        if self._adds is not None:
+            return self._adds.filter(_path_in(self._adds, paths))
+        adds = self._lines.file_actions("add")
+        removes = self._lines.file_actions("remove")
+        adds, removes = adds.filter(_path_in(adds, paths)), removes.filter(_path_in(removes, paths))
+        ck = None
+        if self._reader is not None:
+            ck = self._reader.file_actions("add", extra=("stats_parsed",), exclude=superseded_by(adds, removes), paths=paths)
+        return reconcile(ck, adds, removes, want="add")
+
     def tombstones(self) -> pa.Table:
         """Remove actions still in the state (for VACUUM and log health)."""
         return self._replay("remove")
@@ -318,3 +333,9 @@ class TableState:
     @property
     def checkpoint_reader(self) -> CheckpointReader | None:
         return self._reader
+
+
+def _path_in(actions: pa.Table, paths: pa.Array) -> pa.Array:
+    """Rows of `actions` whose path is one of `paths`."""
+    column = actions.column("path")
+    return pc.fill_null(pc.is_in(column, value_set=paths.cast(column.type)), False)

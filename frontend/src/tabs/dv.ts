@@ -23,11 +23,11 @@ export function dvTab(ctx: Ctx): Tab {
       cardinality: { header: 'deleted' },
       live_rows: { header: 'live' },
       deleted_ratio: { header: 'deleted %' },
-      past_threshold: { header: 'past purge threshold' },
-      dv_path: { header: 'DV file', unit: 'path' },
+      // short headers (the tooltips say more): every column fits a notebook's width
+      past_threshold: { header: 'to purge' },
+      dv_path: { header: 'DV file', unit: 'path', flex: 1, minWidth: 140 },
       dv_bytes: { header: 'DV size' },
-      shared_by: { header: 'files sharing the DV file' },
-      size: { header: 'file size' },
+      shared_by: { header: 'shared by' },
     },
     rowClass: (r) => (r.past_threshold ? 'dxe-row-warn' : null),
   });

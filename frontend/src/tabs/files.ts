@@ -20,7 +20,18 @@ export function filesTab(ctx: Ctx): Tab {
     height: 260,
     filterPlaceholder: 'filter partitions',
     columns: ['partition', 'files', 'bytes', 'rows', 'live_rows', 'deleted_rows', 'small_files', 'small_bytes', 'dv_files', 'files_without_stats', 'median_file_bytes', 'bytes_share', 'skew'],
-    options: { partition: { pinned: 'left', flex: 2 } },
+    // short headers (the tooltip names the field and says what it counts): thirteen columns fit
+    // a notebook's width, the partition taking what is left (AG Grid does not flex a pinned column)
+    options: {
+      partition: { flex: 2 },
+      live_rows: { header: 'live' },
+      deleted_rows: { header: 'deleted' },
+      small_bytes: { header: 'small size' },
+      dv_files: { header: 'DV files' },
+      files_without_stats: { header: 'no stats' },
+      median_file_bytes: { header: 'median' },
+      bytes_share: { header: 'share' },
+    },
   });
   const partsSection = section('Partitions');
   partsSection.body.appendChild(parts.el);

@@ -10,6 +10,7 @@ import type { Ctx, Tab } from '../context';
 import { badge, copyButton, fill, h, kv, note, section } from '../dom';
 import { formatValue, humanBytes, humanCount, humanDuration, jsonItems, relativeTime, timestampTitle, toMillis } from '../format';
 import { createGrid } from '../grid';
+import type { IRowNode } from 'ag-grid-community';
 
 /** A display unit for an operationMetrics key (writers record numbers as text). */
 export function metricKeyUnit(key: string): 'bytes' | 'duration_ms' | 'count' | 'text' {
@@ -116,7 +117,7 @@ export function historyTab(ctx: Ctx): Tab {
     filterPlaceholder: 'search operation, user, engine, metadata',
     columns: ['version', 'timestamp', 'operation', 'user_name', 'metrics', 'parameters', 'user_metadata', 'engine', 'is_blind_append', 'isolation_level', 'commit_bytes', 'user_id'],
     options: {
-      version: { pinned: 'left', width: 96 },
+      version: { pinned: 'left' },
       user_name: { header: 'user' },
       metrics: { header: 'operation metrics' },
       user_metadata: { header: 'user metadata' },
@@ -168,6 +169,7 @@ export function historyTab(ctx: Ctx): Tab {
       return true;
     });
     grid.setRows({ ...commits, rows }, commits.rows.length);
+    markedVersion = Number(model.get('version')); // the rows drawn now mark it
     drawCompareBar();
   }
 
@@ -228,6 +230,33 @@ export function historyTab(ctx: Ctx): Tab {
     drawDetail();
   }
 
+  /** The detail's "Show version N" button and its version: a version change updates only it. */
+  let showBtn: HTMLButtonElement | null = null;
+  let detailVersion: number | null = null;
+
+  function drawShown(): void {
+    if (!showBtn || detailVersion === null) return;
+    const shown = detailVersion === Number(model.get('version'));
+    showBtn.textContent = shown ? 'Shown' : `Show version ${detailVersion}`;
+    showBtn.disabled = shown;
+  }
+
+  /** Moving to another version re-draws the two rows whose "current" mark changes, not every
+   * row (each redraw of the whole grid was a long task on every step of the slider). */
+  let markedVersion: number | null = null;
+  function markCurrentRow(): void {
+    const api = grid.api();
+    const now = Number(model.get('version'));
+    if (!api || markedVersion === now) return;
+    const nodes: IRowNode[] = [];
+    api.forEachNode((n) => {
+      const v = Number((n.data as Row | undefined)?.version);
+      if (v === now || v === markedVersion) nodes.push(n);
+    });
+    markedVersion = now;
+    if (nodes.length) api.redrawRows({ rowNodes: nodes });
+  }
+
   function drawDetail(): void {
     if (!commits || selectedVersion === null) {
       fill(detail, note('Click a commit to see its parameters, metrics, counts and commitInfo.', 'hint'));
@@ -240,8 +269,9 @@ export function historyTab(ctx: Ctx): Tab {
     }
     const v = Number(row.version);
     const lo = Number(model.get('min_version'));
-    const showBtn = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' }, v === Number(model.get('version')) ? 'Shown' : `Show version ${v}`);
-    showBtn.disabled = v === Number(model.get('version'));
+    showBtn = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' });
+    detailVersion = v;
+    drawShown();
     showBtn.addEventListener('click', () => ctx.travel(v));
     const prevBtn = h('button', { type: 'button', class: 'dxe-btn' }, 'Compare with previous');
     prevBtn.disabled = v <= lo;
@@ -351,8 +381,8 @@ export function historyTab(ctx: Ctx): Tab {
     changed: (name) => {
       if (name === 'history_data') draw();
       else if (name === 'version') {
-        grid.api()?.redrawRows();
-        drawDetail();
+        markCurrentRow();
+        drawShown();
       }
     },
     destroy: () => {

@@ -81,8 +81,8 @@ export function layoutTab(ctx: Ctx): Tab {
       overlap_depth: { header: 'overlap depth' },
       overlapping_files: { header: 'overlapping' },
       num_records: { header: 'records' },
-      min: { unit: 'text', width: 150 },
-      max: { unit: 'text', width: 150 },
+      min: { unit: 'text' },
+      max: { unit: 'text' },
     },
   });
 
