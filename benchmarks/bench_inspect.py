@@ -1,7 +1,7 @@
 """Inspection on a 1M-file table: diff, layout and deletion vectors against one snapshot open.
 
 Usage:
-    python benchmarks/bench_inspect.py [--table /work/bench/f1m] [--repeat 3] [--out benchmarks/results/inspect.md]
+    python benchmarks/bench_inspect.py [--table benchmarks/tables/f1m] [--repeat 3] [--out benchmarks/results/inspect.md]
 
 The table comes from `../shared/tools/gen_big_log.py` (1M files, checkpoint at 100, 100 commits
 after it). A deletion-vector variant is derived from it once (`benchmarks/tables/f1m_dv`: the same
@@ -45,7 +45,7 @@ from deltaexplore.core.protocol.deletion_vectors import z85_encode  # noqa: E402
 from deltaexplore.inspect import deletion_vectors, diff, layout  # noqa: E402
 from deltaexplore.inspect.diff import _compute  # noqa: E402
 
-DEFAULT_TABLE = "/work/bench/f1m" if Path("/work/bench/f1m/_delta_log").exists() else str(ROOT / "benchmarks" / "tables" / "f1m")
+DEFAULT_TABLE = str(ROOT / "benchmarks" / "tables" / "f1m")
 
 
 def make_dv_variant(src: Path, dst: Path, *, share: float = 0.3, dv_files: int = 1000, seed: int = 7) -> Path:
@@ -231,9 +231,11 @@ def main() -> None:
         "",
         "Notes:",
         "",
-        "- `diff` replays only the older version and applies the commits in between to the paths they touch",
-        "  (`incremental`); the newer version is built without replaying its files. When the older side has",
-        "  no checkpoint, its own replay (JSON only) dominates: compare with the `snapshot open at v...` row.",
+        "- `diff` replays the older version for the paths the commits in between touch alone and applies",
+        "  those commits to them (`incremental`, `Snapshot.add_actions_for`): the checkpoint's path column",
+        "  picks the row groups holding those paths and only they are decoded, batch by batch; no version's",
+        "  1M files are replayed, so a diff costs less than one open. When the older side has no checkpoint,",
+        "  parsing its JSON commits dominates: compare with the `snapshot open at v...` row.",
         "- `layout` = snapshot open + one column's min/max/null count and numRecords read from the snapshot's",
         "  own `add.stats` arrays, without copying them (`core/scan/stats_search.py`): "
         + ("the compiled kernel (`core/scan/_stats_kernel.c`)" if _kernel() else "polars and numpy (the kernel is not built)")

@@ -85,6 +85,35 @@ def _argsort(values: np.ndarray) -> np.ndarray:
     return frame.get_column("i").to_numpy().astype(np.int64)
 
 
+def _merge_counts(sorted_lo: np.ndarray, sorted_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`searchsorted(sorted_lo, sorted_hi, "right")` and `searchsorted(sorted_hi, sorted_lo, "left")`
+    from one stable merge of the two sorted runs (timsort: linear), where each value's
+    position counts the values of the other run before it (equal los come before his)."""
+    n = len(sorted_lo)
+    merged = np.argsort(np.concatenate([sorted_lo, sorted_hi]), kind="stable")
+    position = np.empty(2 * n, dtype=np.int64)
+    position[merged] = np.arange(2 * n, dtype=np.int64)
+    counted = np.arange(n, dtype=np.int64)
+    return position[n:] - counted, position[:n] - counted
+
+
+_Sorted = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _start_depths(sorted_lo: np.ndarray, sorted_hi: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Over sorted starts and ends (numbers, no NaN): per end, the ranges starting at or before
+    it; per start, the ranges ending before it, the first start equal to it, and the depth D
+    there (ranges with lo <= x minus ranges with hi < x)."""
+    n = len(sorted_lo)
+    started, ended = _merge_counts(sorted_lo, sorted_hi)
+    # runs of equal starts: where each begins, and the ranges started by its end
+    new = np.ones(n, dtype=bool)
+    new[1:] = sorted_lo[1:] != sorted_lo[:-1]
+    begins = np.flatnonzero(new)
+    run = np.cumsum(new) - 1
+    return started, ended, begins[run], np.append(begins[1:], n)[run] - ended
+
+
 def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     """Per range [lo, hi] (any numeric keys, lo <= hi): overlapping ranges, depth, sort rank.
 
@@ -92,10 +121,16 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     which is the rank order); every count is then a `searchsorted` of one sorted array into
     the other (sorted queries: linear merges, no random access). The depth D(x) only rises
     at a range start, so a range's overlap depth is the largest D over the starts inside it."""
+    return _overlap(lo, hi)[0]
+
+
+def _overlap(lo: np.ndarray, hi: np.ndarray) -> tuple[dict[str, np.ndarray], _Sorted]:
+    """`overlap_metrics`, and the sorted los and his with the depth D at each sorted lo (what
+    `layout_density` bins)."""
     n = len(lo)
     if n == 0:
         z = np.zeros(0, np.int64)
-        return {"overlapping_files": z, "overlap_depth": z, "rank": z}
+        return {"overlapping_files": z, "overlap_depth": z, "rank": z}, (lo, hi, z)
     order_hi = _argsort(hi)
     order_lo = order_hi[_argsort(lo[order_hi])]
     sorted_lo, sorted_hi = lo[order_lo], hi[order_hi]
@@ -105,21 +140,13 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
         out[order] = values
         return out
 
-    # ranges starting at or before each range's end, and ending before each range's start
-    started = scatter(order_hi, np.searchsorted(sorted_lo, sorted_hi, side="right"))
-    ended_sorted = np.searchsorted(sorted_hi, sorted_lo, side="left")
+    started_sorted, ended_sorted, first_lo, depth_at = _start_depths(sorted_lo, sorted_hi)
+    started = scatter(order_hi, started_sorted)
     overlapping = started - scatter(order_lo, ended_sorted) - 1
-    # runs of equal starts: where each begins, and the ranges started by its end
-    new = np.ones(n, dtype=bool)
-    new[1:] = sorted_lo[1:] != sorted_lo[:-1]
-    begins = np.flatnonzero(new)
-    run = np.cumsum(new) - 1
-    first_lo = begins[run]
-    depth_at = np.append(begins[1:], n)[run] - ended_sorted
-    # depth at each start (in lo order), then the largest over the starts within each range
+    # the largest depth over the starts within each range
     depth = _range_max(depth_at, scatter(order_lo, first_lo), started - 1)
     rank = scatter(order_lo, np.arange(n, dtype=np.int64))  # order by (lo, hi), ties by file order
-    return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank}
+    return {"overlapping_files": overlapping, "overlap_depth": depth, "rank": rank}, (sorted_lo, sorted_hi, depth_at)
 
 
 _SIGN = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -240,8 +267,9 @@ def _prefix_length(snap: Snapshot) -> int:
         return DEFAULT_PREFIX_LENGTH
 
 
-def _metrics(mins: pa.Array, maxs: pa.Array) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Overlap metrics of the files with both bounds, and the mask of those files."""
+def _metrics(mins: pa.Array, maxs: pa.Array) -> tuple[dict[str, np.ndarray], np.ndarray, _Sorted]:
+    """Overlap metrics of the files with both bounds, the mask of those files, and their sorted
+    keys with the depth at each sorted lo (`_overlap`)."""
     has = pc.and_(pc.is_valid(mins), pc.is_valid(maxs)).to_numpy(zero_copy_only=False).astype(bool)
     if has.all():
         lo, hi = _ranks(mins, maxs)
@@ -253,18 +281,23 @@ def _metrics(mins: pa.Array, maxs: pa.Array) -> tuple[dict[str, np.ndarray], np.
     swap = lo > hi  # malformed stats: keep the range well-formed
     if swap.any():
         lo, hi = np.where(swap, hi, lo), np.where(swap, lo, hi)
-    return overlap_metrics(lo, hi), has
+    metrics, keys = _overlap(lo, hi)
+    return metrics, has, keys
 
 
 def _column_metrics(b: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """`_metrics` of one column's bounds, kept with them (the bounds are kept per snapshot)."""
+    """`_metrics` of one column's bounds, kept with them (the bounds are kept per snapshot);
+    the sorted keys go to `b["sorted_keys"]` (`layout_density` takes them when they fit)."""
     if "metrics" not in b:
-        b["metrics"] = _metrics(b["min"], b["max"])
+        values, has, b["sorted_keys"] = _metrics(b["min"], b["max"])
+        b["metrics"] = values, has
     metrics: tuple[dict[str, np.ndarray], np.ndarray] = b["metrics"]
     return metrics
 
 
 def _scatter(values: np.ndarray, has: np.ndarray) -> pa.Array:
+    if len(values) == len(has):  # every file has bounds: no copy
+        return pa.array(values)
     full = np.zeros(len(has), np.int64)
     full[has] = values
     return pa.array(full, mask=~has)

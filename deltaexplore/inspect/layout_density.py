@@ -12,7 +12,7 @@ the bounds are read.
 from __future__ import annotations
 
 import decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import to_arrow_type
 from deltaexplore.inspect.errors import InspectError
-from deltaexplore.inspect.layout import _bounds, _keys, _resolve
+from deltaexplore.inspect.layout import _bounds, _keys, _resolve, _start_depths
 from deltaexplore.inspect.schemas import layout_density_schema
 from deltaexplore.inspect.snapshots import snapshot_of
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["bound_positions", "layout_density"]
+__all__ = ["bound_positions", "file_positions", "layout_density"]
 
 
 def _linear_keys(values: pa.Array) -> np.ndarray | None:
@@ -81,6 +81,68 @@ def _usable(mins: pa.Array, maxs: pa.Array) -> pa.Array:
     return pc.fill_null(has, False)
 
 
+class _Positions(NamedTuple):
+    """`_positions` of the files with usable bounds (`usable`: their mask, None when all are)."""
+
+    usable: np.ndarray | None
+    lo: np.ndarray
+    hi: np.ndarray
+    kind: str
+    distinct: pa.Array | None
+
+
+def _file_positions(mins: pa.Array, maxs: pa.Array) -> _Positions:
+    has = _usable(mins, maxs).to_numpy(zero_copy_only=False)
+    if has.all():
+        return _Positions(None, *_positions(mins, maxs))
+    if not has.any():
+        empty = np.zeros(0, np.float64)
+        return _Positions(has, empty, empty, "linear", None)
+    take = pa.array(np.flatnonzero(has))
+    return _Positions(has, *_positions(mins.take(take), maxs.take(take)))
+
+
+def _column_positions(b: dict[str, Any]) -> _Positions:
+    """`_file_positions` of one column's bounds, kept with them (per snapshot and column)."""
+    if "positions" not in b:
+        b["positions"] = _file_positions(b["min"], b["max"])
+        b["positions"].lo.flags.writeable = b["positions"].hi.flags.writeable = False  # shared
+    positions: _Positions = b["positions"]
+    return positions
+
+
+def _depths(b: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted lo and hi positions of one column's files and the depth D at each sorted lo, kept
+    with its bounds: `layout`'s sorted keys when it ran and they are the positions (linear
+    columns with keys exact as float64), else computed."""
+    if "depths" not in b:
+        p = _column_positions(b)
+        keys = b.get("sorted_keys")
+        if p.kind == "linear" and keys is not None and len(keys[0]) == len(p.lo) and _exact(keys[0], keys[1]):
+            b["depths"] = keys[0].astype(np.float64), keys[1].astype(np.float64), keys[2]
+        else:
+            sorted_lo, sorted_hi = np.sort(p.lo), np.sort(p.hi)
+            b["depths"] = sorted_lo, sorted_hi, _start_depths(sorted_lo, sorted_hi)[3]
+    depths: tuple[np.ndarray, np.ndarray, np.ndarray] = b["depths"]
+    return depths
+
+
+def _exact(sorted_lo: np.ndarray, sorted_hi: np.ndarray) -> bool:
+    """Whether int64 keys convert to float64 exactly (|key| <= 2**53)."""
+    return not len(sorted_lo) or (-(2**53) <= sorted_lo[0] and sorted_hi[-1] <= 2**53)
+
+
+def _position_table(p: _Positions, n: int) -> tuple[pa.Table, bool]:
+    if p.usable is None:
+        lo, hi, mask = p.lo, p.hi, None
+    else:
+        lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+        lo[p.usable], hi[p.usable] = p.lo, p.hi
+        mask = ~p.usable
+    out = pa.table({"min_position": pa.array(lo, mask=mask), "max_position": pa.array(hi, mask=mask)})
+    return out, p.kind != "float"
+
+
 def bound_positions(layout: pa.Table) -> tuple[pa.Table, bool]:
     """Each file's min and max of an `inspect.layout(column)` table on the numeric axis of
     `layout_density` (`min_position`, `max_position`; null without bounds), and whether those
@@ -89,18 +151,20 @@ def bound_positions(layout: pa.Table) -> tuple[pa.Table, bool]:
     A file overlaps bins b0..b1 exactly when `min_position < position_hi(b1)` and
     `max_position >= position_lo(b0)`: the explorer lists the files of a brushed range so."""
     mins, maxs = layout.column("min").combine_chunks(), layout.column("max").combine_chunks()
-    has = _usable(mins, maxs)
-    idx = np.flatnonzero(has.to_numpy(zero_copy_only=False))
-    lo = np.full(len(mins), np.nan)
-    hi = np.full(len(mins), np.nan)
-    kind = "linear"
-    if len(idx):
-        take = pa.array(idx)
-        plo, phi, kind, _ = _positions(mins.take(take), maxs.take(take))
-        lo[idx], hi[idx] = plo, phi
-    mask = ~has.to_numpy(zero_copy_only=False)
-    out = pa.table({"min_position": pa.array(lo, mask=mask), "max_position": pa.array(hi, mask=mask)})
-    return out, kind != "float"
+    return _position_table(_file_positions(mins, maxs), layout.num_rows)
+
+
+def file_positions(obj: Table | Snapshot, column: str, *, version: int | None = None) -> tuple[pa.Table, bool]:
+    """`bound_positions(layout(obj, column))`, computed once per snapshot and column (shared
+    with `layout_density`).
+
+    Raises:
+        ColumnNotFoundError: the column has no per-file bounds.
+    """
+    snap = snapshot_of(obj, version)
+    name = _resolve(snap, column)[0]
+    b = _bounds(snap, snap.add_actions(), [name])[name]
+    return _position_table(_column_positions(b), len(b["min"]))
 
 
 def layout_density(obj: Table | Snapshot, column: str, *, bins: int = 100, version: int | None = None) -> pa.Table:
@@ -125,15 +189,11 @@ def layout_density(obj: Table | Snapshot, column: str, *, bins: int = 100, versi
     b = _bounds(snap, adds, [name])[name]
     value_type = to_arrow_type(b["type"])
     schema = layout_density_schema(value_type)
-    mins, maxs = b["min"], b["max"]
-    has = _usable(mins, maxs)
-    if not pc.all(has).as_py():
-        mins, maxs = mins.filter(has), maxs.filter(has)
-    if len(mins) == 0:
+    p = _column_positions(b)
+    if len(p.lo) == 0:
         return schema.empty_table()
-
-    lo, hi, kind, distinct = _positions(mins, maxs)
-    kmin, kmax = float(lo.min()), float(hi.max())
+    kind, distinct = p.kind, p.distinct
+    kmin, kmax = float(p.lo.min()), float(p.hi.max())
 
     if kind == "float":
         count = bins if kmax > kmin else 1
@@ -151,17 +211,18 @@ def layout_density(obj: Table | Snapshot, column: str, *, bins: int = 100, versi
         last_incl = np.minimum(ends_excl - 1, kmax)
         ends = ends_excl
 
-    sorted_lo, sorted_hi = np.sort(lo), np.sort(hi)
+    sorted_lo, sorted_hi, depth_at_lo = _depths(b)
     lo_before_end = np.searchsorted(sorted_lo, ends_excl, side="left")
-    files = lo_before_end - np.searchsorted(sorted_hi, starts, side="left")
-    started = lo_before_end - np.searchsorted(sorted_lo, starts, side="left")
+    first = np.searchsorted(sorted_lo, starts, side="left")  # the ranges starting in bin i: first[i]..first[i+1]-1
+    ended = np.searchsorted(sorted_hi, starts, side="left")  # ranges ending before bin i
+    files = lo_before_end - ended
+    started = lo_before_end - first
     # depth D(x) = ranges with lo <= x minus ranges with hi < x: it rises only at a range start,
     # so its maximum over a bin is at the bin's start or at a start inside the bin
-    depth_at_start = np.searchsorted(sorted_lo, starts, side="right") - np.searchsorted(sorted_hi, starts, side="left")
-    depth_at_lo = np.searchsorted(sorted_lo, sorted_lo, side="right") - np.searchsorted(sorted_hi, sorted_lo, side="left")
-    bin_of_lo = np.clip(np.searchsorted(starts, sorted_lo, side="right") - 1, 0, count - 1)
-    max_depth = depth_at_start.astype(np.int64)
-    np.maximum.at(max_depth, bin_of_lo, depth_at_lo)
+    max_depth = (np.searchsorted(sorted_lo, starts, side="right") - ended).astype(np.int64)
+    filled = first < np.append(first[1:], len(sorted_lo))
+    if filled.any():
+        max_depth[filled] = np.maximum(max_depth[filled], np.maximum.reduceat(depth_at_lo, first[filled]))
 
     if kind == "linear":
         lo_values = _from_keys(starts.astype(np.int64), value_type)

@@ -59,17 +59,23 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
     lay = as_inspect_table(data, ("min", "max", "rank", "overlap_depth", "path"), compute, "layout_chart")
     rank = lay.column("rank").combine_chunks()
     # the files with bounds, in rank order: rank numbers them 0..n-1 (nulls: no bounds)
-    rows = np.flatnonzero(pc.is_valid(rank).to_numpy(zero_copy_only=False)) if len(rank) else np.zeros(0, np.int64)
+    if rank.null_count:
+        rows = np.flatnonzero(pc.is_valid(rank).to_numpy(zero_copy_only=False))
+        ranks = rank.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+    else:
+        rows = np.arange(len(rank), dtype=np.int64)
+        ranks = rank.to_numpy().astype(np.int64, copy=False)
     n = len(rows)
     order = np.empty(n, np.int64)
-    order[rank.to_numpy(zero_copy_only=False)[rows].astype(np.int64)] = rows
+    order[ranks] = rows
     raw_min, raw_max = lay.column("min").combine_chunks(), lay.column("max").combine_chunks()
     depth = lay.column("overlap_depth").combine_chunks()
     if n > max_files:
         # groups of consecutive files, aggregated on numbers; text only for the rows shown
         take = pa.array(order)
         mins, maxs, kind = _numeric_bounds(raw_min.take(take), raw_max.take(take))
-        group = np.arange(n, dtype=np.int64) * max_files // n
+        # group i * max_files // n of file i: group g starts at ceil(g * n / max_files)
+        group = np.repeat(np.arange(max_files, dtype=np.int64), np.diff(-(-np.arange(max_files + 1) * n // max_files)))
         agg = (
             pl.DataFrame(
                 {"group": group, "lo": pl.from_arrow(mins), "hi": pl.from_arrow(maxs), "depth": pl.from_arrow(depth.take(take))}
@@ -130,12 +136,18 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
         chart = chart.properties(height=height)
     return chart.mark_rule(strokeWidth=3).encode(
         x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
-        x2="hi",
+        x2=alt.X2("hi"),  # channel objects, not strings: Altair resolves a string's channel class slowly
         y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
         color=alt.Color(
             "depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=None if depths.len() == 1 else count_legend()
         ),
-        tooltip=["path:N", "min:N", "max:N", alt.Tooltip("depth:Q", title="overlap depth"), "files:Q"],
+        tooltip=[
+            alt.Tooltip("path:N"),
+            alt.Tooltip("min:N"),
+            alt.Tooltip("max:N"),
+            alt.Tooltip("depth:Q", title="overlap depth"),
+            alt.Tooltip("files:Q"),
+        ],
     )
 
 
@@ -197,7 +209,7 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
     ]
     bars = base.mark_rect(opacity=0.85).encode(
         x=alt.X(f"{x}:{kind}", title=title),
-        x2=x2,
+        x2=alt.X2(x2),
         y=alt.Y("files:Q", title="files", axis=count_axis()),
         y2=alt.datum(0),
         color=alt.Color("max_depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from deltaexplore.core.arrow import take_rows
 from deltaexplore.errors import InvalidArgumentError
 from deltaexplore.inspect.formatting import unit_of
 from deltaexplore.widgets.arrow_ipc import normalize
@@ -143,7 +144,7 @@ class RowSource:
         """Every row, sorted and filtered as the grid shows them."""
         cols = self.table.column_names
         order = self._order(parse_sort(sort, cols), *parse_filter(filter, cols))
-        return self.table if order is None else self.table.take(order)
+        return self.table if order is None else take_rows(self.table, order)
 
     def window(self, start: int, end: int, sort: Any = None, filter: Any = None) -> tuple[int, pa.Table]:
         """(rows matching the filter, rows start..end of them in display order, normalised)."""
@@ -155,7 +156,7 @@ class RowSource:
         if order is None:
             rows = self.table.slice(start, end - start)
         else:
-            rows = self.table.take(order.slice(start, end - start))
+            rows = take_rows(self.table, order.slice(start, end - start))  # no concatenation of chunks
         return total, normalize(rows)
 
     def export(self, fmt: str, sort: Any = None, filter: Any = None) -> tuple[bytes, str, str]:

@@ -22,7 +22,7 @@ from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
 from deltaexplore.inspect.deletion_vectors import storage_names
 from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
-from deltaexplore.inspect.layout_density import bound_positions
+from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource
@@ -405,7 +405,7 @@ class TableView:
 
         per_file = inspect.layout(snap, column)
         summary = inspect.layout_summary(snap, [column])
-        positions, integral = bound_positions(per_file)
+        positions, integral = file_positions(snap, column)  # shared with layout_density
         density = inspect.layout_density(snap, column)
         with_stats = int(pc.sum(per_file.column("has_stats").cast(pa.int64())).as_py() or 0) if per_file.num_rows else 0
         out = {

@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
-from helpers import add, commit_info, metadata, protocol, write_commit
+from helpers import add, commit_info, metadata, protocol, remove, write_commit
 
 import deltaexplore as dx
 from deltaexplore.inspect import commit_infos, layout, layout_density
-from deltaexplore.inspect.layout_density import bound_positions
+from deltaexplore.inspect.layout_density import bound_positions, file_positions
 from deltaexplore.inspect.schemas import COMMIT_INFOS_SCHEMA
 
 T0 = 1_700_000_000_000
@@ -223,3 +223,40 @@ def test_overview_without_rows_agrees_on_everything_else(row):
             assert a["value"] is None and a["number"] is None and "not counted" in a["detail"]
         else:
             assert a == b
+
+
+def test_positions_and_density_kept_per_snapshot_and_column_equal_fresh_ones(tmp_path):
+    """Two columns at two versions, asked in turns on one table, after `layout` or not: each
+    answer equals one computed on a fresh snapshot (the per-snapshot, per-column cache never
+    hands one column's or version's positions to another)."""
+    schema = {
+        "type": "struct",
+        "fields": [{"name": n, "type": ty, "nullable": True, "metadata": {}} for n, ty in (("a", "long"), ("s", "string"))],
+    }
+
+    def stats(a: tuple[int, int], s: tuple[str, str] | None) -> str:
+        body = {"numRecords": 10, "minValues": {"a": a[0]}, "maxValues": {"a": a[1]}, "nullCount": {"a": 0}}
+        if s is not None:
+            body["minValues"]["s"], body["maxValues"]["s"], body["nullCount"]["s"] = s[0], s[1], 0
+        return json.dumps(body)
+
+    first = [
+        add(f"f{i}.parquet", 100, stats=stats((i * 10, i * 10 + 15), (f"k{9 - i}", f"k{9 - i}z") if i % 3 else None))
+        for i in range(8)
+    ]
+    write_commit(tmp_path, 0, [commit_info("WRITE", T0), protocol(), metadata(schema=schema), *first])
+    later = [add(f"g{i}.parquet", 100, stats=stats((500 - i * 7, 520 - i * 5), (f"m{i}", f"m{i}9"))) for i in range(5)]
+    write_commit(tmp_path, 1, [commit_info("WRITE", T0 + 1), remove("f0.parquet"), *later])
+    t = dx.open_table(str(tmp_path))
+    asked = [(r, v, c) for r in range(2) for v in (0, 1) for c in ("a", "s")]
+    for r, v, c in asked:
+        if r == 0 and v == 0:
+            layout(t, c, version=v)  # the density takes layout's sorted keys; at v1 it sorts its own
+        kept = file_positions(t, c, version=v)
+        density = layout_density(t, c, bins=7, version=v)
+        fresh = dx.open_table(str(tmp_path)).snapshot(v)
+        positions, integral = bound_positions(layout(fresh, c))
+        assert kept[0].equals(positions) and kept[1] == integral, (v, c)
+        assert density.equals(layout_density(dx.open_table(str(tmp_path)).snapshot(v), c, bins=7)), (v, c)
+        _brute(layout(fresh, c).to_pylist(), density.to_pylist())
+    assert file_positions(t, "s", version=0)[0].column("min_position").null_count == 3  # files 0, 3, 6 lack bounds of s

@@ -129,7 +129,24 @@ def test_machine_path_detection():
     assert machine_paths("tables/tour_sales, s3://lake/t, https://example.org/home/x, /dev/null") == []
 
 
-SHIPPED = ("notebooks/*.ipynb", "docs/*", "benchmarks/results/*", "README.md", "binder/*", "examples/*.py")
+SHIPPED = (
+    "notebooks/*.ipynb",
+    "docs/*",
+    "benchmarks/results/*",
+    "README.md",
+    "binder/*",
+    "examples/*.py",
+    # defaults in code: the package, the benchmarks, the build and CI
+    "deltaexplore/*.py",
+    "deltaexplore/**/*.py",
+    "benchmarks/*.py",
+    "Makefile",
+    ".ci/*",
+    "pyproject.toml",
+    "frontend/build.mjs",
+    "frontend/src/**/*",
+    "extension/src/*",
+)
 
 
 @pytest.mark.parametrize("path", _committed(*SHIPPED), ids=lambda p: str(p.relative_to(ROOT)))
