@@ -57,6 +57,20 @@ def binary_ticks(largest: float, most: int = 8) -> list[int]:
     return [0, *powers[::-step][::-1]]
 
 
+def decimal_ticks(largest: float, most: int = 8) -> list[int]:
+    """Tick values for a log-like count axis from 0 to `largest`: 0 and 1, 2, 5, 10, 20, 50 ...
+    up to the first at or above `largest` (only the powers of ten when there would be more than
+    `most`), so a symlog axis of row counts is labelled evenly, never crowded at its top. The
+    last tick is the axis' natural top (`alt.Scale(domain=[0, ticks[-1]])`)."""
+    top = max(float(largest), 1.0)
+    decades = math.ceil(math.log10(top))  # 10 ** decades >= top
+    steps = [m * 10**e for e in range(decades + 1) for m in (1, 2, 5)]
+    steps = [v for v in steps if v < top] + [next(v for v in steps if v >= top)]
+    if len(steps) + 1 > most:
+        steps = [10**e for e in range(decades + 1)]
+    return [0, *steps]
+
+
 def binary_steps(lo: float, hi: float, most: int = 7) -> list[int]:
     """Tick values for a linear byte axis over [lo, hi] (lo may be negative) at whole binary
     units: steps of 1, 2, 5, 10, 25, 50, 100, 250 or 500 B, KiB, MiB ... (the smallest giving at

@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 
 from deltaexplore.inspect import deleted_rows, deletion_vectors, files
-from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, count_legend, frame
+from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, count_legend, decimal_ticks, frame
 
 __all__ = ["deleted_rows_heatmap", "dv_density_chart"]
 
@@ -29,23 +29,34 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
     if "past_threshold" not in df.columns:
         df = df.with_columns(pl.lit(None, pl.Boolean).alias("past_threshold"))
     if df.height <= max_points:
+        # booleans read "yes"/"no" (as everywhere the explorer shows them); unknown stays apart
+        purge = pl.col("past_threshold").replace_strict({True: "yes", False: "no"}, default="unknown", return_dtype=pl.String)
+        df = df.with_columns(purge.alias("past_threshold"))
+        unknown = ["unknown"] if (df.get_column("past_threshold") == "unknown").any() else []
+        ticks = decimal_ticks(float(df.get_column("num_records").max() or 1))
         return (
             alt.Chart(df.to_arrow(), title="deleted rows per file")
             .mark_circle(opacity=0.7)
             .encode(
-                x=alt.X("num_records:Q", title="rows in file", scale=alt.Scale(type="symlog")),
+                x=alt.X(
+                    "num_records:Q",
+                    title="rows in file",
+                    scale=alt.Scale(type="symlog", domain=[0, ticks[-1]]),
+                    axis=alt.Axis(values=ticks, format=",d"),
+                ),
                 y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-                size=alt.Size("cardinality:Q", title="rows deleted"),
+                size=alt.Size("cardinality:Q", title="rows deleted", legend=count_legend()),
                 color=alt.Color(
                     "past_threshold:N",
                     title="past purge threshold",
-                    scale=alt.Scale(domain=[True, False], range=["#e45756", "#4c78a8"]),
+                    scale=alt.Scale(domain=["yes", "no", *unknown], range=["#e45756", "#4c78a8", "#9d9d9d"]),
                 ),
                 tooltip=[
-                    "path:N",
-                    alt.Tooltip("num_records:Q", format=","),
-                    alt.Tooltip("cardinality:Q", format=","),
-                    alt.Tooltip("deleted_ratio:Q", format=".1%"),
+                    alt.Tooltip("path:N", title="path"),
+                    alt.Tooltip("num_records:Q", format=",", title="rows in file"),
+                    alt.Tooltip("cardinality:Q", format=",", title="rows deleted"),
+                    alt.Tooltip("deleted_ratio:Q", format=".1%", title="deleted ratio"),
+                    alt.Tooltip("past_threshold:N", title="past purge threshold"),
                 ],
             )
         )

@@ -167,6 +167,13 @@ def test_dv_charts(parted):
     _, mark, enc, rows = spec(viz.dv_density_chart(parted))
     assert mark == "circle" and enc["y"]["field"] == "deleted_ratio" and len(rows) == 1
     assert rows[0]["deleted_ratio"] == pytest.approx(0.2)
+    # 30 rows: a symlog axis labelled 0, 1, 2, 5 ... 50 (not every even number crowded at the top)
+    assert rows[0]["num_records"] == 30 and enc["x"]["axis"]["values"] == [0, 1, 2, 5, 10, 20, 50]
+    assert rows[0]["past_threshold"] in ("yes", "no") and enc["color"]["scale"]["domain"] == ["yes", "no"]
+    no_threshold = pa.table({"path": ["a"], "num_records": [10], "cardinality": [1], "deleted_ratio": [0.1]})
+    _, _, unknown_enc, unknown_rows = spec(viz.dv_density_chart(no_threshold))
+    assert unknown_rows[0]["past_threshold"] == "unknown"
+    assert unknown_enc["color"]["scale"]["domain"] == ["yes", "no", "unknown"]
     path = rows[0]["path"]
     _, mark, enc, cells = spec(viz.deleted_rows_heatmap(parted, path, columns=10, cells=10))
     assert mark == "rect" and enc["color"]["field"] == "share"
@@ -300,3 +307,21 @@ def test_byte_counts_show_in_binary_units_in_tooltips_and_axes(hist, parted):
         assert not any(f in ("bytes", "size") and t.get("type") == "quantitative" for f, t in tips.items()), name
     _, _, enc, _ = spec(charts["log"])
     assert "KiB" in enc["y"]["axis"]["labelExpr"] and enc["y"]["scale"]["type"] == "symlog"
+
+
+@pytest.mark.parametrize(
+    ("largest", "ticks"),
+    [
+        (0, [0, 1]),
+        (1, [0, 1]),
+        (3, [0, 1, 2, 5]),
+        (40, [0, 1, 2, 5, 10, 20, 50]),
+        (100, [0, 1, 2, 5, 10, 20, 50, 100]),
+        (101, [0, 1, 10, 100, 1000]),  # 1-2-5 would be 9 ticks: powers of ten
+        (999_999, [0, 1, 10, 100, 1000, 10_000, 100_000, 1_000_000]),
+    ],
+)
+def test_decimal_ticks(largest, ticks):
+    from deltaexplore.viz._data import decimal_ticks
+
+    assert decimal_ticks(largest) == ticks

@@ -19,6 +19,10 @@ export function dvTab(ctx: Ctx): Tab {
     filterPlaceholder: 'filter paths (Enter)',
     emptyText: 'No deletion vectors at this version',
     options: {
+      // the partition says where the rows were deleted: wide enough to read; the file's size is
+      // on the Files tab (hidden here, still in exports): the path keeps room for its name
+      partition: { minWidth: 120 },
+      size: { hide: true },
       num_records: { header: 'records' },
       cardinality: { header: 'deleted' },
       live_rows: { header: 'live' },
