@@ -57,6 +57,7 @@ __all__ = [
     "human_bytes",
     "human_count",
     "human_duration",
+    "human_float",
     "human_number",
     "human_ratio",
     "human_timestamp",
@@ -138,6 +139,14 @@ def human_number(n: float | None) -> str:
         return str(int(n))
     if isinstance(n, int) or (isinstance(n, float) and n.is_integer()):
         return f"{int(n):,}"
+    return human_float(n)
+
+
+def human_float(n: float | None) -> str:
+    """A value of a floating-point column: `human_number`'s decimals also when it happens to be
+    whole, so a column reads ``1.00`` next to ``0.40`` (not ``1``); None -> ``"?"``."""
+    if n is None:
+        return "?"
     value = float(n)
     if not math.isfinite(value):
         return _non_finite(value)

@@ -272,8 +272,11 @@ def table_html(
     for r in rows:
         tds = []
         for f in keep:
-            cls, inner = _cell(units[f.name], r[f.name], tz, raw_numbers=raw[f.name])
             value = r[f.name]
+            if not raw[f.name] and _float_number(units[f.name], f, value):
+                cls, inner = "dx-num", _e(fmt.human_float(value))
+            else:
+                cls, inner = _cell(units[f.name], value, tz, raw_numbers=raw[f.name])
             if units[f.name] == "text" and isinstance(value, str) and len(value) > _WRAP_CHARS:
                 inner = f'<div class="dx-wrap">{_e(value) if len(value) <= 600 else _truncated(value, 600)}</div>'
             tds.append(f'<td class="{cls}">{inner}</td>' if cls else f"<td>{inner}</td>")
@@ -400,7 +403,7 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
             lines.append(f"  {r.get('metric')!s:<28} {status}{value}")
     else:
         cols = [f for f in schema if any(r[f.name] is not None for r in rows)]
-        cells = {f.name: [_text_cell(fmt.unit_of(f), r[f.name]) for r in rows] for f in cols}
+        cells = {f.name: [_text_cell(fmt.unit_of(f), r[f.name], f) for r in rows] for f in cols}
         widths: dict[str, int] = {}
         used = 0
         chosen: list[pa.Field] = []
@@ -428,9 +431,17 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
     return "\n".join(lines)
 
 
-def _text_cell(unit: str, value: Any) -> str:
+def _float_number(unit: str, field: pa.Field, value: Any) -> bool:
+    """A value of a floating-point "number" column: shown with its decimals also when whole
+    (`human_float`: a column reads 1.00 next to 0.40)."""
+    return unit == "number" and pa.types.is_floating(field.type) and isinstance(value, float)
+
+
+def _text_cell(unit: str, value: Any, field: pa.Field) -> str:
     if value is None:
         return ""
+    if _float_number(unit, field, value):
+        return fmt.human_float(value)
     if unit == "path" and isinstance(value, str):
         return fmt.truncate_middle(value, 40)
     return fmt.format_value(unit, value).replace("\n", " ")

@@ -91,6 +91,14 @@ export function humanNumber(n: number | null | undefined): string {
   if (n === null || n === undefined) return '?';
   if (!Number.isFinite(n)) return nonFinite(n);
   if (Number.isInteger(n)) return group(String(n));
+  return humanFloat(n);
+}
+
+/** A floating-point value with the decimals `humanNumber` gives a fraction, also when it
+ * happens to be whole (a float column reads 1.00 next to 0.40, not 1). */
+export function humanFloat(n: number | null | undefined): string {
+  if (n === null || n === undefined) return '?';
+  if (!Number.isFinite(n)) return nonFinite(n);
   if (Math.abs(n) >= 1000) return groupedFixed(n, 0);
   if (Math.abs(n) >= 100) return fixed(n, 1);
   return fixed(n, 2);

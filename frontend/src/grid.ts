@@ -36,7 +36,7 @@ import {
 
 import { decode, toArrowFile, type FieldInfo, type Row, type Rows } from './arrow';
 import { badge, copyButton, h, later, measure, pill } from './dom';
-import { formatValue, humanCount, jsonItems, relativeTime, statusLevel, timestampTitle, truncateMiddle } from './format';
+import { formatValue, humanCount, humanFloat, jsonItems, relativeTime, statusLevel, timestampTitle, truncateMiddle } from './format';
 import type { Rpc } from './model';
 
 ModuleRegistry.registerModules([
@@ -248,6 +248,8 @@ function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
   if (opt.minWidth) def.minWidth = opt.minWidth;
   const render = renderer(unit);
   if (render) def.cellRenderer = render;
+  else if (unit === 'number' && /^(double|float|halffloat)/i.test(f.type))
+    def.valueFormatter = (p: ValueFormatterParams) => (typeof p.value === 'number' ? humanFloat(p.value) : formatValue(unit, p.value));
   else def.valueFormatter = (p: ValueFormatterParams) => formatValue(unit, p.value);
   const classes: string[] = [];
   if (NUMERIC.has(unit)) {

@@ -171,6 +171,9 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     _docs_shot(sales, shots / "docs-explorer-history.png")
     panel = _tab(page, sales, "Files")
     assert _grid_rows(panel, "files") == 9 and _grid_rows(panel, "partitions") == 3
+    # a float column keeps its decimals when a value is whole (skew 1.00 next to 0.40, not 1)
+    skews = panel.get_by_role("region", name="partitions", exact=True).locator('.ag-cell[col-id="skew"]').all_inner_texts()
+    assert sorted(skews) == ["0.40", "1.00", "1.00"]
     _chart(panel, 0), _chart(panel, 1)
     sales.screenshot(path=str(shots / "light-files.png"))
     assert _cut_grids(panel) == []

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+
 import deltaexplore as dx
 from deltaexplore.widgets import display
 from deltaexplore.widgets.arrow_ipc import from_ipc
@@ -75,3 +77,20 @@ def test_importing_deltaexplore_imports_no_ui_library():
     code = "import sys, deltaexplore; print([m for m in ('ipywidgets', 'anywidget', 'IPython', 'altair') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_float_column_keeps_its_decimals_when_a_value_is_whole():
+    """`skew` of 1.0 next to 0.4 reads "1.00" and "0.40" (not "1") in HTML and text, as in the
+    explorer's grids; whole values of an integer column stay whole."""
+    from deltaexplore.inspect.schemas import PARTITIONS_SCHEMA
+    from deltaexplore.widgets.tables import table_html, table_text
+
+    skew = PARTITIONS_SCHEMA.field("skew")
+    assert skew.type == pa.float64()
+    t = pa.table({"partition": ["a", "b"], "files": [4, 1], "skew": [1.0, 0.4]}).cast(
+        pa.schema([pa.field("partition", pa.string()), PARTITIONS_SCHEMA.field("files"), skew])
+    )
+    html = table_html(t)
+    assert ">1.00<" in html and ">0.40<" in html and ">4<" in html
+    text = table_text(t)
+    assert "1.00" in text and "0.40" in text and " 4" in text and "4.00" not in text

@@ -137,6 +137,16 @@ def test_typescript_and_python_formatters_agree(tmp_path):
     expected = [formatting.format_value(unit, value, tz=UTC) for unit, value in cases]
     mismatches = [(c, g, e) for c, g, e in zip(cases, got, expected) if g != e]
     assert mismatches == []
+    floats = [1.0, 0.4, 0.0, -0.005, 99.995, 100.0, 999.95, 1234.0, 1e6]  # a float column's values
+    (tmp_path / "floats.json").write_text(json.dumps(floats))
+    out = _run_ts(
+        tmp_path,
+        "format.ts",
+        f"import fs from 'fs';\nconst f = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'floats.json'))}, 'utf8'));\n"
+        "console.log(JSON.stringify(f.map((x) => m.humanFloat(x))));",
+    )
+    assert json.loads(out) == [formatting.human_float(x) for x in floats]
+    assert formatting.human_float(1.0) == "1.00" and formatting.human_number(1.0) == "1"
     words = ["bytes", "files", "ratio", "ms", "version", None, "timestamp", "rows"]
     (tmp_path / "words.json").write_text(json.dumps(words))
     out = _run_ts(
