@@ -33,7 +33,8 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
         purge = pl.col("past_threshold").replace_strict({True: "yes", False: "no"}, default="unknown", return_dtype=pl.String)
         df = df.with_columns(purge.alias("past_threshold"))
         unknown = ["unknown"] if (df.get_column("past_threshold") == "unknown").any() else []
-        ticks = decimal_ticks(float(df.get_column("num_records").max() or 1))
+        records = df.get_column("num_records").fill_null(0).to_numpy()
+        ticks = decimal_ticks(float(records.max()) if len(records) else 1.0)
         return (
             alt.Chart(df.to_arrow(), title="deleted rows per file")
             .mark_circle(opacity=0.7)
