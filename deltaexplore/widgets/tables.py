@@ -191,10 +191,13 @@ def _chips(items: list[tuple[str, str]] | list[str], raw: str) -> str:
     return "".join(parts) if parts else '<span class="dx-null">{}</span>'
 
 
-def _cell(unit: str, value: Any, tz: tzinfo | None, *, raw_numbers: bool = False) -> tuple[str, str]:
-    """(td class, inner HTML) of one value; `raw_numbers`: numbers as written (user data)."""
+def _cell(unit: str, value: Any, tz: tzinfo | None, *, raw_numbers: bool = False, floating: bool = False) -> tuple[str, str]:
+    """(td class, inner HTML) of one value; `raw_numbers`: numbers as written (user data);
+    `floating`: the value's column is floating-point."""
     if raw_numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
         return "dx-num", _e(repr(value) if isinstance(value, float) else str(value))
+    if floating and _float_number(unit, value):
+        return "dx-num", _e(fmt.human_float(value))
     if value is None:
         return ("dx-num" if unit in _NUMERIC_UNITS else ""), _null()
     if isinstance(value, float) and math.isnan(value) and unit in _NUMERIC_UNITS:
@@ -273,10 +276,7 @@ def table_html(
         tds = []
         for f in keep:
             value = r[f.name]
-            if not raw[f.name] and _float_number(units[f.name], f, value):
-                cls, inner = "dx-num", _e(fmt.human_float(value))
-            else:
-                cls, inner = _cell(units[f.name], value, tz, raw_numbers=raw[f.name])
+            cls, inner = _cell(units[f.name], value, tz, raw_numbers=raw[f.name], floating=pa.types.is_floating(f.type))
             if units[f.name] == "text" and isinstance(value, str) and len(value) > _WRAP_CHARS:
                 inner = f'<div class="dx-wrap">{_e(value) if len(value) <= 600 else _truncated(value, 600)}</div>'
             tds.append(f'<td class="{cls}">{inner}</td>' if cls else f"<td>{inner}</td>")
@@ -403,7 +403,9 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
             lines.append(f"  {r.get('metric')!s:<28} {status}{value}")
     else:
         cols = [f for f in schema if any(r[f.name] is not None for r in rows)]
-        cells = {f.name: [_text_cell(fmt.unit_of(f), r[f.name], f) for r in rows] for f in cols}
+        cells = {
+            f.name: [_text_cell(fmt.unit_of(f), r[f.name], floating=pa.types.is_floating(f.type)) for r in rows] for f in cols
+        }
         widths: dict[str, int] = {}
         used = 0
         chosen: list[pa.Field] = []
@@ -431,16 +433,16 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
     return "\n".join(lines)
 
 
-def _float_number(unit: str, field: pa.Field, value: Any) -> bool:
-    """A value of a floating-point "number" column: shown with its decimals also when whole
+def _float_number(unit: str, value: Any) -> bool:
+    """A "number" of a floating-point column: shown with its decimals also when whole
     (`human_float`: a column reads 1.00 next to 0.40)."""
-    return unit == "number" and pa.types.is_floating(field.type) and isinstance(value, float)
+    return unit == "number" and isinstance(value, float) and math.isfinite(value)
 
 
-def _text_cell(unit: str, value: Any, field: pa.Field) -> str:
+def _text_cell(unit: str, value: Any, *, floating: bool = False) -> str:
     if value is None:
         return ""
-    if _float_number(unit, field, value):
+    if floating and _float_number(unit, value):
         return fmt.human_float(value)
     if unit == "path" and isinstance(value, str):
         return fmt.truncate_middle(value, 40)

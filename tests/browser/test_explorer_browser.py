@@ -59,6 +59,27 @@ def _open_and_run(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
+def _sales_and_xss(page, lab, name: str, sales_dir: str, xss_dir: str, *, extra: str = "") -> tuple:
+    """Run a notebook that explores the demo sales table and the XSS table (in that order),
+    with an optional markdown cell between; both explorers drawn, the sales one settled."""
+    cells = [
+        (
+            "code",
+            "import deltaexplore as dx, demo_tables, xss_table\n"
+            f"sales = demo_tables.build_sales({sales_dir!r})\nxss = xss_table.build_xss({xss_dir!r})",
+        ),
+        *([("markdown", extra)] if extra else []),
+        ("code", "dx.explore(sales)"),
+        ("code", "dx.explore(xss)"),
+    ]
+    _open_and_run(page, lab, name, cells)
+    explorers = page.locator(".dxe-explorer")
+    explorers.nth(1).wait_for(timeout=120_000)
+    sales, xss = explorers.nth(0), explorers.nth(1)
+    _settled(page, sales)
+    return sales, xss
+
+
 def _settled(page, explorer) -> None:
     """Wait until the kernel answered (no busy explorer) and grids/charts had a frame to draw."""
     page.wait_for_timeout(150)
@@ -137,20 +158,14 @@ def _unnamed_controls(explorer) -> list[str]:
 def test_explorer_in_jupyterlab(page, lab, shots):
     page.set_viewport_size({"width": 1500, "height": 1650})  # room for a whole tab in the screenshots
     watch = Watch(page)
-    cells = [
-        (
-            "code",
-            "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales')\nevents = demo_tables.build_events('events')\nxss = xss_table.build_xss('xss')",
-        ),
-        ("markdown", "# Sales\nThe heading above the explorer: ArrowLeft must not collapse it."),
-        ("code", "dx.explore(sales)"),
-        ("code", "dx.explore(xss)"),
-    ]
-    _open_and_run(page, lab, "explorer_tour.ipynb", cells)
-    explorers = page.locator(".dxe-explorer")
-    explorers.nth(1).wait_for(timeout=120_000)
-    sales, xss = explorers.nth(0), explorers.nth(1)
-    _settled(page, sales)
+    sales, xss = _sales_and_xss(
+        page,
+        lab,
+        "explorer_tour.ipynb",
+        "sales",
+        "xss",
+        extra="# Sales\nThe heading above the explorer: ArrowLeft must not collapse it.",
+    )
     # the explorer as wide as a notebook on a laptop-sized screen: every grid fits it (below)
     assert 1250 <= sales.bounding_box()["width"] <= 1330
     assert sales.get_attribute("data-lm-suppress-shortcuts") == "true"
@@ -434,19 +449,7 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     notebook, and a chart tooltip holding script payloads shows them as text."""
     page.set_viewport_size({"width": 1500, "height": 1400})
     watch = Watch(page)
-    cells = [
-        (
-            "code",
-            "import deltaexplore as dx, demo_tables, xss_table\nsales = demo_tables.build_sales('sales2')\nxss = xss_table.build_xss('xss2')",
-        ),
-        ("code", "dx.explore(sales)"),
-        ("code", "dx.explore(xss)"),
-    ]
-    _open_and_run(page, lab, "explorer_selections.ipynb", cells)
-    explorers = page.locator(".dxe-explorer")
-    explorers.nth(1).wait_for(timeout=120_000)
-    sales, xss = explorers.nth(0), explorers.nth(1)
-    _settled(page, sales)
+    sales, xss = _sales_and_xss(page, lab, "explorer_selections.ipynb", "sales2", "xss2")
 
     # -- keys inside the widget never reach JupyterLab's command-mode shortcuts -------------------
     cells_before = page.locator(".jp-Notebook .jp-Cell").count()

@@ -109,6 +109,19 @@ def _run_ts(tmp_path: Path, entry: str, script: str) -> str:
     return subprocess.run([str(NODE), str(runner)], capture_output=True, text=True, check=True, env={"TZ": "UTC"}).stdout
 
 
+def _ts_map(tmp_path: Path, call: str, values: list) -> list:
+    """`values.map(call)` run by format.ts's bundle in node (`call` names its module `m`)."""
+    (tmp_path / "values.json").write_text(json.dumps(values))
+    out = _run_ts(
+        tmp_path,
+        "format.ts",
+        f"import fs from 'fs';\nconst v = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'values.json'))}, 'utf8'));\n"
+        f"console.log(JSON.stringify(v.map({call})));",
+    )
+    result: list = json.loads(out)
+    return result
+
+
 @needs_node
 def test_typescript_and_python_formatters_agree(tmp_path):
     samples = [[unit, value] for unit, value in formatting.SAMPLES]
@@ -126,36 +139,15 @@ def test_typescript_and_python_formatters_agree(tmp_path):
         ["version", 7.0],
     ]
     cases = samples + extra
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    out = _run_ts(
-        tmp_path,
-        "format.ts",
-        f"import fs from 'fs';\nconst cases = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'cases.json'))}, 'utf8'));\n"
-        "console.log(JSON.stringify(cases.map(([u, v]) => m.formatValue(u, v, { tz: 'UTC' }))));",
-    )
-    got = json.loads(out)
+    got = _ts_map(tmp_path, "([u, v]) => m.formatValue(u, v, { tz: 'UTC' })", cases)
     expected = [formatting.format_value(unit, value, tz=UTC) for unit, value in cases]
     mismatches = [(c, g, e) for c, g, e in zip(cases, got, expected) if g != e]
     assert mismatches == []
     floats = [1.0, 0.4, 0.0, -0.005, 99.995, 100.0, 999.95, 1234.0, 1e6]  # a float column's values
-    (tmp_path / "floats.json").write_text(json.dumps(floats))
-    out = _run_ts(
-        tmp_path,
-        "format.ts",
-        f"import fs from 'fs';\nconst f = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'floats.json'))}, 'utf8'));\n"
-        "console.log(JSON.stringify(f.map((x) => m.humanFloat(x))));",
-    )
-    assert json.loads(out) == [formatting.human_float(x) for x in floats]
+    assert _ts_map(tmp_path, "(x) => m.humanFloat(x)", floats) == [formatting.human_float(x) for x in floats]
     assert formatting.human_float(1.0) == "1.00" and formatting.human_number(1.0) == "1"
     words = ["bytes", "files", "ratio", "ms", "version", None, "timestamp", "rows"]
-    (tmp_path / "words.json").write_text(json.dumps(words))
-    out = _run_ts(
-        tmp_path,
-        "format.ts",
-        f"import fs from 'fs';\nconst w = JSON.parse(fs.readFileSync({json.dumps(str(tmp_path / 'words.json'))}, 'utf8'));\n"
-        "console.log(JSON.stringify(w.map((x) => m.metricUnit(x))));",
-    )
-    assert json.loads(out) == [formatting.metric_unit(w) for w in words]
+    assert _ts_map(tmp_path, "(x) => m.metricUnit(x)", words) == [formatting.metric_unit(w) for w in words]
 
 
 @needs_node
