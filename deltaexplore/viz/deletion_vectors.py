@@ -46,7 +46,12 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
                     axis=alt.Axis(values=ticks, format=",d"),
                 ),
                 y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-                size=alt.Size("cardinality:Q", title="rows deleted", legend=count_legend()),
+                size=alt.Size(
+                    "cardinality:Q",
+                    title="rows deleted",
+                    # a mid grey reads on light and dark themes (the default symbol is black)
+                    legend=count_legend(symbolFillColor="#9d9d9d", symbolStrokeColor="#9d9d9d"),
+                ),
                 color=alt.Color(
                     "past_threshold:N",
                     title="past purge threshold",

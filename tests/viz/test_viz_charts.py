@@ -170,6 +170,7 @@ def test_dv_charts(parted):
     # 30 rows: a symlog axis labelled 0, 1, 2, 5 ... 50 (not every even number crowded at the top)
     assert rows[0]["num_records"] == 30 and enc["x"]["axis"]["values"] == [0, 1, 2, 5, 10, 20, 50]
     assert rows[0]["past_threshold"] in ("yes", "no") and enc["color"]["scale"]["domain"] == ["yes", "no"]
+    assert enc["size"]["legend"]["symbolFillColor"] == "#9d9d9d"  # not black: readable on a dark theme
     no_threshold = pa.table({"path": ["a"], "num_records": [10], "cardinality": [1], "deleted_ratio": [0.1]})
     _, _, unknown_enc, unknown_rows = spec(viz.dv_density_chart(no_threshold))
     assert unknown_rows[0]["past_threshold"] == "unknown"
