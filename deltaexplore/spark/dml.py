@@ -2,10 +2,12 @@
 
 `core.operations.plan_delete` picks the candidate files (partition and stats pruning) and says
 whether deletion vectors are used. Spark reads the candidates with each row's file id and
-`_metadata.row_index` (existing DVs applied), evaluates the predicate with the core's
-semantics and returns the matching (file, row index) pairs. With deletion vectors,
-`core.operations.deletion_vector_update` turns them into one DV file in the spec's format and
-the remove/re-add actions; without, the touched files are rewritten: by DELETE with Spark's
+`_metadata.row_index` (existing DVs applied) and evaluates the predicate with the core's
+semantics. With deletion vectors, the matching (file, row index) pairs never leave the
+executors: they write the new DVs (`deletion_vectors.write_deletion_vectors`) and the driver
+turns one descriptor per file into the remove/re-add actions
+(`core.operations.deletion_vector_actions`); without, per-file match counts pick the files to
+rewrite: by DELETE with Spark's
 parquet writer (`maintenance.rewrite_native`: the other rows are copied as they are, stable row
 ids kept, so no rule is checked again), by UPDATE with Python tasks (`writer.write_files`: new
 values are checked against NOT NULL, invariants and CHECK constraints). With the change data
@@ -25,24 +27,24 @@ from deltaexplore.core.operations import (
     DELETE_METRICS,
     UPDATE_METRICS,
     OperationRun,
-    deletion_vector_update,
     open_for_write,
     plan_delete,
     predicate_text,
     refuse_copy_from_outside,
     resolve_assignments,
-    write_deletion_vector_file,
 )
 from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE
 from deltaexplore.core.write.row_rules import generated_columns
 from deltaexplore.errors import WriteRefusedError
+from deltaexplore.spark.deletion_vectors import matched_counts, write_deletion_vectors
+from deltaexplore.spark.file_values import FILE_COL, ROW_COL
 from deltaexplore.spark.filters import to_spark_filter
 from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.maintenance import pack_bins, rewrite_native
 from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
-from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
+from deltaexplore.spark.reader import scan_files
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import spark_type
 from deltaexplore.spark.writer import write_files
@@ -61,13 +63,9 @@ def _refuse_row_tracking(snapshot: Any, what: str) -> None:
         )
 
 
-def _hits(pairs: pa.Table, n_files: int) -> list[np.ndarray]:
-    files = pairs.column(FILE_COL).to_numpy(zero_copy_only=False).astype(np.int64)
-    rows = pairs.column(ROW_COL).to_numpy(zero_copy_only=False).astype(np.uint64)
-    order = np.argsort(files, kind="stable")
-    files, rows = files[order], rows[order]
-    bounds = np.searchsorted(files, np.arange(n_files + 1))
-    return [rows[bounds[i] : bounds[i + 1]] for i in range(n_files)]
+def _cardinalities(files: pa.Table) -> np.ndarray:
+    """Rows each file's current DV deletes (0 without one)."""
+    return np.array([(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()], np.int64)
 
 
 def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], op: OperationRun, snapshot: Any, **kw: Any) -> int:
@@ -189,8 +187,7 @@ def _run(
 
             if whole:
                 counts = row_counts(snapshot, files)
-                card = [(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()]
-                metrics.update(num_deleted_rows=int(counts.sum() - sum(card)), num_removed_files=files.num_rows)
+                metrics.update(num_deleted_rows=int(counts.sum() - _cardinalities(files).sum()), num_removed_files=files.num_rows)
                 if dry_run:
                     return op.result()
                 if plan.change_data_feed:
@@ -198,10 +195,18 @@ def _run(
                     metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], op, snapshot, **kw)
                 txn.remove_files(files)
             else:
-                pairs = rows.where(cond).select(FILE_COL, ROW_COL).toArrow()
-                hits = _hits(pairs, files.num_rows)
-                hit_ids = [i for i, h in enumerate(hits) if len(h)]
-                n_matched = int(pairs.num_rows)
+                matched = rows.where(cond)
+                written = None
+                if plan.use_deletion_vectors and not dry_run:
+                    # positions never reach the driver: executors write the DVs, one row per file comes back
+                    written = write_deletion_vectors(spark, matched, snapshot, files, storage_options=storage_options)
+                    for path in written.dv_files:
+                        op.written_path(path)  # a lost commit must not leave them behind
+                    per_file = written.update.deleted_rows
+                else:
+                    per_file = matched_counts(matched, files.num_rows)
+                hit_ids = [int(i) for i in np.flatnonzero(per_file)]
+                n_matched = int(per_file.sum())
                 metrics[matched_rows] = n_matched
                 if n_matched == 0:
                     return op.result()
@@ -210,20 +215,19 @@ def _run(
                 if operation == "UPDATE" or plan.change_data_feed or not plan.use_deletion_vectors:
                     refuse_copy_from_outside(snapshot, hit_files, operation)
                 if plan.use_deletion_vectors:
-                    update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
+                    if written is None:  # dry run: what the DVs would do, nothing written
+                        kept = row_counts(snapshot, hit_files) - _cardinalities(hit_files) - per_file[hit_ids]
+                        metrics.update(num_removed_files=int(np.sum(kept <= 0)), num_deletion_vectors_added=int(np.sum(kept > 0)))
+                        return op.result()
+                    update = written.update
                     metrics.update(
                         num_removed_files=update.removes.num_rows - update.adds.num_rows,
                         num_deletion_vectors_added=update.adds.num_rows,
                     )
-                    if dry_run:
-                        return op.result()
-                    new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
-                    if update.dv_path is not None:
-                        op.written_path(update.dv_path)  # a lost commit must not leave it behind
-                    write_deletion_vector_file(table.storage, update)
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)
-                    if new_rows is not None:
+                    if operation == "UPDATE":
+                        new_rows = updated(touched.where(cond))
                         adds = op.written(
                             write_files(
                                 spark,
@@ -250,7 +254,7 @@ def _run(
                         bins = pack_bins(snapshot, hit_files, target)
                         order = {p: i for i, p in enumerate(hit_files.column("path").to_pylist())}
                         dropped = np.array(
-                            [len(hits[hit_ids[order[p]]]) for b in bins for p in b.column("path").to_pylist()], np.int64
+                            [per_file[hit_ids[order[p]]] for b in bins for p in b.column("path").to_pylist()], np.int64
                         )
                         adds = rewrite_native(
                             spark,

@@ -44,14 +44,26 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import DataType, PrimitiveType
 from deltaexplore.core.scan.data_file import resolve_data_path
+from deltaexplore.spark.session import is_connect
 from deltaexplore.spark.types import quoted, spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["FILE_COL", "LITERAL_MAX_FILES", "LITERAL_MAX_WORDS", "FileValues", "actual_sizes", "attach", "split_by_key"]
+__all__ = [
+    "FILE_COL",
+    "LITERAL_MAX_FILES",
+    "LITERAL_MAX_WORDS",
+    "ROW_COL",
+    "FileValues",
+    "actual_sizes",
+    "attach",
+    "split_by_key",
+]
 
 FILE_COL = "__dx_file"
+#: a row's index in its parquet file (`_metadata.row_index`), next to `FILE_COL` in DML scans
+ROW_COL = "__dx_row"
 KEY_COL = "__dx_fkey"
 BITMAP_COL = "__dx_bitmap"
 LITERAL_MAX_FILES = 64
@@ -195,7 +207,8 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
 
 
 def _jvm_of(spark: SparkSession) -> Any:
-    return getattr(spark, "_jvm", None)
+    """The session's py4j JVM view, or None (Spark Connect: no JVM in this process)."""
+    return None if is_connect(spark) else getattr(spark, "_jvm", None)
 
 
 def _long_array_literals(spark: SparkSession, arrays: list[np.ndarray], *, primitive: bool = True) -> list[Column]:
