@@ -117,7 +117,7 @@ def _run(
     config = snapshot.config
     if operation == "UPDATE" and config.append_only:
         raise WriteRefusedError(f"table {table.uri} is append-only (delta.appendOnly=true): UPDATE is not allowed")
-    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors)
+    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors, allow_sql=True)
     schema = snapshot.schema
     if operation == "UPDATE":
         assert assignments is not None
@@ -166,9 +166,12 @@ def _run(
             rows = scan_files(
                 spark, snapshot, files, list(schema.fields), partition_values=plan.partition_values, with_ids=True, **kw
             )
-            cond: Column = (
-                F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False)) if plan.predicate is not None else F.lit(True)
-            )
+            if plan.sql is not None:  # Spark SQL the core's parser does not read (arithmetic, functions): no pruning
+                cond: Column = F.coalesce(F.expr(plan.sql), F.lit(False))
+            elif plan.predicate is not None:
+                cond = F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False))
+            else:
+                cond = F.lit(True)
 
             def updated(frame: DataFrame) -> DataFrame:
                 """The rows with the assignments applied where `cond` holds; generated columns
@@ -185,6 +188,10 @@ def _run(
                         cols.append(F.col(f"`{f.name}`"))
                 return frame.select(*cols, F.col(FILE_COL), F.col(ROW_COL))
 
+            # analyse the condition and the new values now: a bad column fails here, before any job
+            _ = rows.where(cond).schema
+            if operation == "UPDATE":
+                _ = updated(rows).schema
             if whole:
                 counts = row_counts(snapshot, files)
                 metrics.update(num_deleted_rows=int(counts.sum() - _cardinalities(files).sum()), num_removed_files=files.num_rows)

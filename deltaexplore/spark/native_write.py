@@ -213,7 +213,7 @@ def write_native(
         SparkError: the job failed (its directory is deleted).
     """
     staging = Staging.new(table)
-    writer = df.write.mode("errorifexists").options(**writer_options(table, max_records_per_file=max_records_per_file))
+    writer = df.write.mode("error").options(**writer_options(table, max_records_per_file=max_records_per_file))
     try:
         with spark_errors("writing data files with Spark's parquet writer", path=table.uri):
             if partition_by is not None:

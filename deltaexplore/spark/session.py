@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import sys
 import weakref
 from collections.abc import Iterator
@@ -85,31 +86,29 @@ def _connect_session_class() -> Any:
 
 def active_session() -> SparkSession | None:
     """The Spark session this process already runs (this thread's active one, else the default
-    one; a classic or a Spark Connect session), or None. Never starts Spark, and never imports
-    pyspark when nothing imported it yet (then no session can exist)."""
+    one; a classic session first, then a Spark Connect one), or None. Never starts Spark, and
+    never imports pyspark when nothing imported it yet (then no session can exist)."""
     if "pyspark" not in sys.modules:
         return None
-    connect = _connect_session_class()
-    if connect is not None:
-        try:
-            remote = connect.getActiveSession() or getattr(connect, "_default_session", None)
-        except Exception:  # noqa: BLE001 - a Connect client that cannot answer is no session
-            remote = None
-        if remote is not None and not getattr(remote, "is_stopped", False):
-            return remote
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         return None
     session = SparkSession.getActiveSession() or getattr(SparkSession, "_instantiatedSession", None)
-    if session is None:
+    if session is not None and not is_connect(session):
+        sc = getattr(session, "_sc", None)
+        if sc is not None and getattr(sc, "_jsc", None) is not None:  # else stopped
+            return session
+    elif session is not None and not getattr(session, "is_stopped", False):
+        return session
+    connect = _connect_session_class()
+    if connect is None:
         return None
-    if is_connect(session):
-        return None if getattr(session, "is_stopped", False) else session
-    sc = getattr(session, "_sc", None)
-    if sc is None or getattr(sc, "_jsc", None) is None:  # stopped
+    try:
+        remote = connect.getActiveSession() or getattr(connect, "_default_session", None)
+    except Exception:  # noqa: BLE001 - a Connect client that cannot answer is no session
         return None
-    return session
+    return None if remote is None or getattr(remote, "is_stopped", False) else remote
 
 
 def is_local_master(master: str | None) -> bool:
@@ -178,9 +177,11 @@ def get_spark(
 
 
 def _connect(url: str, app_name: str, config: dict[str, str]) -> SparkSession:
-    """A Spark Connect session on `url` (checked with one round trip)."""
+    """A Spark Connect session on `url` (checked with one round trip); pyspark is in Connect
+    mode from then on, as in any Connect client process."""
+    shown = url.split(";", maxsplit=1)[0]  # parameters after ';' may hold a token
     if not url.startswith("sc://"):
-        raise SparkError(f"a Spark Connect URL starts with sc://, got {url!r}")
+        raise SparkError(f"a Spark Connect URL starts with sc://, got {shown!r}")
     try:
         from pyspark.sql.connect.utils import check_dependencies
 
@@ -191,13 +192,36 @@ def _connect(url: str, app_name: str, config: dict[str, str]) -> SparkSession:
         ) from exc
     from pyspark.sql import SparkSession
 
+    classic = getattr(SparkSession, "_instantiatedSession", None)
+    if classic is not None and not is_connect(classic) and getattr(getattr(classic, "_sc", None), "_jsc", None) is not None:
+        raise SparkError(
+            f"cannot connect to {shown}: this process runs a classic Spark session, and pyspark cannot mix one with a "
+            "Spark Connect session; stop it first (spark.stop()) or use it"
+        )
+    _reachable(url, shown)
     builder = SparkSession.builder.remote(url).appName(app_name)
     for key, value in config.items():
         builder = builder.config(key, value)
-    with spark_errors(f"connecting to the Spark Connect server {url.split(';', maxsplit=1)[0]}"):
+    try:
         spark = builder.getOrCreate()
         spark.range(1).count()  # fail here, not in the first operation, when nothing listens
+    except DeltaExploreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - gRPC and pyspark errors alike: the server is not there
+        raise SparkError(f"cannot connect to the Spark Connect server {shown}: {_short(exc)[:300]}") from None
     return spark
+
+
+def _reachable(url: str, shown: str, timeout: float = 10.0) -> None:
+    """Fail fast when nothing listens at the URL's host and port (the Connect client would
+    retry for minutes)."""
+    hostport = url[len("sc://") :].split("/", 1)[0].split(";", 1)[0]
+    host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "15002")
+    try:
+        with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        raise SparkError(f"cannot reach the Spark Connect server {shown}: {exc}") from None
 
 
 def default_parallelism(spark: SparkSession) -> int:
