@@ -527,17 +527,18 @@ def _decide(plan: MergePlan, src: pa.Table, rows: pa.Table, si: np.ndarray, ti: 
         plan.refuse_multiple_matches(len(many), example)
     matched = plan.of_kind(MATCHED)
     if matched and len(si):
+        ms, mt = si, ti
         if len(many):  # only an unconditional DELETE: each target row once
             first = np.unique(ti, return_index=True)[1]
-            si, ti = si[first], ti[first]
-        which = _which(plan, MATCHED, _pairs(src, rows, si, ti, _case_refs(matched)), len(si))
+            ms, mt = si[first], ti[first]
+        which = _which(plan, MATCHED, _pairs(src, rows, ms, mt, _case_refs(matched)), len(ms))
         for c in matched:
             hit = which == c.index
             if hit.any():
                 if c.action == "update":
-                    out.updates.append((c, si[hit], ti[hit]))
+                    out.updates.append((c, ms[hit], mt[hit]))
                 else:
-                    out.deletes.append((c, ti[hit]))
+                    out.deletes.append((c, mt[hit]))
     by_source = plan.of_kind(NOT_MATCHED_BY_SOURCE)
     if by_source:
         lonely = np.flatnonzero(t_matches == 0)
