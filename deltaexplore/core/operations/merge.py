@@ -226,11 +226,13 @@ def merge(
                 )
             )
 
+        # rows keep partition values of the table's own files (kept as written, control
+        # characters included) or bring new ones (a control character in one is refused)
         moved = _moves_partitions(plan)
         existing = [r for r in (copied, None if moved else updated) if r is not None and r.num_rows]
         new = [r for r in (updated if moved else None, inserted) if r is not None and r.num_rows]
-        if not md.partition_columns:
-            existing, new = [], existing + new
+        if not any(_control_characters(r, md.partition_columns) for r in new):
+            existing, new = existing + new, []
         adds = [write(pa.concat_tables(group), existing=flag) for group, flag in ((existing, True), (new, False)) if group]
         if dv is not None and dv.removes.num_rows:
             if dv.dv_path is not None:
@@ -693,6 +695,16 @@ def _moves_partitions(plan: MergePlan) -> bool:
                 v = c.values.get(p)
                 if v is None or v.column != (TARGET, p):
                     return True
+    return False
+
+
+def _control_characters(rows: pa.Table, partition_columns: tuple[str, ...] | list[str]) -> bool:
+    """Whether a string partition value of `rows` holds a control character."""
+    for name in partition_columns:
+        col = rows.column(name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            if pc.any(pc.match_substring_regex(col, "[\\x00-\\x1f\\x7f]")).as_py():
+                return True
     return False
 
 
