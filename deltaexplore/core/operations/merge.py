@@ -683,7 +683,11 @@ def _positions(rows: pa.Table, changed: np.ndarray, touched: np.ndarray) -> list
     """Per touched file (in order), the positions of its changed rows."""
     file_of = rows.column(_FILE).to_numpy()[changed]
     pos = rows.column(_POS).to_numpy()[changed].astype(np.uint64)
-    return [pos[file_of == f] for f in touched]
+    order = np.argsort(file_of, kind="stable")
+    file_of, pos = file_of[order], pos[order]
+    starts = np.searchsorted(file_of, touched, side="left")
+    ends = np.searchsorted(file_of, touched, side="right")
+    return [pos[a:b] for a, b in zip(starts, ends)]
 
 
 def _moves_partitions(plan: MergePlan) -> bool:
