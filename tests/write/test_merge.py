@@ -143,7 +143,7 @@ def test_null_keys_never_match(tmp_path):
         merge(
             root,
             src,
-            ON,
+            "target.key = source.key",  # either side first
             [
                 when_matched_update({"value": "source.value"}),
                 when_not_matched_insert_all(),
@@ -165,6 +165,11 @@ def test_a_merge_that_changes_nothing_commits_nothing(tmp_path):
     assert m["version"] is None and m["num_source_rows"] == 0
     assert m["num_target_files_after_skipping"] == 0  # no source key: no target file can match
     assert dx.open_table(root).latest_version() == 0
+    # into a table without files
+    empty_table = str(tmp_path / "e")
+    write_table(empty_table, kv([]))
+    m = one(merge(empty_table, kv([(1, 1)]), ON, [when_matched_delete(), when_not_matched_insert_all()]))
+    assert m["version"] == 1 and content(empty_table) == [(1, 1)]
 
 
 def test_an_empty_source_deletes_every_row_not_matched_by_source(tmp_path):
