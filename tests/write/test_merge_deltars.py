@@ -40,6 +40,7 @@ MATCHED_CONDITIONS = [
     "source.value < 50",
     "source.day >= target.day",
     "source.ts < target.ts",
+    "source.fresh",
 ]
 MATCHED_SETS: list[dict[str, str] | None] = [
     {"value": "source.value + target.value"},
@@ -47,7 +48,7 @@ MATCHED_SETS: list[dict[str, str] | None] = [
     {"amount": "source.amount + target.amount", "day": "source.day", "ts": "source.ts"},
     None,  # UPDATE SET *
 ]
-INSERT_CONDITIONS = ["source.value % 2 = 0", "source.value > 20", "source.name <> 'n2'", "source.amount > 25"]
+INSERT_CONDITIONS = ["source.value % 2 = 0", "source.value > 20", "source.name <> 'n2'", "source.amount > 25", "NOT source.fresh"]
 INSERT_VALUES: list[dict[str, str] | None] = [
     {"id": "source.id", "part": "source.part", "value": "source.value * 10", "name": "source.name"},
     {"id": "source.id", "part": "'c'", "value": "source.value", "name": "'new'"},
@@ -124,7 +125,9 @@ def _case(rng: np.random.Generator, *, first: bool = False) -> tuple[pa.Table, p
     n_source = max(n_source, 15) if first else n_source
     source_ids: list[int | None] = [int(i) for i in rng.choice(np.arange(-10, 80), n_source, replace=duplicates_ok)]
     source_ids += [None] if n_source else []
-    return _rows(rng, target_ids), _rows(rng, source_ids), clauses
+    source = _rows(rng, source_ids)
+    source = source.append_column("fresh", pa.array(rng.random(source.num_rows) < 0.5))  # a column only the source has
+    return _rows(rng, target_ids), source, clauses
 
 
 def _spec(clause: MergeClause) -> dict[str, Any]:
@@ -153,6 +156,7 @@ def test_merge_matches_delta_rs_on_generated_inputs(tmp_path: Path, dvs: bool, c
         source_path = tmp_path / f"source{k}.parquet"
         pq.write_table(source, source_path)
         on = "source.id = target.id" + (" AND source.part = target.part" if partitioned and k % 2 else "")
+        on += {0: "", 1: "", 2: " AND target.value < 95", 3: " AND source.value >= 10"}[k % 4]  # one-side terms
         before = dx.open_table(str(ours_root)).latest_version()
         result = merge(str(ours_root), source, on, clauses).to_pylist()[0]
         table = dx.open_table(str(ours_root))
