@@ -545,3 +545,13 @@ def test_merge_through_storage(location):
     assert m["version"] == 1
     got = sorted(tuple(r.values()) for r in dx.open_table(uri, options).snapshot().to_arrow().to_pylist())
     assert got == [(1, 1), (2, 20), (3, 30)]
+
+
+def test_new_partition_values_with_control_characters_are_refused(tmp_path):
+    root = str(tmp_path / "t")
+    write_table(root, pa.table({"key": pa.array([1], pa.int64()), "part": ["a"]}), partition_by=["part"])
+    src = pa.table({"key": pa.array([1, 2], pa.int64()), "part": ["a", "b\x01"]})
+    with pytest.raises(dx.WriteRefusedError, match="control character"):
+        merge(root, src, ON, [when_matched_update_all(), when_not_matched_insert_all()])
+    assert dx.open_table(root).latest_version() == 0
+    assert not [p for p in Path(root).rglob("*.parquet") if "b" in p.parent.name]

@@ -248,7 +248,8 @@ def merge(
             num_target_files_added=sum(a.num_rows for a in adds), num_target_bytes_added=sum(total_bytes(a) for a in adds)
         )
         if plan.change_data_feed and len(changes.changed_targets):
-            cdc = write(_change_rows(plan, rows, changes, updated, inserted, schema, tracked), existing=False, kind="cdc")
+            # new partition values were checked by the writes above
+            cdc = write(_change_rows(rows, changes, updated, inserted, schema), existing=True, kind="cdc")
             txn.add_cdc_files(cdc)
             metrics["num_target_change_files_added"] = cdc.num_rows
         txn.metrics = plan.commit_metrics(metrics)
@@ -712,15 +713,7 @@ def _control_characters(rows: pa.Table, partition_columns: tuple[str, ...] | lis
     return False
 
 
-def _change_rows(
-    plan: MergePlan,
-    rows: pa.Table,
-    changes: _Changes,
-    updated: pa.Table | None,
-    inserted: pa.Table,
-    schema: StructType,
-    tracked: list[str],
-) -> pa.Table:
+def _change_rows(rows: pa.Table, changes: _Changes, updated: pa.Table | None, inserted: pa.Table, schema: StructType) -> pa.Table:
     """The change data of the MERGE: pre- and post-images, deletes and inserts."""
     names = schema.names
     arrow = pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in schema.fields])
