@@ -59,6 +59,7 @@ from deltaexplore.core.operations.merge_plan import (
     MergePlan,
     MergeScan,
     ResolvedClause,
+    complete_metrics,
     deletion_vector_metrics,
     plan_merge,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "check_write_modes",
     "checkpoint",
     "cleanup_metadata",
+    "complete_metrics",
     "delete",
     "deletion_vector_metrics",
     "deletion_vector_update",

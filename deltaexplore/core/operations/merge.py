@@ -48,6 +48,7 @@ from deltaexplore.core.operations.merge_plan import (
     MergePlan,
     MergeScan,
     ResolvedClause,
+    complete_metrics,
     deletion_vector_metrics,
     plan_merge,
 )
@@ -200,9 +201,7 @@ def merge(
                 num_target_files_removed=len(touched),
                 num_target_bytes_removed=total_bytes(files),
             )
-        metrics["num_output_rows"] = (
-            metrics["num_target_rows_inserted"] + metrics["num_target_rows_updated"] + metrics["num_target_rows_copied"]
-        )
+        complete_metrics(metrics)
         if dry_run or (not len(changes.changed_targets) and not inserted.num_rows and final_md is None):
             return op.result()
         if final_md is not None:
@@ -502,18 +501,13 @@ class _Changes:
         def n(items: list[Any], kind: str) -> int:
             return int(sum(len(x[-1]) for x in items if x[0].kind == kind))
 
-        out = {
+        return {
             "num_target_rows_inserted": int(sum(len(s) for _, s in self.inserts)),
             "num_target_rows_matched_updated": n(self.updates, MATCHED),
             "num_target_rows_not_matched_by_source_updated": n(self.updates, NOT_MATCHED_BY_SOURCE),
             "num_target_rows_matched_deleted": n(self.deletes, MATCHED),
             "num_target_rows_not_matched_by_source_deleted": n(self.deletes, NOT_MATCHED_BY_SOURCE),
         }
-        for what in ("updated", "deleted"):
-            out[f"num_target_rows_{what}"] = (
-                out[f"num_target_rows_matched_{what}"] + out[f"num_target_rows_not_matched_by_source_{what}"]
-            )
-        return out
 
 
 def _decide(plan: MergePlan, src: pa.Table, rows: pa.Table, si: np.ndarray, ti: np.ndarray) -> _Changes:

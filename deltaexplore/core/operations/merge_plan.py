@@ -14,7 +14,8 @@ returns a `MergePlan`:
   target-only ON terms and on the range — or, for partition columns, the values — of the source
   keys), and the predicate a transaction registers as read for conflict detection;
 - `case_sql(kind)`: which clause of a kind applies to a row (first whose condition holds);
-- `parameters()` and `commit_metrics(row)`: `commitInfo` as delta-spark writes it for MERGE.
+- `parameters()`, `complete_metrics(row)` and `commit_metrics(row)`: the metrics row's totals and
+  `commitInfo` as delta-spark writes them for MERGE.
 
 Multiple matches follow Delta: a target row matched by several source rows is an error
 (`MultipleMatchError`) when the MERGE has WHEN MATCHED clauses, unless its only one is an
@@ -66,6 +67,7 @@ __all__ = [
     "MergePlan",
     "MergeScan",
     "ResolvedClause",
+    "complete_metrics",
     "deletion_vector_metrics",
     "plan_merge",
 ]
@@ -281,11 +283,21 @@ class MergePlan:
 
     @staticmethod
     def commit_metrics(row: Mapping[str, Any]) -> dict[str, int]:
-        """`commitInfo.operationMetrics` (Delta's names) from a MERGE metrics row; the output
-        rows are inserted + updated + copied, as Delta counts them."""
-        out = {COMMIT_METRICS[k]: int(row.get(k) or 0) for k in COMMIT_METRICS}
-        out["numOutputRows"] = out["numTargetRowsInserted"] + out["numTargetRowsUpdated"] + out["numTargetRowsCopied"]
-        return out
+        """`commitInfo.operationMetrics` (Delta's names) from a MERGE metrics row (`complete_metrics`)."""
+        return {COMMIT_METRICS[k]: int(row.get(k) or 0) for k in COMMIT_METRICS}
+
+
+def complete_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Fill the totals Delta derives from the per-clause counts (in place; returned): rows
+    updated / deleted = by WHEN MATCHED + by WHEN NOT MATCHED BY SOURCE clauses; output rows =
+    inserted + updated + copied (change data not counted)."""
+    for what in ("updated", "deleted"):
+        parts = (f"num_target_rows_matched_{what}", f"num_target_rows_not_matched_by_source_{what}")
+        metrics[f"num_target_rows_{what}"] = sum(int(metrics.get(p) or 0) for p in parts)
+    metrics["num_output_rows"] = sum(
+        int(metrics.get(f"num_target_rows_{what}") or 0) for what in ("inserted", "updated", "copied")
+    )
+    return metrics
 
 
 def _prunable(typ: pa.DataType) -> bool:
