@@ -52,7 +52,7 @@ from deltaexplore.spark.writer import write_files
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["delete", "update"]
+__all__ = ["delete", "update", "write_change_data"]
 
 
 def _refuse_row_tracking(snapshot: Any, what: str) -> None:
@@ -68,11 +68,21 @@ def _cardinalities(files: pa.Table) -> np.ndarray:
     return np.array([(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()], np.int64)
 
 
-def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], op: OperationRun, snapshot: Any, **kw: Any) -> int:
-    """Write change rows (`(frame, change type)`) as change data files; staged in `op`'s transaction."""
+def write_change_data(
+    spark: SparkSession,
+    frames: list[tuple[DataFrame, str]],
+    op: OperationRun,
+    snapshot: Any,
+    *,
+    metadata: Any = None,
+    **kw: Any,
+) -> int:
+    """Write change rows (`(frame, change type)`, columns of `metadata`'s schema, default the
+    snapshot's) as change data files, staged in `op`'s transaction; the number of files."""
     from pyspark.sql import functions as F
 
-    names = snapshot.schema.names
+    metadata = metadata or snapshot.metadata
+    names = metadata.schema.names
     union = None
     for frame, change in frames:
         part = frame.select(*[F.col(f"`{n}`") for n in names]).withColumn("_change_type", F.lit(change))
@@ -83,7 +93,7 @@ def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], op: Operation
         spark,
         union,
         op.table,
-        snapshot.metadata,
+        metadata,
         snapshot.protocol,
         kind="cdc",
         data_change=False,
@@ -199,7 +209,7 @@ def _run(
                     return op.result()
                 if plan.change_data_feed:
                     refuse_copy_from_outside(snapshot, files, f"{operation} (change data feed)")
-                    metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], op, snapshot, **kw)
+                    metrics["num_added_change_files"] = write_change_data(spark, [(rows, "delete")], op, snapshot, **kw)
                 txn.remove_files(files)
             else:
                 matched = rows.where(cond)
@@ -298,7 +308,7 @@ def _run(
                             (updated(matched), "update_postimage"),
                         ]
                     )
-                    metrics["num_added_change_files"] = _cdc(spark, frames, op, snapshot, **kw)
+                    metrics["num_added_change_files"] = write_change_data(spark, frames, op, snapshot, **kw)
         return op.commit(max_retries=max_retries)
 
 
