@@ -26,6 +26,7 @@ __all__ = [
     "LAPTOP_DEFAULTS",
     "active_session",
     "default_parallelism",
+    "describe_session",
     "get_spark",
     "is_connect",
     "is_local_master",
@@ -222,6 +223,22 @@ def _reachable(url: str, shown: str, timeout: float = 10.0) -> None:
             pass
     except (OSError, ValueError) as exc:
         raise SparkError(f"cannot reach the Spark Connect server {shown}: {exc}") from None
+
+
+def describe_session(spark: SparkSession | None) -> str:
+    """One line naming a session: its Connect server (never a token) or its master."""
+    if spark is None:
+        return "no Spark session"
+    if is_connect(spark):
+        client = getattr(spark, "client", None)
+        host = getattr(client, "host", None) or "?"
+        return f"Spark Connect session on {host}"
+    try:
+        master = spark.sparkContext.master
+        version = spark.version
+    except Exception:  # noqa: BLE001 - a stopped session still gets a name
+        return "a stopped Spark session"
+    return f"Spark {version} session, master {master}"
 
 
 def default_parallelism(spark: SparkSession) -> int:
