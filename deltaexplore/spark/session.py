@@ -288,9 +288,15 @@ def missing_on_executors(exc: BaseException) -> str | None:
 @contextlib.contextmanager
 def spark_errors(what: str, *, path: str | None = None) -> Iterator[None]:
     """Turn Spark, Spark Connect (gRPC) and py4j failures inside the block into `SparkError`
-    ("<what> failed: ..."); a package missing in the executors' Python is named as such."""
+    ("<what> failed: ..."); a package missing in the executors' Python is named as such. A
+    `SparkError` of an inner block gets the outer `what` in front ("MERGE: writing data files
+    failed in Spark: ...")."""
     try:
         yield
+    except SparkError as exc:
+        if str(exc).startswith(what):
+            raise
+        raise SparkError(f"{what}: {exc}", path=exc.path or path) from exc  # the operation, then the step
     except DeltaExploreError:
         raise
     except Exception as exc:

@@ -249,7 +249,7 @@ def write(
         "schema_changed": old_md is not None and md.schema_string != old_md.schema_string,
     }
     with OperationRun(table, WRITE_METRICS, metrics, txn) as op:
-        with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto"):
+        with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto"), spark_errors(operation, path=table.uri):
             if dry_run:
                 with spark_errors("counting the rows to write", path=table.uri):
                     metrics["num_output_rows"] = df.count()
