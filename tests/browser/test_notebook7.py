@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import demo_tables
 from jupyter_servers import start_server
-from lab_helpers import Watch, drawn_chart, notebook_json, open_tab, settled, wait_kernel_idle
+from lab_helpers import NOTEBOOK7_OWN, Watch, drawn_chart, notebook_json, open_tab, settled, wait_kernel_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -33,11 +33,6 @@ ERROR_OUTPUTS = (
     ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error'],"
     " .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
 )
-
-#: what Notebook 7 (7.6) logs of its own on loading a page, with no extension installed (its
-#: settings registry reads a plugin without a schema); anything else is a failure
-NOTEBOOK7_OWN = re.compile(r"^page error: Cannot read properties of undefined \(reading 'schema'\)$")
-
 
 def _errors(watch: Watch) -> list[str]:
     return [e for e in watch.errors if not NOTEBOOK7_OWN.match(e)]
