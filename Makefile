@@ -32,7 +32,8 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 	@touch $@
 
 $(FRONTEND_STAMP): frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
-	cd frontend && npm run --silent build
+	@# the install may have built it already (setup.py): build.json says from which sources
+	cd frontend && { node build.mjs --check >/dev/null 2>&1 || npm run --silent build; }
 	@rm -f deltaexplore/widgets/static/.built-*; touch $@
 
 ## The JupyterLab extension (extension/: TypeScript), compiled by tsc and bundled by
