@@ -241,7 +241,7 @@ def _caption(title: str, sub: str) -> str:
 
 
 def _shape(n_rows: int, n_cols: int) -> str:
-    return f"{fmt.human_count(n_rows)} row{'' if n_rows == 1 else 's'} × {n_cols} column{'' if n_cols == 1 else 's'}"
+    return f"{fmt.count_noun(n_rows, 'row')} × {fmt.count_noun(n_cols, 'column')}"
 
 
 def _wrap(body: str) -> str:
@@ -291,7 +291,7 @@ def table_html(
         )
     if empty:
         names = ", ".join(empty[:12]) + (f", … ({len(empty) - 12} more)" if len(empty) > 12 else "")
-        foot.append(f"{len(empty)} empty column{'' if len(empty) == 1 else 's'} not shown: {names}")
+        foot.append(f"{fmt.count_noun(len(empty), 'empty column')} not shown: {names}")
     footer = f'<div class="dx-foot">{_e(" · ".join(foot))}</div>' if foot else ""
     body = (
         _caption(title, _shape(table.num_rows, table.num_columns))
@@ -348,7 +348,7 @@ def _metrics_body(table: pa.Table, title: str, max_rows: int, tz: tzinfo | None)
     more = table.num_rows - len(rows)
     foot = f'<div class="dx-foot">{fmt.human_count(more)} more rows</div>' if more > 0 else ""
     problems = [r for r in table.select(["status"]).to_pylist() if fmt.status_level(r["status"]) in ("warn", "error")]
-    sub = f"{table.num_rows} metrics" + (f" · {len(problems)} to look at" if problems else " · no warnings")
+    sub = fmt.count_noun(table.num_rows, "metric") + (f" · {len(problems)} to look at" if problems else " · no warnings")
     head = "<th>metric</th><th>value</th><th>status</th><th>detail</th>"
     return (
         _caption(title, sub)

@@ -36,7 +36,7 @@ import {
 
 import { decode, toArrowFile, type FieldInfo, type Row, type Rows } from './arrow';
 import { badge, copyButton, h, later, measure, pill } from './dom';
-import { formatValue, humanCount, humanFloat, jsonItems, relativeTime, statusLevel, timestampTitle, truncateMiddle } from './format';
+import { formatValue, humanCount, humanFloat, jsonItems, plural, relativeTime, statusLevel, timestampTitle, truncateMiddle } from './format';
 import type { Rpc } from './model';
 
 ModuleRegistry.registerModules([
@@ -110,7 +110,7 @@ export interface GridOptionsLite {
   /** a filter box over the source's search columns; Enter applies it */
   filterPlaceholder?: string;
   emptyText?: string;
-  /** what the rows are called in the count: "files" */
+  /** what a row is called in the count, in the singular: "file" */
   noun?: string;
   /** extra controls in the toolbar */
   tools?: HTMLElement[];
@@ -270,12 +270,6 @@ function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
   return def;
 }
 
-/** "files" for 1 -> "file" (the first word of the noun; "properties" -> "property"). */
-export function plural(noun: string, n: number): string {
-  if (n !== 1) return noun;
-  return noun.replace(/^(\w+?)(ies|s)\b/, (_m, stem: string, end: string) => (end === 'ies' ? `${stem}y` : stem));
-}
-
 function sameFields(a: FieldInfo[], b: FieldInfo[]): boolean {
   return a.length === b.length && a.every((f, i) => f.name === b[i].name && f.unit === b[i].unit);
 }
@@ -327,7 +321,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   let sortModel: Array<[string, string]> = [];
   let generation = 0;
 
-  const noun = opts.noun ?? 'rows';
+  const noun = opts.noun ?? 'row';
   const setCount = (n: number | null, total?: number) => {
     if (n === null) count.textContent = '';
     else if (total !== undefined && total !== n) count.textContent = `${humanCount(n)} of ${humanCount(total)} ${plural(noun, total)}`;

@@ -12,7 +12,7 @@ export function healthTab(ctx: Ctx): Tab {
   const grid = createGrid({
     label: 'log health',
     rootClass: ctx.rootClass,
-    noun: 'checks',
+    noun: 'check',
     height: 420,
     columns: ['status', 'section', 'metric', 'shown', 'detail'],
     options: { shown: { header: 'value', unit: 'text', width: 170 }, detail: { flex: 3 }, metric: { flex: 1.2 } },

@@ -6,7 +6,7 @@ import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
 import { card, fill, h, note, pill, section } from '../dom';
-import { formatValue, humanCount } from '../format';
+import { countNoun, formatValue, humanCount, plural } from '../format';
 import { createGrid } from '../grid';
 import { setState } from '../model';
 
@@ -53,7 +53,7 @@ export function layoutTab(ctx: Ctx): Tab {
         const start = Math.min(...hit.map((b2) => b2.position_lo));
         const endExcl = Math.max(...hit.map((b2) => b2.position_hi));
         const end = integral ? endExcl - 1 : endExcl;
-        grid.setFilter({ ranges: { max_position: [start, 1e300], min_position: [-1e300, end] } }, `overlapping the brushed values (${hit.length} bins)`);
+        grid.setFilter({ ranges: { max_position: [start, 1e300], min_position: [-1e300, end] } }, `overlapping the brushed values (${countNoun(hit.length, 'bin')})`);
       },
     },
   });
@@ -73,7 +73,7 @@ export function layoutTab(ctx: Ctx): Tab {
     label: 'files by overlap depth',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'files',
+    noun: 'file',
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
     columns: ['path', 'partition', 'min', 'max', 'overlap_depth', 'overlapping_files', 'rank', 'size', 'num_records', 'truncated'],
@@ -128,11 +128,11 @@ export function layoutTab(ctx: Ctx): Tab {
     fill(
       cards,
       card('Skipping', pill(summary.skipping === 'stats' || summary.skipping === 'partition' ? 'ok' : summary.skipping === 'partial' ? 'warn' : 'error', String(summary.skipping ?? '–')), (summary.reason as string) || `${summary.type}`),
-      card('Stats coverage', formatValue('ratio', summary.coverage), `${humanCount(summary.files_with_min_max as number)} of ${humanCount(summary.files as number)} files`, (summary.coverage as number) < 1 ? 'warn' : null),
+      card('Stats coverage', formatValue('ratio', summary.coverage), `${humanCount(summary.files_with_min_max as number)} of ${countNoun(summary.files as number, 'file')}`, (summary.coverage as number) < 1 ? 'warn' : null),
       card('Clustering quality', q === null || q === undefined ? '–' : formatValue('number', Math.round(q * 1000) / 1000), '1: disjoint ranges · 0: every file overlaps every other', qualityStatus(q)),
-      card('Worst point query', `${humanCount(summary.max_depth as number)} files`, 'the most files one value lies in (max overlap depth)', (summary.max_depth as number) > 10 ? 'warn' : null),
-      card('Typical point query', `${formatValue('number', summary.avg_depth)} files`, 'mean overlap depth'),
-      card('Values', `${summary.min ?? '–'} … ${summary.max ?? '–'}`, summary.truncated_files ? `${humanCount(summary.truncated_files as number)} files with truncated bounds` : null, summary.truncated_files ? 'info' : null),
+      card('Worst point query', countNoun(summary.max_depth as number, 'file'), 'the most files one value lies in (max overlap depth)', (summary.max_depth as number) > 10 ? 'warn' : null),
+      card('Typical point query', `${formatValue('number', summary.avg_depth)} ${plural('file', summary.avg_depth as number)}`, 'mean overlap depth'),
+      card('Values', `${summary.min ?? '–'} … ${summary.max ?? '–'}`, summary.truncated_files ? `${countNoun(summary.truncated_files as number, 'file')} with truncated bounds` : null, summary.truncated_files ? 'info' : null),
     );
     const spec = data.density_chart;
     bins = [];
