@@ -372,7 +372,7 @@ def partition_value_columns(keys: pa.Array | pa.ChunkedArray, names: list[str]) 
     key is parsed once (a million files share a few hundred partitions)."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.string())
-    encoded = pc.dictionary_encode(keys)
+    encoded = pc.dictionary_encode(keys.cast(pa.string()))
     distinct = encoded.dictionary
     if len(names) == 1:
         prefix = f"{names[0]}="

@@ -30,8 +30,8 @@ from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.core.scan.stats_columns import physical_path, stats_columns
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
-from deltaexplore.inspect.formatting import count_noun, human_count
 from deltaexplore.inspect.file_columns import file_partitions
+from deltaexplore.inspect.formatting import count_noun, human_count
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 from deltaexplore.inspect.snapshots import snapshot_cache, snapshot_of

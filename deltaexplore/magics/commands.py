@@ -251,11 +251,9 @@ def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     if args.chart:
         return _chart("explain_funnel", out, predicate=args.where)
     read = int(pc.sum(out.column("selected")).as_py() or 0) if out.num_rows else 0
+    reads = f"reads {human_count(read)} of {count_noun(out.num_rows, 'file')}"
     out = out.filter(out.column("selected")) if args.selected else out
-    return titled(
-        out,
-        f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} reads {human_count(read)} of {count_noun(out.num_rows, 'file')}",
-    )
+    return titled(out, f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} {reads}")
 
 
 @command("dv", "deletion vectors: per-file deleted rows, ratio, storage, sharing")

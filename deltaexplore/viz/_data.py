@@ -24,6 +24,7 @@ __all__ = [
     "binary_steps",
     "binary_ticks",
     "bucket_versions",
+    "bytes_axis",
     "bytes_text",
     "bytes_tooltip",
     "count_axis",
@@ -88,9 +89,22 @@ def binary_steps(lo: float, hi: float, most: int = 7) -> list[int]:
     return [int(lo), int(hi)]
 
 
+#: the least space between two axis labels in px (Vega hides labels that would come closer)
+LABEL_SEPARATION = 8
+
+
 def count_axis(**kwargs: Any) -> alt.Axis:
-    """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated."""
-    return alt.Axis(format=",d", tickMinStep=1, **kwargs)
+    """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated,
+    labels that would overlap left out."""
+    return alt.Axis(**{"format": ",d", "tickMinStep": 1, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs})
+
+
+def bytes_axis(ticks: list[int], **kwargs: Any) -> alt.Axis:
+    """The axis of byte counts at `ticks` (`binary_steps`, `binary_ticks`) labelled in binary
+    units, labels that would overlap left out."""
+    return alt.Axis(
+        **{"labelExpr": BYTES_LABELS, "values": ticks, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs}
+    )
 
 
 def count_legend(**kwargs: Any) -> alt.Legend:

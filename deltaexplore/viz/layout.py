@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.inspect import explain, layout, layout_density
+from deltaexplore.inspect.formatting import count_noun
 from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes_tooltip, count_axis, count_legend, frame
 
 __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
@@ -99,7 +100,7 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
             agg.drop("r_max")
             .rename({"group": "rank"})
             .with_columns(
-                pl.format("{} files", pl.col("files")).alias("path"),
+                pl.col("files").map_elements(lambda n: count_noun(n, "file"), return_dtype=pl.String).alias("path"),
                 pl.Series("min", _text(raw_min.take(first)).to_pylist(), pl.String),
                 pl.Series("max", _text(raw_max.take(last)).to_pylist(), pl.String),
                 pl.col("rank_lo").cast(pl.Int64),
@@ -127,7 +128,7 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
             )
         ).with_columns(pl.lit(1).alias("files"), pl.col("rank").alias("rank_lo"), pl.col("rank").alias("rank_hi"))
     name = column or "column"
-    title = f"{name}: file ranges ordered by min" + (f" ({n} files in {df.height} groups)" if n > max_files else "")
+    title = f"{name}: file ranges ordered by min" + (f" ({n:,} files in {df.height:,} groups)" if n > max_files else "")
     depths = df.get_column("depth").drop_nulls().unique()
     if depths.len() == 1:  # one colour: a gradient legend with one label says nothing; the title does
         title += f" (overlap depth {depths[0]:,} everywhere)"

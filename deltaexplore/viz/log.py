@@ -9,11 +9,11 @@ import polars as pl
 
 from deltaexplore.inspect import log_files
 from deltaexplore.viz._data import (
-    BYTES_LABELS,
     MAX_POINTS,
     as_inspect_table,
     binary_ticks,
     bucket_versions,
+    bytes_axis,
     bytes_text,
     bytes_tooltip,
     frame,
@@ -59,7 +59,7 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
                 "bytes:Q",
                 title="bytes",
                 scale=alt.Scale(type="symlog", constant=1024, domain=[0, ticks[-1]]),
-                axis=alt.Axis(labelExpr=BYTES_LABELS, values=ticks),
+                axis=bytes_axis(ticks),
             ),
             color=alt.Color(
                 "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])

@@ -85,7 +85,10 @@ export function diffTab(ctx: Ctx): Tab {
     rootClass: ctx.rootClass,
     noun: 'change',
     height: 300,
-    columns: ['section', 'change', 'name', 'before', 'after', 'files', 'bytes', 'rows', 'detail'],
+    // in order of importance (the last are hidden first when the grid is narrow); columns empty
+    // in every row (before/after of a diff of files only) are left out
+    columns: ['section', 'change', 'name', 'files', 'bytes', 'rows', 'before', 'after', 'detail'],
+    hideEmpty: true,
     options: { detail: { flex: 3 }, before: { unit: 'text' }, after: { unit: 'text' }, change: { unit: 'text', width: 120, cellClass: (v) => `dxe-change-${String(v)}` }, section: { width: 120 } },
     rowClass: (r) => `dxe-row-${String(r.change)}`,
     emptyText: 'Nothing changed',
@@ -98,7 +101,7 @@ export function diffTab(ctx: Ctx): Tab {
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
     emptyText: 'No file changed',
-    columns: ['change', 'path', 'partition', 'size', 'num_records', 'rows_delta', 'deleted_before', 'deleted_after', 'modification_time'],
+    columns: ['change', 'path', 'partition', 'size', 'rows_delta', 'num_records', 'deleted_before', 'deleted_after', 'modification_time'],
     options: {
       change: { unit: 'text', width: 110, pinned: 'left', cellClass: (v) => `dxe-change-${String(v)}` },
       num_records: { header: 'records' },

@@ -18,6 +18,8 @@ export function dvTab(ctx: Ctx): Tab {
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
     emptyText: 'No deletion vectors at this version',
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['path', 'deleted_ratio', 'cardinality', 'num_records', 'partition', 'live_rows', 'past_threshold', 'dv_bytes', 'storage', 'dv_path', 'shared_by', 'size'],
     options: {
       // the partition says where the rows were deleted: wide enough to read; the file's size is
       // on the Files tab (hidden here, still in exports): the path keeps room for its name

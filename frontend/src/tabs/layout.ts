@@ -17,6 +17,14 @@ interface Bin {
   position_hi: number;
 }
 
+/** A bound of the column as text: whole numbers with separators (exact: digits grouped as
+ * written, never through a float), other values as they are. */
+function bound(value: unknown): string {
+  if (value === null || value === undefined) return '–';
+  const text = String(value);
+  return /^-?\d{4,}$/.test(text) ? text.replace(/\B(?=(\d{3})+(?!\d))/g, ',') : text;
+}
+
 function qualityStatus(q: number | null | undefined): string | null {
   if (q === null || q === undefined) return null;
   if (q >= 0.9) return 'ok';
@@ -76,7 +84,8 @@ export function layoutTab(ctx: Ctx): Tab {
     noun: 'file',
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
-    columns: ['path', 'partition', 'min', 'max', 'overlap_depth', 'overlapping_files', 'rank', 'size', 'num_records', 'truncated'],
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['path', 'overlap_depth', 'min', 'max', 'partition', 'overlapping_files', 'rank', 'size', 'num_records', 'truncated'],
     options: {
       overlap_depth: { header: 'overlap depth' },
       overlapping_files: { header: 'overlapping' },
@@ -132,7 +141,7 @@ export function layoutTab(ctx: Ctx): Tab {
       card('Clustering quality', q === null || q === undefined ? '–' : formatValue('number', Math.round(q * 1000) / 1000), '1: disjoint ranges · 0: every file overlaps every other', qualityStatus(q)),
       card('Worst point query', countNoun(summary.max_depth as number, 'file'), 'the most files one value lies in (max overlap depth)', (summary.max_depth as number) > 10 ? 'warn' : null),
       card('Typical point query', `${formatValue('number', summary.avg_depth)} ${plural('file', summary.avg_depth as number)}`, 'mean overlap depth'),
-      card('Values', `${summary.min ?? '–'} … ${summary.max ?? '–'}`, summary.truncated_files ? `${countNoun(summary.truncated_files as number, 'file')} with truncated bounds` : null, summary.truncated_files ? 'info' : null),
+      card('Values', [h('span', { class: 'dxe-nowrap' }, bound(summary.min)), ' … ', h('span', { class: 'dxe-nowrap' }, bound(summary.max))], summary.truncated_files ? `${countNoun(summary.truncated_files as number, 'file')} with truncated bounds` : null, summary.truncated_files ? 'info' : null),
     );
     const spec = data.density_chart;
     bins = [];
