@@ -18,6 +18,7 @@ from deltaexplore.inspect.formatting import human_bytes
 
 __all__ = [
     "BYTES_LABELS",
+    "LABEL_SEPARATION",
     "MAX_POINTS",
     "VizError",
     "as_inspect_table",
@@ -30,6 +31,7 @@ __all__ = [
     "count_axis",
     "count_legend",
     "frame",
+    "spaced_axis",
 ]
 
 #: a Vega label expression showing a byte count in binary units (1.5 KiB, 20 MiB), as the
@@ -97,6 +99,12 @@ def count_axis(**kwargs: Any) -> alt.Axis:
     """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated,
     labels that would overlap left out."""
     return alt.Axis(**{"format": ",d", "tickMinStep": 1, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs})
+
+
+def spaced_axis(**kwargs: Any) -> alt.Axis:
+    """An axis whose labels that would overlap (or come closer than `LABEL_SEPARATION`) are
+    left out."""
+    return alt.Axis(**{"labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs})
 
 
 def bytes_axis(ticks: list[int], **kwargs: Any) -> alt.Axis:

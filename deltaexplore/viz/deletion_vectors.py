@@ -18,6 +18,7 @@ from deltaexplore.viz._data import (
     count_legend,
     decimal_ticks,
     frame,
+    spaced_axis,
 )
 
 __all__ = ["deleted_rows_heatmap", "dv_density_chart"]
@@ -53,7 +54,7 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
                     scale=alt.Scale(type="symlog", domain=[0, ticks[-1]]),
                     axis=alt.Axis(values=ticks, format=",d", labelOverlap=True, labelSeparation=LABEL_SEPARATION),
                 ),
-                y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+                y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=spaced_axis(format="%"), scale=alt.Scale(domain=[0, 1])),
                 size=alt.Size(
                     "cardinality:Q",
                     title="rows deleted",

@@ -22,6 +22,7 @@ from deltaexplore.viz._data import (
     bytes_tooltip,
     count_axis,
     frame,
+    spaced_axis,
 )
 
 __all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "time_axis", "versions_chart"]
@@ -88,7 +89,7 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
         alt.Chart(agg.to_arrow(), title=title)
         .mark_bar()
         .encode(
-            x=alt.X("version:Q", title="version", axis=alt.Axis(format="d")),
+            x=alt.X("version:Q", title="version", axis=spaced_axis(format="d")),
             y=alt.Y(f"{metric}:Q", title=metric, axis=axis, scale=scale),
             color=alt.Color("change:N", scale=alt.Scale(domain=["added", "removed"], range=["#4c78a8", "#e45756"])),
             tooltip=[
@@ -248,7 +249,7 @@ def versions_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         alt.Chart(df.to_arrow(), title="readable versions" + (f" (ranges of {width})" if width > 1 else ""))
         .mark_tick(thickness=3, size=30)
         .encode(
-            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            x=alt.X("version:Q", axis=spaced_axis(format="d")),
             color=alt.Color("status:N", scale=alt.Scale(domain=domain, range=["#54a24b", "#f58518", "#e45756", "#9d9d9d"])),
             tooltip=[alt.Tooltip("version:Q", format="d"), "status:N", "versions:Q"],
         )

@@ -12,7 +12,16 @@ import pyarrow.compute as pc
 
 from deltaexplore.inspect import explain, layout, layout_density
 from deltaexplore.inspect.formatting import count_noun
-from deltaexplore.viz._data import VizError, as_inspect_table, bytes_text, bytes_tooltip, count_axis, count_legend, frame
+from deltaexplore.viz._data import (
+    VizError,
+    as_inspect_table,
+    bytes_text,
+    bytes_tooltip,
+    count_axis,
+    count_legend,
+    frame,
+    spaced_axis,
+)
 
 __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
 
@@ -136,7 +145,7 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
     if height is not None:
         chart = chart.properties(height=height)
     return chart.mark_rule(strokeWidth=3).encode(
-        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name),
+        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name, axis=spaced_axis()),
         x2=alt.X2("hi"),  # channel objects, not strings: Altair resolves a string's channel class slowly
         y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
         color=alt.Color(
@@ -209,7 +218,7 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
         alt.Tooltip("starts:Q", format=",", title="files starting here"),
     ]
     bars = base.mark_rect(opacity=0.85).encode(
-        x=alt.X(f"{x}:{kind}", title=title),
+        x=alt.X(f"{x}:{kind}", title=title, axis=spaced_axis()),
         x2=alt.X2(x2),
         y=alt.Y("files:Q", title="files", axis=count_axis()),
         y2=alt.datum(0),

@@ -17,6 +17,7 @@ from deltaexplore.viz._data import (
     bytes_text,
     bytes_tooltip,
     frame,
+    spaced_axis,
 )
 
 __all__ = ["log_health_chart"]
@@ -54,7 +55,7 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         alt.Chart(long.to_arrow(), title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(point=True, interpolate="step-after")
         .encode(
-            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            x=alt.X("version:Q", axis=spaced_axis(format="d")),
             y=alt.Y(
                 "bytes:Q",
                 title="bytes",

@@ -119,6 +119,15 @@ root => {
 }
 """
 
+#: SVG definitions (gradients, clip paths) of the page's charts whose id another one has too: a
+#: chart drawing `url(#gradient_0)` then paints another chart's definition (or none, hidden)
+SHARED_DEFS = """
+() => {
+    const ids = [...document.querySelectorAll('.dxe-chart svg defs [id]')].map(e => e.id);
+    return [...new Set(ids.filter((id, i) => ids.indexOf(id) !== i))];
+}
+"""
+
 #: grids whose default columns need a sideways scroll
 SIDEWAYS = """
 root => [...root.querySelectorAll('.dxe-grid-wrap')].filter(w => w.querySelector('.ag-root-wrapper') && w.offsetParent).map(w => {
@@ -233,6 +242,7 @@ def _problems(explorer, panel) -> dict[str, list[str]]:
         "chart labels overlapping": panel.evaluate(CHART_OVERLAPS),
         "grids scrolling sideways": panel.evaluate(SIDEWAYS),
         "card text cut for good": panel.evaluate(CLOSED_CARDS),
+        "chart definitions shared between charts": explorer.page.evaluate(SHARED_DEFS),
     }
 
 
