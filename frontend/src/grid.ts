@@ -468,10 +468,20 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   new ResizeObserver(() => queueFit()).observe(gridEl);
 
   let chooserKey = '';
+  const chooserText = (next: Map<string, Decision>) => {
+    const hidden = specs.filter((sp) => next.get(sp.name)?.hide).length;
+    return hidden ? `Columns (${humanCount(hidden)} hidden)` : 'Columns';
+  };
   function drawChooser(next: Map<string, Decision>, key: string): void {
     chooserKey = key;
-    const hidden = specs.filter((sp) => next.get(sp.name)?.hide);
-    chooserLabel.textContent = hidden.length ? `Columns (${humanCount(hidden.length)} hidden)` : 'Columns';
+    const boxes_ = [...chooserList.querySelectorAll('input')];
+    if (boxes_.length === specs.length && boxes_.every((b, i) => b.dataset.col === specs[i].name)) {
+      // the same columns: the boxes follow (the list stays, and the focus in it)
+      for (const b of boxes_) b.checked = !next.get(b.dataset.col as string)?.hide;
+      chooserLabel.textContent = chooserText(next);
+      return;
+    }
+    chooserLabel.textContent = chooserText(next);
     chooser.hidden = specs.length < 2;
     const boxes = specs.map((sp) => {
       const box = h('input', { type: 'checkbox', 'data-col': sp.name });

@@ -120,7 +120,7 @@ export function overviewTab(ctx: Ctx): Tab {
       kv([
         ['name', m.get('table.name')?.value || '(no name)'],
         ['description', m.get('table.description')?.value || null],
-        ['location', h('span', { class: 'dxe-path-cell' }, h('code', { class: 'dxe-path' }, uri), copyButton(uri, 'copy location'))],
+        ['location', h('span', { class: 'dxe-path-cell' }, h('code', { class: 'dxe-path dxe-location', title: uri }, uri), copyButton(uri, 'copy location'))],
         ['table id', m.get('table.table_id')?.value || null],
         ['version', `${data.version}${cp !== null && cp !== undefined ? ` · last checkpoint at ${cp}` : ' · no checkpoint yet'}`],
         ['protocol', `reader v${shown(m.get('protocol.reader_version'))}, writer v${shown(m.get('protocol.writer_version'))}`],
