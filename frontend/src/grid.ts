@@ -327,8 +327,14 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   const codeBtn = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', title: 'Copy the Python that returns this table', hidden: true }, 'Copy code');
   // the column chooser: columns hidden to fit the width (or by the user), shown again on demand
   const chooserList = h('div', { class: 'dxe-chooser-list', role: 'group', 'aria-label': `${opts.label}: columns shown` });
+  const fitButton = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', title: 'forget the columns picked: show what fits the width' }, 'Fit to width');
   const chooserLabel = h('span', null, 'Columns');
-  const chooser = h('details', { class: 'dxe-chooser' }, h('summary', { class: 'dxe-btn dxe-btn-small', title: 'show or hide columns' }, chooserLabel), chooserList);
+  const chooser = h(
+    'details',
+    { class: 'dxe-chooser' },
+    h('summary', { class: 'dxe-btn dxe-btn-small', title: 'show or hide columns' }, chooserLabel),
+    h('div', { class: 'dxe-chooser-menu' }, chooserList, fitButton),
+  );
   const toolbar = h(
     'div',
     { class: 'dxe-grid-toolbar', role: 'toolbar', 'aria-label': `${opts.label} tools` },
@@ -466,6 +472,11 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     queueFit();
   };
   new ResizeObserver(() => queueFit()).observe(gridEl);
+  fitButton.addEventListener('click', () => {
+    choice.clear();
+    resized.clear();
+    fit();
+  });
 
   let chooserKey = '';
   const chooserText = (next: Map<string, Decision>) => {

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import CHROMIUM_ARGS
-from lab_helpers import block_outside, notebook_json, wait_kernel_idle
+from lab_helpers import block_outside, docs_shot, notebook_json, wait_kernel_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -338,7 +338,12 @@ def test_partition_values_counts_and_columns_at_700_px(page, shots, tmp_path):
     dl.value.save_as(tmp_path / "partitions.csv")
     header, first = (tmp_path / "partitions.csv").read_text().splitlines()[:2]
     assert '"partition:date"' in header and re.search(r",\d{7,},", first)
+    # "Fit to width" forgets the choice: the grid fits again
+    chooser.get_by_role("button", name="Fit to width").click()
     chooser.locator("summary").click()
+    _settled(page, explorer)
+    assert re.search(r"\(\d+ hidden\)", chooser.locator("summary").inner_text())
+    assert parts.locator("xpath=..").evaluate(SIDEWAYS) == []
 
 
 def test_cut_card_lines_open_on_a_click(page):
@@ -392,6 +397,47 @@ def test_two_partition_columns_get_a_column_each(page, shots):
         assert items == [], kind
 
 
+def test_docs_images_of_the_big_table(page, shots):
+    """The README's images (copied from the screenshots to docs/images): the big table's History,
+    Files and, dark, Layout tabs in a notebook 1320 px wide."""
+    explorer = page.locator(".dxe-explorer").nth(0)
+    explorer.scroll_into_view_if_needed()
+    _notebook_width(page, 1320)
+    for name, file in (("History", "history"), ("Files", "files")):
+        _tab(page, explorer, name)
+        docs_shot(explorer, shots / f"docs-explorer-{file}.png")
+    _theme(page, True)
+    _tab(page, explorer, "Layout")
+    docs_shot(explorer, shots / "docs-explorer-layout-dark.png")
+    _theme(page, False)
+
+
 def test_no_console_error_and_nothing_left_the_machine(page):
     assert page.outside == []  # type: ignore[attr-defined]
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_saved_summary_of_the_big_table(page, lab, shots):
+    """Saved, its kernel shut down and reopened: the summary the notebook keeps shows the big
+    table's numbers in full (and becomes the README's image). Last: it leaves the notebook."""
+    if not (HERE.parents[1] / "extension" / "build" / "deltaexplore-jupyterlab" / "package.json").exists():
+        pytest.fail("the JupyterLab extension is not built: run `make setup-ui`")
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    page.evaluate("window.jupyterapp.commands.execute('kernelmenu:shutdown')")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; return !w.sessionContext.session || !w.sessionContext.session.kernel; }",
+        timeout=60_000,
+    )
+    page.evaluate("window.jupyterapp.commands.execute('application:close-all')")
+    page.wait_for_timeout(1000)
+    page.goto(lab.url("/lab/workspaces/readable-saved/tree/readable.ipynb?reset"))
+    static = page.locator(".dx-explorer-static").first
+    static.wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)  # time for the widget manager to give up on the model
+    text = static.inner_text()
+    for fact in ("1,086", "1.5 TiB", "2,125,406,671", "5,064,440", "365", "date", "version 372"):
+        assert fact in text, (fact, text)
+    assert static.evaluate(CUT_NUMBERS) == []
+    static.evaluate("el => el.querySelectorAll('.dx-summary-uri').forEach(n => { n.textContent = '/data/lake/events'; })")
+    static.screenshot(path=str(shots / "docs-explorer-saved-summary.png"))

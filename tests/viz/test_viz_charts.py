@@ -217,8 +217,12 @@ def test_layout_chart(parted, hist):
             "overlap_depth": pa.array(np.ones(n, np.int64)),
         }
     )
-    _, _, _, rows = spec(viz.layout_chart(lay, max_files=300))
+    d, _, _, rows = spec(viz.layout_chart(lay, max_files=300))
     assert len(rows) == 300 and sum(r["files"] for r in rows) == n
+    assert "(30,000 files in 300 groups)" in d["title"] and rows[0]["path"] == "100 files"  # separators
+    few = lay.slice(0, 301).set_column(3, "rank", pa.array(np.argsort(np.argsort(lo[:301])), pa.int64()))
+    _, _, _, rows = spec(viz.layout_chart(few, max_files=300))
+    assert {r["path"] for r in rows if r["files"] == 1} == {"1 file"}  # a group of one
     s = pa.table(
         {"path": ["a", "b"], "min": ["apple", "kiwi"], "max": ["melon", "zebra"], "rank": [0, 1], "overlap_depth": [2, 2]}
     )
