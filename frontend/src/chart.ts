@@ -231,6 +231,8 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
         return;
       }
       result = r;
+      // the room kept while drawing goes: a chart as tall as its bars may be shorter
+      el.style.minHeight = '';
       if (opts.onClick) {
         const cb = opts.onClick;
         r.addEventListener('click', (_e: unknown, item: any) => {

@@ -1,22 +1,25 @@
 // Column widths that fit what a grid holds and the room it has (issue 21: no number is ever cut).
 //
 // Every column is at least as wide as its widest formatted value among the rows seen so far
-// (and its header): numbers, times, versions, flags, badges and partition values get exactly
-// that; paths get the width of their short form (`shortPath`) and share what is left with
-// text and JSON (`flex`). When the columns do not fit the grid's width, in this order:
+// (and its header): numbers, times, versions, flags, badges, partition values and short text
+// get exactly that; paths get the width of their short form (`shortPath`) and share what is
+// left with long text and JSON. When the columns do not fit the grid's width, in this order:
 //   1. counts switch to their compact form (`humanCompact`: 4.78 M; the exact value in the
-//      cell's title and in exports), widest first;
-//   2. the least important columns (the last of the grid's list) are hidden: the column chooser
+//      cell's title and in exports), all the grid's counts together;
+//   2. paths show their name alone while the partition has a column of its own;
+//   3. long text that can wrap (rows in the browser grow) narrows to a floor;
+//   4. the least important columns (the last of the grid's list) are hidden: the column chooser
 //      lists them and shows them again;
-//   3. text columns shrink to a floor (their text stays in the cell's title).
-// Only what the user asked for (a column shown from the chooser, a column resized by hand) can
-// make a grid scroll sideways. Text is measured on a canvas in the fonts the cells use.
+//   5. still short of room: everything down to a floor (text cut, its whole in the title).
+// What the steps shortened goes back to full length where the room allows it. Only what the
+// user asked for (a column shown from the chooser, a column resized by hand) can make a grid
+// scroll sideways. Text is measured on a canvas in the fonts the cells use.
 import type { FieldInfo, Row } from './arrow';
 import { formatValue, humanCompact, humanCount, humanFloat, shortPath } from './format';
 
 /** Display units whose values have a known width: sized to them, never cut. */
 const CONTENT = new Set(['bytes', 'count', 'version', 'number', 'ratio', 'duration_ms', 'timestamp', 'bool', 'status', 'operation']);
-/** Units holding free text: they take the room left (their text in a title when cut). */
+/** Units holding free text: they take the room left (short text is sized to its values). */
 const FLEX = new Set(['path', 'json', 'text']);
 
 export interface ColumnSpec {
@@ -24,7 +27,7 @@ export interface ColumnSpec {
   field: FieldInfo;
   unit: string;
   header: string;
-  /** never hidden to make room (the first column, paths, partition values) */
+  /** never hidden to make room (the first column, the first path, pinned columns) */
   essential: boolean;
   /** width given by the tab (a floor) */
   width?: number;
@@ -137,8 +140,7 @@ export class ColumnWidths {
     this.compact.clear();
   }
 
-  observe(specs: ColumnSpec[], rows: Row[], fonts: Fonts): boolean {
-    let grew = false;
+  observe(specs: ColumnSpec[], rows: Row[], fonts: Fonts): void {
     for (const s of specs) {
       if (s.unit === 'json') continue;
       const font = fontFor(s.unit, fonts);
@@ -150,11 +152,9 @@ export class ColumnWidths {
         full = Math.max(full, textWidth(cellText(s.unit, v, s.field.type, false), font));
         if (s.unit === 'count' || s.unit === 'path') small = Math.max(small, textWidth(cellText(s.unit, v, s.field.type, true), font));
       }
-      if (full > (this.full.get(s.name) ?? 0)) grew = true;
       this.full.set(s.name, full);
       this.compact.set(s.name, s.unit === 'count' || s.unit === 'path' ? small : full);
     }
-    return grew;
   }
 
   /** The width the values of `s` need (with padding and adornments). */
@@ -209,16 +209,10 @@ export function decide(
   const total = (list: ColumnSpec[]) => list.reduce((n, s) => n + floor(s), 0);
   let visible = specs.filter((s) => choice.get(s.name) !== false);
   const fits = () => total(visible) <= room;
-  // 1. counts in compact form, the largest saving first
-  const counts = visible
-    .filter((s) => s.unit === 'count' && !resized.has(s.name))
-    .map((s) => ({ s, saving: widths.need(s, false, fonts) - widths.need(s, true, fonts) }))
-    .filter((x) => x.saving > 0)
-    .sort((a, b) => b.saving - a.saving);
-  for (const { s } of counts) {
-    if (fits()) break;
-    compact.add(s.name);
-  }
+  // 1. counts in compact form: all of them, so the counts of a grid read alike (43.8 M rows
+  // next to 43,807,785 live rows reads as two different numbers)
+  const counts = visible.filter((s) => s.unit === 'count' && !resized.has(s.name) && widths.need(s, false, fonts) > widths.need(s, true, fonts));
+  if (!fits()) for (const s of counts) compact.add(s.name);
   // 2. paths as their name alone when the partition has a column of its own
   if (!fits() && visible.some((s) => s.partition)) for (const s of visible) if (s.unit === 'path') compact.add(s.name);
   // 3. text that can wrap (rows in the browser grow) down to its floor
@@ -239,11 +233,12 @@ export function decide(
   }
   // 5. short of room still: everything down to its floor (text cut, its whole in the title)
   shrink = !fits();
-  // counts made compact that fit now at full length go back (a column hidden made room)
-  for (const { s } of [...counts].reverse()) {
-    if (!compact.has(s.name) || !visible.includes(s)) continue;
-    compact.delete(s.name);
-    if (!fits()) compact.add(s.name);
+  // paths, then the counts (together), made short that fit now at full length go back (a column
+  // hidden made room)
+  for (const group of [...visible.filter((x) => x.unit === 'path').map((x) => [x]), counts.filter((x) => visible.includes(x))]) {
+    if (shrink || !group.length || !group.every((x) => compact.has(x.name))) continue;
+    for (const x of group) compact.delete(x.name);
+    if (!fits()) for (const x of group) compact.add(x.name);
   }
   // the room left goes to paths, text and JSON by their weight, else to every column (widths
   // set here, not by AG Grid's flex: its flex fills the body under an overlay scrollbar's strip)

@@ -179,7 +179,8 @@ def build_big(root: str | os.PathLike) -> str:
     for d in sorted(files)[:7]:
         old = files[d]
         rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in old)
-        new = _add(log, {"date": d}, 0, end, rows, int(sum(a["add"]["size"] for a in old) * 0.93), 1)
+        first = min(json.loads(a["add"]["stats"])["minValues"]["id"] for a in old)
+        new = _add(log, {"date": d}, 0, end, rows, int(sum(a["add"]["size"] for a in old) * 0.93), first)
         new["add"]["dataChange"] = False
         actions += [_remove(a, end, data_change=False) for a in old] + [new]
         files[d] = [new]
