@@ -471,7 +471,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     widths.observe(specs, r, fonts);
     queueFit();
   };
-  new ResizeObserver(() => queueFit()).observe(gridEl);
+  const resizes = new ResizeObserver(() => queueFit());
+  resizes.observe(gridEl);
   fitButton.addEventListener('click', () => {
     choice.clear();
     resized.clear();
@@ -767,6 +768,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     selected: selectedRows,
     destroy() {
       generation += 1;
+      resizes.disconnect();
       api?.destroy();
       api = null;
     },

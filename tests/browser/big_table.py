@@ -86,7 +86,10 @@ def _schema_string(columns: list[tuple[str, str]]) -> str:
     )
 
 
-def _add(log: _Log, pv: dict[str, str], task: int, when: datetime, rows: int, size: int, first_id: int) -> dict[str, Any]:
+def _add(
+    log: _Log, pv: dict[str, str], task: int, when: datetime, rows: int, size: int, first_id: int, last_id: int | None = None
+) -> dict[str, Any]:
+    """An add of `rows` rows with ids `first_id`..`last_id` (default: consecutive)."""
     prefix = "".join(f"{k}={v}/" for k, v in pv.items())
     t0 = datetime.fromisoformat(f"{next(iter(pv.values()))}T00:00:00+00:00") if "date" in pv else when
     stats = {
@@ -99,7 +102,7 @@ def _add(log: _Log, pv: dict[str, str], task: int, when: datetime, rows: int, si
             "category": "books",
         },
         "maxValues": {
-            "id": first_id + rows - 1,
+            "id": first_id + rows - 1 if last_id is None else last_id,
             "event_time": (t0 + timedelta(hours=23, seconds=int(log.rng.integers(0, 3000)))).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             "user_id": f"user-{int(log.rng.integers(999_000, 1_000_000)):06d}",
             "amount": float(round(log.rng.uniform(5_000, 99_999), 2)),
@@ -159,17 +162,21 @@ def build_big(root: str | os.PathLike) -> str:
     }
     files: dict[str, list[dict[str, Any]]] = {}
     next_id = 7_000_000_000
+    day_start: list[int] = []
     for day in range(BIG_PARTITIONS):
         d = (_FIRST_DAY + timedelta(days=day)).isoformat()
         when = _START + timedelta(days=day, seconds=int(log.rng.integers(0, 3600)), milliseconds=int(log.rng.integers(1, 999)))
         # a weekly rhythm and a few hot days: the partitions differ in size
         scale = (1.6 if day % 7 in (5, 6) else 1.0) * (6.0 if day in (120, 240, 300) else 1.0)
         adds = []
-        for task in range(_FILES_PER_PARTITION):
-            rows = int(scale * log.rng.integers(1_400_000, 1_800_000))
+        counts = [int(scale * log.rng.integers(1_400_000, 1_800_000)) for _ in range(_FILES_PER_PARTITION)]
+        for task, rows in enumerate(counts):
             size = int(rows * log.rng.uniform(700, 900))  # ~1.2 GiB per file
-            adds.append(_add(log, {"date": d}, task, when, rows, size, next_id))
-            next_id += rows
+            # a day's tasks write interleaved ids: their ranges overlap (a point query reads 3)
+            lo, hi = next_id + 17 * task, next_id + sum(counts) - 1 - 11 * task
+            adds.append(_add(log, {"date": d}, task, when, rows, size, lo, hi))
+        day_start.append(next_id)
+        next_id += sum(counts)
         files[d] = adds
         actions = [proto, md, *adds] if day == 0 else adds
         log.commit(actions, "CREATE TABLE AS SELECT" if day == 0 else "WRITE", when, mode="Append", partitionBy=["date"])
@@ -179,8 +186,9 @@ def build_big(root: str | os.PathLike) -> str:
     for d in sorted(files)[:7]:
         old = files[d]
         rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in old)
-        first = min(json.loads(a["add"]["stats"])["minValues"]["id"] for a in old)
-        new = _add(log, {"date": d}, 0, end, rows, int(sum(a["add"]["size"] for a in old) * 0.93), first)
+        ids = [json.loads(a["add"]["stats"]) for a in old]
+        first, last = min(x["minValues"]["id"] for x in ids), max(x["maxValues"]["id"] for x in ids)
+        new = _add(log, {"date": d}, 0, end, rows, int(sum(a["add"]["size"] for a in old) * 0.93), first, last)
         new["add"]["dataChange"] = False
         actions += [_remove(a, end, data_change=False) for a in old] + [new]
         files[d] = [new]
@@ -212,16 +220,9 @@ def build_big(root: str | os.PathLike) -> str:
     burst = end + timedelta(hours=3, minutes=33, seconds=28)
     for k in range(5):
         t = burst + timedelta(milliseconds=180 * k + 17)
-        add = _add(
-            log,
-            {"date": last},
-            10 + k,
-            t,
-            int(log.rng.integers(40_000, 90_000)),
-            int(log.rng.integers(30, 90)) * 1024**2,
-            next_id,
-        )
-        next_id += 100_000
+        # late events: ids of the last month's days (their ranges overlap those days' files)
+        rows, lo = int(log.rng.integers(40_000, 90_000)), day_start[-30 + 5 * k]
+        add = _add(log, {"date": last}, 10 + k, t, rows, int(log.rng.integers(30, 90)) * 1024**2, lo, lo + 40_000_000)
         files[last].append(add)
         log.commit([add], "STREAMING UPDATE", t, outputMode="Append", queryId=log.uid("query"), epochId=str(k))
     return str(log.root)
