@@ -81,7 +81,7 @@ def summary(uri: str, *, version: int | None = None, commits: int = 5, storage_o
             if known_rows
             else ""
         )
-        + (f", {dv_files} with deletion vectors" if dv_files else "")
+        + (f", {human_count(dv_files)} with deletion vectors" if dv_files else "")
     )
     if snap.checkpoint_version is not None:
         lines.append(f"checkpoint   version {snap.checkpoint_version} ({snap.segment.checkpoint.kind})")  # type: ignore[union-attr]

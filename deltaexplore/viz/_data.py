@@ -95,10 +95,24 @@ def binary_steps(lo: float, hi: float, most: int = 7) -> list[int]:
 LABEL_SEPARATION = 8
 
 
+#: the label of a count's tick: none at a fraction (Vega's `tickMinStep` still puts a tick at 0.5
+#: over a domain of 0 to 1, which ",d" would label "1" beside the real 1)
+WHOLE_LABELS = "datum.value % 1 ? '' : datum.label"
+
+
 def count_axis(**kwargs: Any) -> alt.Axis:
     """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated,
     labels that would overlap left out."""
-    return alt.Axis(**{"format": ",d", "tickMinStep": 1, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs})
+    return alt.Axis(
+        **{
+            "format": ",d",
+            "labelExpr": WHOLE_LABELS,
+            "tickMinStep": 1,
+            "labelOverlap": True,
+            "labelSeparation": LABEL_SEPARATION,
+            **kwargs,
+        }
+    )
 
 
 def spaced_axis(**kwargs: Any) -> alt.Axis:
@@ -117,7 +131,7 @@ def bytes_axis(ticks: list[int], **kwargs: Any) -> alt.Axis:
 
 def count_legend(**kwargs: Any) -> alt.Legend:
     """The legend of a colour scale over a count: whole-number labels only (one value reads '2')."""
-    return alt.Legend(format=",d", tickMinStep=1, **kwargs)
+    return alt.Legend(**{"format": ",d", "labelExpr": WHOLE_LABELS, "tickMinStep": 1, **kwargs})
 
 
 def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:

@@ -28,6 +28,9 @@ __all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_char
 #: overlap depth colours: viridis from its blue (its darkest purple vanishes on a dark theme)
 _DEPTH_SCALE = alt.Scale(scheme={"name": "viridis", "extent": [0.2, 1]})
 
+#: a value axis spans the values, not zero to them (ids from 7 billion: no empty 70% of the chart)
+_VALUES = alt.Scale(zero=False)
+
 #: name of the interval selection `layout_density_chart(interactive=True)` adds
 VALUE_BRUSH = "value_brush"
 
@@ -145,7 +148,7 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
     if height is not None:
         chart = chart.properties(height=height)
     return chart.mark_rule(strokeWidth=3).encode(
-        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name, axis=spaced_axis()),
+        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name, axis=spaced_axis(), scale=_VALUES),
         x2=alt.X2("hi"),  # channel objects, not strings: Altair resolves a string's channel class slowly
         y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
         color=alt.Color(
@@ -218,7 +221,7 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
         alt.Tooltip("starts:Q", format=",", title="files starting here"),
     ]
     bars = base.mark_rect(opacity=0.85).encode(
-        x=alt.X(f"{x}:{kind}", title=title, axis=spaced_axis()),
+        x=alt.X(f"{x}:{kind}", title=title, axis=spaced_axis(), scale=_VALUES),
         x2=alt.X2(x2),
         y=alt.Y("files:Q", title="files", axis=count_axis()),
         y2=alt.datum(0),

@@ -28,6 +28,9 @@ from pathlib import Path
 
 import pytest
 
+import deltaexplore as dx
+from deltaexplore.inspect.formatting import format_value, metric_unit
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -84,7 +87,8 @@ root => {
 }
 """
 
-#: pairs of visible text boxes of one chart that overlap, and legend labels over the plot
+#: labels of a chart cut short, pairs of visible text boxes of one chart that overlap, one axis
+#: labelling two ticks alike, and legend labels over the plot
 CHART_OVERLAPS = """
 root => {
     const out = [];
@@ -99,6 +103,8 @@ root => {
             return t.textContent.trim() !== '';
         };
         const texts = [...svg.querySelectorAll('text')].filter(visible).map(t => ({ t: t.textContent, r: t.getBoundingClientRect(), legend: !!t.closest('.role-legend') }));
+        // a label Vega shortened to its label limit ("2,125,406,…", "region=em…")
+        for (const x of texts) if (/…$/.test(x.t.trim())) out.push(`${label}: label cut "${x.t}"`);
         for (let i = 0; i < texts.length; i++) {
             for (let j = i + 1; j < texts.length; j++) {
                 const a = texts[i].r, b = texts[j].r;
@@ -399,6 +405,55 @@ def test_two_partition_columns_get_a_column_each(page, shots):
         assert items == [], kind
 
 
+def test_paths_keep_what_tells_files_apart_whole_on_hover_and_copy(page, lab):
+    """The Files grid at 870 px: each path reads as its file's id (no two rows alike), its title
+    is the whole path as the inspection gives it, and its copy button copies the whole path."""
+    explorer = page.locator(".dxe-explorer").nth(0)
+    explorer.scroll_into_view_if_needed()
+    _notebook_width(page, 870)
+    panel = _tab(page, explorer, "Files")
+    grid = panel.get_by_role("region", name="files", exact=True)
+    paths = set(dx.open_table(str(lab.root / "events")).inspect.files().column("path").to_pylist())
+    cells = _cells(grid, "path")
+    assert len(cells) >= 10 and len({c["text"] for c in cells}) == len(cells), cells
+    for c in cells:
+        assert c["title"] in paths and c["fits"], c
+        file_id = re.search(r"part-\d{5}-[0-9a-f]{8}", c["title"])
+        assert file_id and file_id.group(0) in c["text"] and len(c["text"]) < len(c["title"]), c
+    page.evaluate("() => { window.copied = []; navigator.clipboard.writeText = async t => { window.copied.push(t); }; }")
+    cell = grid.locator('.ag-row .ag-cell[col-id="path"]').first
+    cell.hover()
+    cell.get_by_role("button", name="copy path").click()
+    assert page.evaluate("() => window.copied") == [cell.locator(".dxe-path").get_attribute("title")]
+
+
+def test_the_other_partitions_bar_tells_its_totals_on_hover(page, lab):
+    """The grey bar of the partitions beyond the 15 largest is drawn at their mean; hovered, it
+    gives their count and their exact totals (files, small files) as the inspection counts them."""
+    explorer = page.locator(".dxe-explorer").nth(0)
+    explorer.scroll_into_view_if_needed()
+    _notebook_width(page, 870)
+    panel = _tab(page, explorer, "Files")
+    chart = panel.locator(".dxe-chart").nth(1)
+    parts = dx.open_table(str(lab.root / "events")).inspect.partitions().sort_by([("bytes", "descending")]).to_pylist()
+    rest = parts[15:]
+    assert len(rest) >= 300
+    bar = chart.locator("svg g.role-mark > [aria-roledescription]").last
+    box = bar.bounding_box()
+    assert box and box["width"] >= 3  # drawn, not a sliver
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tip = page.locator(".dxe-tooltip.dxe-tooltip-visible")
+    tip.wait_for(timeout=10_000)
+    rows = dict(
+        tuple(cell.strip() for cell in row.split("\t", 1)) for row in tip.inner_text().splitlines() if "\t" in row
+    )
+    assert rows["date"] == f"{len(rest):,} others (mean)", rows
+    assert rows["partitions"] == f"{len(rest):,}"
+    assert rows["files"] == f"{sum(p['files'] for p in rest):,}"
+    assert rows["small files"] == f"{sum(p['small_files'] for p in rest):,}"
+    page.mouse.move(0, 0)
+
+
 def test_docs_images_of_the_big_table(page, shots):
     """The README's images (copied from the screenshots to docs/images): the big table's History,
     Files and, dark, Layout tabs in a notebook 1320 px wide."""
@@ -438,7 +493,13 @@ def test_the_saved_summary_of_the_big_table(page, lab, shots):
     static.wait_for(timeout=60_000)
     page.wait_for_timeout(3000)  # time for the widget manager to give up on the model
     text = static.inner_text()
-    for fact in ("1,086", "1.5 TiB", "2,125,406,671", "5,064,440", "365", "date", "version 372"):
+    overview = {(r["section"], r["metric"]): r for r in dx.open_table(str(lab.root / "events")).inspect.overview().to_pylist()}
+    facts = [
+        format_value(metric_unit(overview[k]["unit"]), overview[k]["number"])
+        for k in (("size", "files"), ("size", "bytes"), ("size", "live_rows"), ("size", "deleted_rows"), ("layout", "partitions"))
+    ]
+    assert len(facts[2]) >= len("1,000,000,000") and facts[1].endswith("TiB")  # billions of rows, TiB
+    for fact in (*facts, "date", "version 372"):
         assert fact in text, (fact, text)
     assert static.evaluate(CUT_NUMBERS) == []
     static.evaluate("el => el.querySelectorAll('.dx-summary-uri').forEach(n => { n.textContent = '/data/lake/events'; })")

@@ -234,6 +234,68 @@ def test_layout_chart(parted, hist):
     assert "everywhere" not in d["title"] and enc["color"]["legend"]["format"] == ",d"
 
 
+def test_value_axes_span_the_values_not_zero_to_them(tmp_path):
+    """Ids from 7 billion: both layout charts' value axes start near the smallest value (an axis
+    from 0 left 70% of the chart empty)."""
+    from helpers import add, commit_info, metadata, protocol, write_commit
+    from inspect_tables import T0, stats
+
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    lows = [7_000_000_000 + i * 200_000_000 for i in range(11)]
+    write_commit(
+        tmp_path,
+        0,
+        [
+            commit_info("WRITE", T0),
+            protocol(1, 2),
+            metadata(schema=schema),
+            *(add(f"f{i}.parquet", 100, stats=stats(10, lo, lo + 150_000_000)) for i, lo in enumerate(lows)),
+        ],
+        mtime_ms=T0,
+    )
+    t = dx.open_table(str(tmp_path))
+    for chart in (viz.layout_density_chart(t, "id"), viz.layout_chart(t.inspect.layout("id"), "id")):
+        ticks = [float(x.replace(",", "")) for x in _axis_labels(viz.to_svg(chart))[0]]
+        assert len(ticks) >= 2 and min(ticks) >= 6_000_000_000, ticks
+
+
+@pytest.mark.parametrize("n", [1, 1_000_000])
+def test_file_charts_stay_legible_from_1_to_1m_files(n):
+    """File sizes, file ranges and deleted rows per file over 1 and a million files: a bounded
+    number of marks that still count every file, and drawn (vl-convert) with no axis label cut
+    short or repeated."""
+    rng = np.random.default_rng(n)
+    sizes = rng.lognormal(27, 1.5, n).astype(np.int64) + 1
+    lo = rng.integers(0, 10**12, n)
+    paths = pa.array([f"part-{i:05d}.parquet" for i in range(n)]) if n < 1000 else pa.array(np.char.add("f", np.arange(n).astype(str)))
+    files = pa.table({"path": paths, "size": sizes, "is_small": sizes < (128 << 20)})
+    lay = pa.table(
+        {
+            "path": paths,
+            "min": pa.array(lo, pa.int64()),
+            "max": pa.array(lo + rng.integers(0, 10**9, n), pa.int64()),
+            "rank": pa.array(np.argsort(np.argsort(lo, kind="stable")), pa.int64()),
+            "overlap_depth": pa.array(rng.integers(1, 4, n), pa.int64()),
+        }
+    )
+    records = rng.integers(1, 5_000_000, n)
+    deleted = rng.integers(0, 1000, n)
+    dvs = pa.table(
+        {"path": paths, "num_records": records, "cardinality": deleted, "deleted_ratio": deleted / records, "past_threshold": deleted > 500}
+    )
+    counted = {
+        "file sizes": (viz.file_size_histogram(files), "files"),
+        "file ranges": (viz.layout_chart(lay, "id"), "files"),
+        "deleted rows": (viz.dv_density_chart(dvs), "files" if n > 2000 else None),
+    }
+    for what, (chart, count) in counted.items():
+        _, _, _, rows = spec(chart)
+        assert 1 <= len(rows) <= 2000, what
+        assert sum(r[count] for r in rows) == n if count else len(rows) == n, what
+        for labels in _axis_labels(viz.to_svg(chart)):
+            assert labels and len(set(labels)) == len(labels) and not any(x.endswith("…") for x in labels), (what, labels)
+
+
 def test_explain_funnel(parted):
     _, mark, enc, rows = spec(viz.explain_funnel(parted, "`date` = '2024-01-01' AND id > 20"))
     assert mark == "bar" and enc["x"]["field"] == "files"

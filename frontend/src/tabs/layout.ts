@@ -141,7 +141,7 @@ export function layoutTab(ctx: Ctx): Tab {
       card('Clustering quality', q === null || q === undefined ? '–' : formatValue('number', Math.round(q * 1000) / 1000), '1: disjoint ranges · 0: every file overlaps every other', qualityStatus(q)),
       card('Worst point query', countNoun(summary.max_depth as number, 'file'), 'the most files one value lies in (max overlap depth)', (summary.max_depth as number) > 10 ? 'warn' : null),
       card('Typical point query', `${formatValue('number', summary.avg_depth)} ${plural('file', summary.avg_depth as number)}`, 'mean overlap depth'),
-      card('Values', [h('span', { class: 'dxe-nowrap' }, bound(summary.min)), ' … ', h('span', { class: 'dxe-nowrap' }, bound(summary.max))], summary.truncated_files ? `${countNoun(summary.truncated_files as number, 'file')} with truncated bounds` : null, summary.truncated_files ? 'info' : null),
+      card('Values', [h('span', { class: 'dxe-nowrap' }, bound(summary.min)), ' ', h('span', { class: 'dxe-nowrap' }, 'to ', bound(summary.max))], summary.truncated_files ? `${countNoun(summary.truncated_files as number, 'file')} with truncated bounds` : null, summary.truncated_files ? 'info' : null),
     );
     const spec = data.density_chart;
     bins = [];
