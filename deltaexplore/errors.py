@@ -14,6 +14,7 @@ __all__ = [
     "InvalidCheckpointError",
     "InvalidLogError",
     "MissingDependencyError",
+    "MultipleMatchError",
     "SparkError",
     "StorageError",
     "TableNotFoundError",
@@ -92,6 +93,11 @@ class CommitConflictError(DeltaExploreError):
 
 class WriteRefusedError(DeltaExploreError):
     """A write was refused before anything was committed (protocol rule, constraint, ...)."""
+
+
+class MultipleMatchError(WriteRefusedError):
+    """A MERGE matched one target row with several source rows where its clauses would update or
+    delete that row ambiguously (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE)."""
 
 
 class MissingDependencyError(DeltaExploreError, ImportError):

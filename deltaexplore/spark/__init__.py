@@ -8,6 +8,8 @@ Importing this package does not import pyspark; the functions below load it when
     >>> dxs.changes(spark, "path/to/table", 3).show()
     >>> dxs.write(spark, df, "path/to/table", mode="append")      # each operation returns metrics
     >>> dxs.delete(spark, "path/to/table", "id < 10"); dxs.optimize(spark, "path/to/table", zorder_by=["x"])
+    >>> dxs.merge(spark, "path/to/table", updates, on=["id"],
+    ...           clauses=[dxs.when_matched_update_all(), dxs.when_not_matched_insert_all()])
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ __all__ = [
     "changes",
     "checkpoint",
     "delete",
+    "describe_session",
     "get_spark",
+    "merge",
     "optimize",
     "progress",
     "purge_deletion_vectors",
@@ -31,6 +35,13 @@ __all__ = [
     "restore",
     "update",
     "vacuum",
+    "when_matched_delete",
+    "when_matched_update",
+    "when_matched_update_all",
+    "when_not_matched_by_source_delete",
+    "when_not_matched_by_source_update",
+    "when_not_matched_insert",
+    "when_not_matched_insert_all",
     "write",
 ]
 
@@ -38,6 +49,7 @@ _EXPORTS = {
     "LAPTOP_DEFAULTS": "deltaexplore.spark.session",
     "get_spark": "deltaexplore.spark.session",
     "active_session": "deltaexplore.spark.session",
+    "describe_session": "deltaexplore.spark.session",
     "read": "deltaexplore.spark.reader",
     "read_plan": "deltaexplore.spark.reader",
     "changes": "deltaexplore.spark.cdf",
@@ -46,6 +58,19 @@ _EXPORTS = {
     "write": "deltaexplore.spark.writer",
     "delete": "deltaexplore.spark.dml",
     "update": "deltaexplore.spark.dml",
+    "merge": "deltaexplore.spark.merge",
+    **{
+        name: "deltaexplore.core.operations.merge_clauses"
+        for name in (
+            "when_matched_delete",
+            "when_matched_update",
+            "when_matched_update_all",
+            "when_not_matched_by_source_delete",
+            "when_not_matched_by_source_update",
+            "when_not_matched_insert",
+            "when_not_matched_insert_all",
+        )
+    },
     "optimize": "deltaexplore.spark.maintenance",
     "purge_deletion_vectors": "deltaexplore.spark.maintenance",
     "vacuum": "deltaexplore.spark.maintenance",

@@ -2,13 +2,16 @@
 
 The driver plans "pieces" from the log (one per file and commit): rows of a `cdc` file; all
 live rows of an added or removed file (``exclude``: minus the rows its DV deletes); or, for a
-file re-added with a new DV, only the rows whose deletion changed (``keep``). Spark reads each
-distinct data file once, joins its rows to the pieces of that file (a file added in one commit
-and removed in a later one yields both an insert and a delete) and keeps rows per piece mode.
+file re-added with a new DV, only the rows whose deletion changed (``keep``). The driver never
+decodes a DV: the executors turn each piece's DVs into (piece, row) marks
+(`executor.dv_rows`). Spark reads each distinct data file once, joins its rows to the pieces of
+that file (a file added in one commit and removed in a later one yields both an insert and a
+delete), joins the marks and keeps rows per piece mode.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,25 +19,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.cdf import change_commits
-from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
 from deltaexplore.core.protocol.schema import PrimitiveType, StructField
 from deltaexplore.core.scan.plan import partition_table, resolve_columns
+from deltaexplore.spark.executor import DV_ROWS_SCHEMA, dv_rows, ship
 from deltaexplore.spark.file_values import part_col
 from deltaexplore.spark.paths import file_path_key, spark_location
 from deltaexplore.spark.reader import ensure_field_ids, logical_columns, parquet_reader, project, snapshot_of
-from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.session import default_parallelism, spark_errors
 from deltaexplore.spark.types import spark_field, spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["changes"]
-
-
-def _deleted(storage: Any, dv: dict[str, Any] | None, path: str) -> np.ndarray:
-    if not dv:
-        return np.zeros(0, dtype=np.int64)
-    return read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(dv), data_file=path).astype(np.int64)
 
 
 def changes(
@@ -61,25 +59,31 @@ def changes(
     versions = list(range(start_version, end_snap.version + 1))
     lines = change_commits(end_snap, start_version)
     fields = resolve_columns(end_snap.schema, columns)
-    pieces, row_sets = _plan_pieces(end_snap, lines, versions)
+    pieces = _plan_pieces(end_snap, lines, versions)
     with spark_errors("reading the change data feed", path=table.uri):
-        return _execute(spark, end_snap, fields, pieces, row_sets)
+        return _execute(spark, end_snap, fields, pieces, storage_options)
 
 
-def _plan_pieces(snap: Any, lines: Any, versions: list[int]) -> tuple[pa.Table, pa.Table]:
-    """(pieces: one row per file and commit, row sets: (piece, row) for exclude/keep pieces)."""
-    storage = snap.storage
+def _plan_pieces(snap: Any, lines: Any, versions: list[int]) -> pa.Table:
+    """One row per file and commit (`PIECES_SCHEMA`-like): its rows come from a cdc file
+    (``all``), are a file's live rows (``exclude``: minus the rows DV `dv` deletes) or the rows
+    whose deletion changed (``keep``: deleted by `dv` and not by `minus`). DVs stay descriptors
+    (JSON): the executors decode them."""
     clock = snap.clock
     adds = lines.file_actions("add")
     removes = lines.file_actions("remove")
     cdcs = lines.file_actions("cdc")
     cdc_versions = set(cdcs.column("version").to_pylist())
     rows: list[dict[str, Any]] = []
-    sets_piece: list[np.ndarray] = []
-    sets_row: list[np.ndarray] = []
 
-    def piece(action: dict[str, Any], version: int, change: str | None, mode: str, row_set: np.ndarray | None) -> None:
-        pid = len(rows)
+    def dv_text(action: dict[str, Any]) -> str | None:
+        dv = action.get("deletionVector")
+        if not dv:
+            return None
+        DeletionVectorDescriptor.from_dict(dv).file_path()  # a DV outside the table fails here
+        return json.dumps({k: v for k, v in dv.items() if v is not None})
+
+    def piece(action: dict[str, Any], version: int, change: str | None, mode: str, dv: str | None, minus: str | None) -> None:
         rows.append(
             {
                 "path": action["path"],
@@ -88,16 +92,15 @@ def _plan_pieces(snap: Any, lines: Any, versions: list[int]) -> tuple[pa.Table, 
                 "change": change,
                 "mode": mode,
                 "cdc": change is None,
+                "dv": dv,
+                "minus": minus,
             }
         )
-        if row_set is not None and len(row_set):
-            sets_piece.append(np.full(len(row_set), pid, dtype=np.int32))
-            sets_row.append(row_set.astype(np.int64))
 
     for v in versions:
         if v in cdc_versions:
             for action in cdcs.filter(pc.equal(cdcs.column("version"), v)).to_pylist():
-                piece(action, v, None, "all", None)
+                piece(action, v, None, "all", None, None)
             continue
         a = adds.filter(pc.and_(pc.equal(adds.column("version"), v), pc.fill_null(adds.column("dataChange"), True)))
         r = removes.filter(pc.and_(pc.equal(removes.column("version"), v), pc.fill_null(removes.column("dataChange"), True)))
@@ -106,24 +109,23 @@ def _plan_pieces(snap: Any, lines: Any, versions: list[int]) -> tuple[pa.Table, 
         for action in a.to_pylist():
             path = action["path"]
             added.add(path)
-            new_deleted = _deleted(storage, action.get("deletionVector"), path)
+            new_dv = dv_text(action)
             old = removed.get(path)
             if old is not None:
-                old_deleted = _deleted(storage, old.get("deletionVector"), path)
-                gone = np.setdiff1d(new_deleted, old_deleted)
-                back = np.setdiff1d(old_deleted, new_deleted)
-                if len(gone):
-                    piece(action, v, "delete", "keep", gone)
-                if len(back):
-                    piece(action, v, "insert", "keep", back)
+                old_dv = dv_text(old)
+                if new_dv != old_dv:  # the rows whose deletion changed, both ways
+                    if new_dv is not None:
+                        piece(action, v, "delete", "keep", new_dv, old_dv)
+                    if old_dv is not None:
+                        piece(action, v, "insert", "keep", old_dv, new_dv)
                 continue
-            piece(action, v, "insert", "exclude", new_deleted)
+            piece(action, v, "insert", "exclude", new_dv, None)
         for path, action in removed.items():
             if path not in added:
-                piece(action, v, "delete", "exclude", _deleted(storage, action.get("deletionVector"), path))
+                piece(action, v, "delete", "exclude", dv_text(action), None)
 
     n = len(rows)
-    table = pa.table(
+    return pa.table(
         {
             "path": pa.array([x["path"] for x in rows], pa.string()),
             "partitionValues": pa.array(
@@ -136,18 +138,35 @@ def _plan_pieces(snap: Any, lines: Any, versions: list[int]) -> tuple[pa.Table, 
             "cdc": pa.array([x["cdc"] for x in rows], pa.bool_()),
             "piece": pa.array(np.arange(n, dtype=np.int32)),
             "timestamp": pa.array([clock.timestamp(x["version"]) for x in rows], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "dv": pa.array([x["dv"] for x in rows], pa.string()),
+            "minus": pa.array([x["minus"] for x in rows], pa.string()),
         }
     )
-    row_sets = pa.table(
-        {
-            "__dx_piece": pa.array(np.concatenate(sets_piece) if sets_piece else np.zeros(0, np.int32)),
-            "__dx_row": pa.array(np.concatenate(sets_row) if sets_row else np.zeros(0, np.int64)),
-        }
+
+
+def _marks(spark: SparkSession, snap: Any, pieces: pa.Table, storage_options: dict[str, Any] | None) -> DataFrame | None:
+    """(piece, row) of every row a piece's DVs select, decoded on the executors; None: no DV."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    with_dv = pc.is_valid(pieces.column("dv"))
+    if not pc.any(with_dv).as_py():
+        return None
+    ship()
+    chosen = pieces.filter(with_dv).select(["piece", "path", "dv", "minus"])
+    schema = T.StructType(
+        [T.StructField("id", T.IntegerType()), T.StructField("path", T.StringType())]
+        + [T.StructField(c, T.StringType()) for c in ("dv", "minus")]
     )
-    return table, row_sets
+    frame = spark.createDataFrame(chosen.rename_columns(["id", "path", "dv", "minus"]), schema=schema)
+    parts = max(1, min(chosen.num_rows, default_parallelism(spark) * 4))
+    decoded = frame.repartition(parts).mapInArrow(dv_rows(snap.storage.root, storage_options), DV_ROWS_SCHEMA)
+    return decoded.select(F.col("id").alias("__dx_piece"), F.col("row").alias("__dx_row"), F.lit(True).alias("__dx_hit"))
 
 
-def _execute(spark: SparkSession, snap: Any, fields: list[StructField], pieces: pa.Table, row_sets: pa.Table) -> DataFrame:
+def _execute(
+    spark: SparkSession, snap: Any, fields: list[StructField], pieces: pa.Table, storage_options: dict[str, Any] | None
+) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -179,6 +198,7 @@ def _execute(spark: SparkSession, snap: Any, fields: list[StructField], pieces: 
         assert typed_parts is not None
         info[part_col(j)] = typed_parts.column(f.name)
     info_df = spark.createDataFrame(pa.table(info))
+    marks = _marks(spark, snap, pieces, storage_options)
     is_cdc = pieces.column("cdc").to_pylist()
     raw_paths = pieces.column("path").to_pylist()
 
@@ -201,8 +221,10 @@ def _execute(spark: SparkSession, snap: Any, fields: list[StructField], pieces: 
         df = df.withColumn("__dx_piece", F.coalesce(F.col("__dx_piece"), missing.cast("int")))
         if cdc:
             return df.withColumn("__dx_change", F.col("__dx_cdc_change"))
-        marks = spark.createDataFrame(row_sets).withColumn("__dx_hit", F.lit(True))
-        df = df.join(marks, on=["__dx_piece", "__dx_row"], how="left")
+        if marks is not None:
+            df = df.join(marks, on=["__dx_piece", "__dx_row"], how="left")
+        else:
+            df = df.withColumn("__dx_hit", F.lit(None).cast("boolean"))
         keep = (
             (F.col("__dx_mode") == "all")
             | ((F.col("__dx_mode") == "exclude") & F.col("__dx_hit").isNull())

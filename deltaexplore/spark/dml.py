@@ -2,10 +2,12 @@
 
 `core.operations.plan_delete` picks the candidate files (partition and stats pruning) and says
 whether deletion vectors are used. Spark reads the candidates with each row's file id and
-`_metadata.row_index` (existing DVs applied), evaluates the predicate with the core's
-semantics and returns the matching (file, row index) pairs. With deletion vectors,
-`core.operations.deletion_vector_update` turns them into one DV file in the spec's format and
-the remove/re-add actions; without, the touched files are rewritten: by DELETE with Spark's
+`_metadata.row_index` (existing DVs applied) and evaluates the predicate with the core's
+semantics. With deletion vectors, the matching (file, row index) pairs never leave the
+executors: they write the new DVs (`deletion_vectors.write_deletion_vectors`) and the driver
+turns one descriptor per file into the remove/re-add actions
+(`core.operations.deletion_vector_actions`); without, per-file match counts pick the files to
+rewrite: by DELETE with Spark's
 parquet writer (`maintenance.rewrite_native`: the other rows are copied as they are, stable row
 ids kept, so no rule is checked again), by UPDATE with Python tasks (`writer.write_files`: new
 values are checked against NOT NULL, invariants and CHECK constraints). With the change data
@@ -25,24 +27,24 @@ from deltaexplore.core.operations import (
     DELETE_METRICS,
     UPDATE_METRICS,
     OperationRun,
-    deletion_vector_update,
     open_for_write,
     plan_delete,
     predicate_text,
     refuse_copy_from_outside,
     resolve_assignments,
-    write_deletion_vector_file,
 )
 from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE
 from deltaexplore.core.write.row_rules import generated_columns
 from deltaexplore.errors import WriteRefusedError
+from deltaexplore.spark.deletion_vectors import matched_counts, write_deletion_vectors
+from deltaexplore.spark.file_values import FILE_COL, ROW_COL
 from deltaexplore.spark.filters import to_spark_filter
 from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.maintenance import pack_bins, rewrite_native
 from deltaexplore.spark.native_write import Staging, discard_staging, supports_native
-from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
+from deltaexplore.spark.reader import scan_files
 from deltaexplore.spark.session import spark_errors
 from deltaexplore.spark.types import spark_type
 from deltaexplore.spark.writer import write_files
@@ -50,7 +52,7 @@ from deltaexplore.spark.writer import write_files
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["delete", "update"]
+__all__ = ["delete", "update", "write_change_data"]
 
 
 def _refuse_row_tracking(snapshot: Any, what: str) -> None:
@@ -61,20 +63,26 @@ def _refuse_row_tracking(snapshot: Any, what: str) -> None:
         )
 
 
-def _hits(pairs: pa.Table, n_files: int) -> list[np.ndarray]:
-    files = pairs.column(FILE_COL).to_numpy(zero_copy_only=False).astype(np.int64)
-    rows = pairs.column(ROW_COL).to_numpy(zero_copy_only=False).astype(np.uint64)
-    order = np.argsort(files, kind="stable")
-    files, rows = files[order], rows[order]
-    bounds = np.searchsorted(files, np.arange(n_files + 1))
-    return [rows[bounds[i] : bounds[i + 1]] for i in range(n_files)]
+def _cardinalities(files: pa.Table) -> np.ndarray:
+    """Rows each file's current DV deletes (0 without one)."""
+    return np.array([(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()], np.int64)
 
 
-def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], op: OperationRun, snapshot: Any, **kw: Any) -> int:
-    """Write change rows (`(frame, change type)`) as change data files; staged in `op`'s transaction."""
+def write_change_data(
+    spark: SparkSession,
+    frames: list[tuple[DataFrame, str]],
+    op: OperationRun,
+    snapshot: Any,
+    *,
+    metadata: Any = None,
+    **kw: Any,
+) -> int:
+    """Write change rows (`(frame, change type)`, columns of `metadata`'s schema, default the
+    snapshot's) as change data files, staged in `op`'s transaction; the number of files."""
     from pyspark.sql import functions as F
 
-    names = snapshot.schema.names
+    metadata = metadata or snapshot.metadata
+    names = metadata.schema.names
     union = None
     for frame, change in frames:
         part = frame.select(*[F.col(f"`{n}`") for n in names]).withColumn("_change_type", F.lit(change))
@@ -85,7 +93,7 @@ def _cdc(spark: SparkSession, frames: list[tuple[DataFrame, str]], op: Operation
         spark,
         union,
         op.table,
-        snapshot.metadata,
+        metadata,
         snapshot.protocol,
         kind="cdc",
         data_change=False,
@@ -119,7 +127,7 @@ def _run(
     config = snapshot.config
     if operation == "UPDATE" and config.append_only:
         raise WriteRefusedError(f"table {table.uri} is append-only (delta.appendOnly=true): UPDATE is not allowed")
-    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors)
+    plan = plan_delete(snapshot, predicate, use_deletion_vectors=use_deletion_vectors, allow_sql=True)
     schema = snapshot.schema
     if operation == "UPDATE":
         assert assignments is not None
@@ -168,9 +176,12 @@ def _run(
             rows = scan_files(
                 spark, snapshot, files, list(schema.fields), partition_values=plan.partition_values, with_ids=True, **kw
             )
-            cond: Column = (
-                F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False)) if plan.predicate is not None else F.lit(True)
-            )
+            if plan.sql is not None:  # Spark SQL the core's parser does not read (arithmetic, functions): no pruning
+                cond: Column = F.coalesce(F.expr(plan.sql), F.lit(False))
+            elif plan.predicate is not None:
+                cond = F.coalesce(to_spark_filter(plan.predicate, schema), F.lit(False))
+            else:
+                cond = F.lit(True)
 
             def updated(frame: DataFrame) -> DataFrame:
                 """The rows with the assignments applied where `cond` holds; generated columns
@@ -187,21 +198,32 @@ def _run(
                         cols.append(F.col(f"`{f.name}`"))
                 return frame.select(*cols, F.col(FILE_COL), F.col(ROW_COL))
 
+            # analyse the condition and the new values now: a bad column fails here, before any job
+            _ = rows.where(cond).schema
+            if operation == "UPDATE":
+                _ = updated(rows).schema
             if whole:
                 counts = row_counts(snapshot, files)
-                card = [(d or {}).get("cardinality", 0) or 0 for d in files.column("deletionVector").to_pylist()]
-                metrics.update(num_deleted_rows=int(counts.sum() - sum(card)), num_removed_files=files.num_rows)
+                metrics.update(num_deleted_rows=int(counts.sum() - _cardinalities(files).sum()), num_removed_files=files.num_rows)
                 if dry_run:
                     return op.result()
                 if plan.change_data_feed:
                     refuse_copy_from_outside(snapshot, files, f"{operation} (change data feed)")
-                    metrics["num_added_change_files"] = _cdc(spark, [(rows, "delete")], op, snapshot, **kw)
+                    metrics["num_added_change_files"] = write_change_data(spark, [(rows, "delete")], op, snapshot, **kw)
                 txn.remove_files(files)
             else:
-                pairs = rows.where(cond).select(FILE_COL, ROW_COL).toArrow()
-                hits = _hits(pairs, files.num_rows)
-                hit_ids = [i for i, h in enumerate(hits) if len(h)]
-                n_matched = int(pairs.num_rows)
+                matched = rows.where(cond)
+                written = None
+                if plan.use_deletion_vectors and not dry_run:
+                    # positions never reach the driver: executors write the DVs, one row per file comes back
+                    written = write_deletion_vectors(spark, matched, snapshot, files, storage_options=storage_options)
+                    for path in written.dv_files:
+                        op.written_path(path)  # a lost commit must not leave them behind
+                    per_file = written.update.deleted_rows
+                else:
+                    per_file = matched_counts(matched, files.num_rows)
+                hit_ids = [int(i) for i in np.flatnonzero(per_file)]
+                n_matched = int(per_file.sum())
                 metrics[matched_rows] = n_matched
                 if n_matched == 0:
                     return op.result()
@@ -210,20 +232,19 @@ def _run(
                 if operation == "UPDATE" or plan.change_data_feed or not plan.use_deletion_vectors:
                     refuse_copy_from_outside(snapshot, hit_files, operation)
                 if plan.use_deletion_vectors:
-                    update = deletion_vector_update(snapshot, hit_files, [hits[i] for i in hit_ids])
+                    if written is None:  # dry run: what the DVs would do, nothing written
+                        kept = row_counts(snapshot, hit_files) - _cardinalities(hit_files) - per_file[hit_ids]
+                        metrics.update(num_removed_files=int(np.sum(kept <= 0)), num_deletion_vectors_added=int(np.sum(kept > 0)))
+                        return op.result()
+                    update = written.update
                     metrics.update(
                         num_removed_files=update.removes.num_rows - update.adds.num_rows,
                         num_deletion_vectors_added=update.adds.num_rows,
                     )
-                    if dry_run:
-                        return op.result()
-                    new_rows = updated(touched.where(cond)) if operation == "UPDATE" else None
-                    if update.dv_path is not None:
-                        op.written_path(update.dv_path)  # a lost commit must not leave it behind
-                    write_deletion_vector_file(table.storage, update)
                     txn.remove_files(update.removes)
                     txn.add_files(update.adds)
-                    if new_rows is not None:
+                    if operation == "UPDATE":
+                        new_rows = updated(touched.where(cond))
                         adds = op.written(
                             write_files(
                                 spark,
@@ -250,7 +271,7 @@ def _run(
                         bins = pack_bins(snapshot, hit_files, target)
                         order = {p: i for i, p in enumerate(hit_files.column("path").to_pylist())}
                         dropped = np.array(
-                            [len(hits[hit_ids[order[p]]]) for b in bins for p in b.column("path").to_pylist()], np.int64
+                            [per_file[hit_ids[order[p]]] for b in bins for p in b.column("path").to_pylist()], np.int64
                         )
                         adds = rewrite_native(
                             spark,
@@ -287,7 +308,7 @@ def _run(
                             (updated(matched), "update_postimage"),
                         ]
                     )
-                    metrics["num_added_change_files"] = _cdc(spark, frames, op, snapshot, **kw)
+                    metrics["num_added_change_files"] = write_change_data(spark, frames, op, snapshot, **kw)
         return op.commit(max_retries=max_retries)
 
 
@@ -306,6 +327,9 @@ def delete(
 
     Deletion vectors are used when the table enables them (``delta.enableDeletionVectors``) or
     `use_deletion_vectors` says so; otherwise the touched files are rewritten.
+
+    Executors: pyspark, pyarrow and numpy (DVs and rewrites); with the change data feed on, the
+    deleted rows are written by the core's data writer, which needs deltaexplore there.
 
     Returns:
         One row of metrics: operation, version (null for a dry run / no-op), dry_run,
@@ -347,6 +371,9 @@ def update(
 
     With deletion vectors the old rows are marked deleted and the new ones written to new
     files; otherwise every touched file is rewritten.
+
+    Executors: the new rows go through the core's data writer (the table's rules checked per
+    row), so the executors need deltaexplore installed.
 
     Returns:
         One row of metrics (see `delete`; ``num_updated_rows`` counts the rows changed).

@@ -44,14 +44,26 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.schema import DataType, PrimitiveType
 from deltaexplore.core.scan.data_file import resolve_data_path
+from deltaexplore.spark.session import is_connect
 from deltaexplore.spark.types import quoted, spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["FILE_COL", "LITERAL_MAX_FILES", "LITERAL_MAX_WORDS", "FileValues", "actual_sizes", "attach", "split_by_key"]
+__all__ = [
+    "FILE_COL",
+    "LITERAL_MAX_FILES",
+    "LITERAL_MAX_WORDS",
+    "ROW_COL",
+    "FileValues",
+    "actual_sizes",
+    "attach",
+    "split_by_key",
+]
 
 FILE_COL = "__dx_file"
+#: a row's index in its parquet file (`_metadata.row_index`), next to `FILE_COL` in DML scans
+ROW_COL = "__dx_row"
 KEY_COL = "__dx_fkey"
 BITMAP_COL = "__dx_bitmap"
 LITERAL_MAX_FILES = 64
@@ -102,6 +114,8 @@ class FileValues:
     part_values: list[pa.Array] = field(default_factory=list)  # typed, one per partition field
     part_types: list[DataType] = field(default_factory=list)
     bitmaps: list[np.ndarray] | None = None
+    #: bitmaps decoded on executors (`FILE_COL`, `BITMAP_COL`): joined to the broadcast table
+    bitmap_frame: DataFrame | None = None
     sizes: list[int] | None = None  # size key
     path_keys: list[str] | None = None  # path key
 
@@ -120,6 +134,7 @@ def attach(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
         and STRATEGY in ("auto", "literal")
         and len(values.ids) <= (LITERAL_MAX_FILES if STRATEGY == "auto" else 1 << 30)
         and values.bitmap_words() <= LITERAL_MAX_WORDS
+        and values.bitmap_frame is None
         and (values.bitmaps is None or _jvm_of(spark) is not None)
     )
     if literal:
@@ -189,13 +204,16 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
         flat = np.concatenate(values.bitmaps) if n else np.zeros(0, np.int64)
         table[BITMAP_COL] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.int64()))
     small = spark.createDataFrame(pa.table(table))
+    if values.bitmap_frame is not None:  # one small table: the per-file values and the bitmaps
+        small = small.join(values.bitmap_frame, on=FILE_COL, how="left")
     df = df.join(F.broadcast(small), on=KEY_COL, how="left")
     what = "size (bytes)" if values.sizes is not None else "path"
     return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int"))).drop(KEY_COL)
 
 
 def _jvm_of(spark: SparkSession) -> Any:
-    return getattr(spark, "_jvm", None)
+    """The session's py4j JVM view, or None (Spark Connect: no JVM in this process)."""
+    return None if is_connect(spark) else getattr(spark, "_jvm", None)
 
 
 def _long_array_literals(spark: SparkSession, arrays: list[np.ndarray], *, primitive: bool = True) -> list[Column]:

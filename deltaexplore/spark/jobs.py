@@ -1,7 +1,9 @@
 """Progress of long Spark work: one fraction over all stages while it runs, a summary at the end.
 
 `progress(spark, "OPTIMIZE ...")` tags the Spark jobs started inside the block with a job group
-and polls `SparkContext.statusTracker()` from a background thread. Its `fraction` is completed
+and polls `SparkContext.statusTracker()` from a background thread; on a Spark Connect session
+(no SparkContext in this process) it tags the operations (`addTag`) and listens to Connect's
+progress handler, which reports each query's stages as they run. Its `fraction` is completed
 tasks over the tasks of every stage seen so far, and never moves backwards (a new stage with
 more tasks holds it until the work catches up). In a Jupyter kernel it is one HTML `<progress>`
 bar (updated in place, kept as plain HTML in a saved notebook); elsewhere text lines (only when
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.spark.session import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -100,7 +103,8 @@ class SparkProgress:
         if display not in ("auto", "widget", "html", "text", "none"):
             raise DeltaExploreError(f"display must be auto, html, text or none, got {display!r}")
         self.spark = spark
-        self.sc = spark.sparkContext
+        self.connect = is_connect(spark)
+        self.sc = None if self.connect else spark.sparkContext
         self.description = description
         self.interval = interval
         self.stream = stream if stream is not None else sys.stderr
@@ -122,12 +126,17 @@ class SparkProgress:
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> SparkProgress:
-        self._previous_group = self.sc.getLocalProperty("spark.jobGroup.id")
-        self._previous_description = self.sc.getLocalProperty("spark.job.description")
-        self.sc.setJobGroup(self.group, self.description, interruptOnCancel=True)
         self._start = time.monotonic()
         if self.display == "html":
             self._open_html()
+        if self.connect:
+            self.spark.addTag(self.group)  # type: ignore[attr-defined]
+            self.spark.registerProgressHandler(self._on_connect_progress)  # type: ignore[attr-defined,arg-type]
+            return self
+        assert self.sc is not None
+        self._previous_group = self.sc.getLocalProperty("spark.jobGroup.id")
+        self._previous_description = self.sc.getLocalProperty("spark.job.description")
+        self.sc.setJobGroup(self.group, self.description, interruptOnCancel=True)
         self._thread = threading.Thread(target=self._run, name="deltaexplore-progress", daemon=True)
         self._thread.start()
         return self
@@ -136,14 +145,20 @@ class SparkProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self.poll()
+        if self.connect:
+            with contextlib.suppress(Exception):  # the session may be gone: progress never fails the work
+                self.spark.removeProgressHandler(self._on_connect_progress)  # type: ignore[attr-defined,arg-type]
+                self.spark.removeTag(self.group)  # type: ignore[attr-defined]
+        else:
+            self.poll()
         self.summary.seconds = time.monotonic() - self._start
         if exc_type is None:
             self.fraction = 1.0  # stages Spark skipped (reused shuffles) never count their tasks
             if self.sink is not None:
                 self.sink(1.0, self.summary.text())
-        self.sc.setLocalProperty("spark.jobGroup.id", self._previous_group)  # type: ignore[arg-type]
-        self.sc.setLocalProperty("spark.job.description", self._previous_description)  # type: ignore[arg-type]
+        if self.sc is not None:
+            self.sc.setLocalProperty("spark.jobGroup.id", self._previous_group)  # type: ignore[arg-type]
+            self.sc.setLocalProperty("spark.job.description", self._previous_description)  # type: ignore[arg-type]
         self._finish()
 
     def _run(self) -> None:
@@ -154,8 +169,39 @@ class SparkProgress:
                 return
 
     # -- polling --------------------------------------------------------------------------
+    def _on_connect_progress(self, stages: Any, inflight_tasks: int, operation_id: str, done: bool, **_: Any) -> None:
+        """Connect's progress handler: the stages of query `operation_id` so far."""
+        with self._lock:
+            s = self.summary
+            for info in stages:
+                key = hash((operation_id, info.stage_id))
+                sp = s.stage_progress.get(key)
+                if sp is None:
+                    sp = s.stage_progress[key] = StageProgress(info.stage_id, operation_id, info.num_tasks)
+                sp.num_tasks = info.num_tasks
+                sp.completed = info.num_completed_tasks
+                sp.skipped = done and info.num_completed_tasks == 0  # its query ended without running it
+            s.jobs = len({p.name for p in s.stage_progress.values()})
+            self._tally()
+        try:
+            self._render()
+        except Exception:  # noqa: BLE001 - progress must never break the work it watches
+            pass
+
+    def _tally(self) -> None:
+        s = self.summary
+        ran = [p for p in s.stage_progress.values() if not p.skipped]
+        s.stages = len(ran)
+        s.tasks = sum(p.completed for p in ran)
+        s.failed_tasks = sum(p.failed for p in ran)
+        total = _total_tasks(s)
+        if total:
+            self.fraction = max(self.fraction, min(1.0, s.tasks / total))
+
     def poll(self) -> Summary:
-        """Read the status tracker once and update the display."""
+        """Read the status tracker once and update the display (Connect reports by itself)."""
+        if self.sc is None:
+            return self.summary
         tracker = self.sc.statusTracker()
         job_ids = tracker.getJobIdsForGroup(self.group)
         with self._lock:
@@ -177,13 +223,7 @@ class SparkProgress:
                     sp.active = stage.numActiveTasks
                     sp.failed = stage.numFailedTasks
                     sp.skipped = str(info.status) == "SUCCEEDED" and sp.completed == 0 and sp.active == 0
-            ran = [p for p in s.stage_progress.values() if not p.skipped]
-            s.stages = len(ran)
-            s.tasks = sum(p.completed for p in ran)
-            s.failed_tasks = sum(p.failed for p in ran)
-            total = _total_tasks(s)
-            if total:
-                self.fraction = max(self.fraction, min(1.0, s.tasks / total))
+            self._tally()
             self._render()
         return self.summary
 

@@ -33,6 +33,8 @@ from deltaexplore.core.scan.partition_values import partition_groups
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.errors import SparkError, WriteRefusedError
+from deltaexplore.spark.executor import path_deleter, ship
+from deltaexplore.spark.file_values import FILE_COL, ROW_COL
 from deltaexplore.spark.jobs import progress
 from deltaexplore.spark.native_write import (
     NativeFile,
@@ -45,10 +47,9 @@ from deltaexplore.spark.native_write import (
     write_native,
     write_session,
 )
-from deltaexplore.spark.reader import FILE_COL, ROW_COL, scan_files
-from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.reader import scan_files
+from deltaexplore.spark.session import default_parallelism, spark_errors
 from deltaexplore.spark.writer import write_files
-from deltaexplore.storage import storage_for  # runs in the Spark task: imported there
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -60,6 +61,7 @@ ZORDER_BITS = 8  # bits (255 range buckets + null) per column; fewer when the ke
 BINS_PER_JOB = 256  # bins written by one Spark job (one union of per-bin scans)
 FILE_SLACK = 1.25  # a file may pass the target size by this factor before Spark starts another
 SHUFFLE_BELOW = 8 << 20  # many bins smaller than this on average: one scan and a shuffle
+DRIVER_DELETES = 100  # VACUUM deletes more files than this on the executors
 
 
 def _bucket_expr(col: Column, bounds: list[Any]) -> Column:
@@ -128,6 +130,9 @@ def optimize(
     types it cannot write). Rows are rewritten as they are, so NOT NULL, invariants and CHECK
     constraints are not evaluated again. Each bin's rows are counted in the new files' footers
     and must equal the bin's live rows before anything is committed.
+
+    Executors: pyspark, pyarrow and numpy; tables with variant or geo columns (the Python
+    writer) need deltaexplore there too.
 
     Args:
         target_size: bytes per output file (default ``delta.targetFileSize`` or 128 MiB).
@@ -323,7 +328,7 @@ def rewrite_native(
     total = int(live.sum())
     per_file = max(1, int(FILE_SLACK * target_size * max(total, 1) / max(in_bytes, 1)))
     written: list[NativeFile] = []
-    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    parallelism = default_parallelism(spark)
     many_small = len(bins) > 4 * parallelism and in_bytes < SHUFFLE_BELOW * len(bins)
     if zorder_by or many_small:
         # One scan and a shuffle: Z-order needs the rows sorted; many small bins would spend
@@ -443,7 +448,7 @@ def vacuum(
 
     The core's `plan_vacuum` decides (retention check, default 7 days, shorter refused unless
     `enforce_retention_duration=False`; `vacuumProtocolCheck`; only files under the root);
-    with more than a few hundred files the deletes run on Spark executors.
+    past `DRIVER_DELETES` files the deletes run on Spark executors (pyarrow only there).
 
     Returns:
         One row: operation, version, dry_run, retention_hours, num_files, num_bytes, files.
@@ -452,21 +457,19 @@ def vacuum(
     plan = plan_vacuum(table, retention_hours=retention_hours, enforce_retention_duration=enforce_retention_duration)
     paths = plan.files.column("path").to_pylist()
     if not dry_run and paths:
-        if len(paths) <= 500:
+        if len(paths) <= DRIVER_DELETES:
             for path in paths:
                 table.storage.delete(path)
         else:
-            root = table.storage.root
+            from pyspark.sql import types as T
 
-            def delete_all(batch: Any) -> Any:
-                storage = storage_for(root, storage_options)
-                for p in batch:
-                    storage.delete(p)
-                return iter(())
-
-            with spark_errors("VACUUM deletes", path=table.uri):
-                n = max(1, min(len(paths) // 200, spark.sparkContext.defaultParallelism * 4))
-                spark.sparkContext.parallelize(paths, n).foreachPartition(delete_all)
+            ship()
+            listed = spark.createDataFrame(
+                pa.table({"path": pa.array(paths, pa.string())}), schema=T.StructType([T.StructField("path", T.StringType())])
+            )
+            tasks = max(1, min(len(paths) // 200, default_parallelism(spark) * 4))
+            with progress(spark, f"deltaexplore VACUUM {table.uri}"), spark_errors("VACUUM deletes", path=table.uri):
+                listed.repartition(tasks).mapInArrow(path_deleter(table.storage.root, storage_options), "deleted long").collect()
     return plan.metrics(dry_run=dry_run)
 
 

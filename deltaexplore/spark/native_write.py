@@ -45,7 +45,7 @@ from deltaexplore.core.table import Table
 from deltaexplore.core.write.data_writer import stats_from_parquet_file
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.spark.paths import spark_root
-from deltaexplore.spark.session import spark_errors
+from deltaexplore.spark.session import is_connect, spark_errors
 from deltaexplore.spark.types import SPARK_FIELD_ID, spark_type
 
 if TYPE_CHECKING:
@@ -165,17 +165,24 @@ def writer_options(table: Table, *, max_records_per_file: int | None = None) -> 
 
 
 def discard_staging(spark: SparkSession, table: Table, staging: Staging) -> None:
-    """Best effort: delete a staging directory and everything in it (a failed job or commit)."""
-    try:
-        jvm: Any = spark._jvm  # type: ignore[attr-defined]
-        path = jvm.org.apache.hadoop.fs.Path(staging.location)
-        path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)  # type: ignore[attr-defined]
-        return
-    except Exception:  # noqa: BLE001 - best effort; fall back to the core's storage
-        pass
-    for f in _listed(table, staging.rel):
+    """Best effort: delete a staging directory and everything in it (a failed job or commit).
+    Through Hadoop on a classic session; through the core's storage on Spark Connect (no JVM
+    here) or when Hadoop fails."""
+    if not is_connect(spark):
         try:
-            table.storage.delete(f.path)
+            jvm: Any = spark._jvm  # type: ignore[attr-defined]
+            path = jvm.org.apache.hadoop.fs.Path(staging.location)
+            path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)  # type: ignore[attr-defined]
+            return
+        except Exception:  # noqa: BLE001 - best effort; fall back to the core's storage
+            pass
+    try:
+        tree = table.storage.list_tree(staging.rel)
+    except (FileNotFoundError, DeltaExploreError, OSError):
+        return
+    for path in tree.column("path").to_pylist():
+        try:
+            table.storage.delete(path)
         except (DeltaExploreError, OSError):
             pass
 
@@ -206,7 +213,7 @@ def write_native(
         SparkError: the job failed (its directory is deleted).
     """
     staging = Staging.new(table)
-    writer = df.write.mode("errorifexists").options(**writer_options(table, max_records_per_file=max_records_per_file))
+    writer = df.write.mode("error").options(**writer_options(table, max_records_per_file=max_records_per_file))
     try:
         with spark_errors("writing data files with Spark's parquet writer", path=table.uri):
             if partition_by is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from deltaexplore.core.log.state import TableState
@@ -28,12 +29,13 @@ from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
 from deltaexplore.core.protocol.predicates import parse_predicate
 from deltaexplore.core.protocol.schema import PrimitiveType, StructField, any_leaf
 from deltaexplore.core.scan.plan import ScanPlan, partition_table
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import UnsupportedFeatureError
 from deltaexplore.spark import file_values as fv
 from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_rows, keep_row
-from deltaexplore.spark.file_values import FILE_COL
+from deltaexplore.spark.file_values import FILE_COL, ROW_COL
 from deltaexplore.spark.filters import to_spark_filter
 from deltaexplore.spark.paths import file_path_key, spark_location, spark_root
 from deltaexplore.spark.session import spark_errors
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FILE_COL", "ROW_COL", "read", "read_plan", "scan_files", "snapshot_of"]
 
-ROW_COL = "__dx_row"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 
@@ -280,6 +281,7 @@ def scan_files(
             file_ids=with_dv,
             paths=[raw_paths[i] for i in with_dv],
             dvs=[DeletionVectorDescriptor.from_dict(dv_dicts[i] or {}) for i in with_dv],
+            num_records=num_records(files, np.asarray(with_dv, dtype=np.int64)).to_pylist(),
             mode=dv_mode,
             storage_options=storage_options,
         )
@@ -303,6 +305,7 @@ def scan_files(
         if dvs and deleted is not None and deleted.bitmaps is not None:
             bitmaps = [deleted.bitmaps[dv_position[i]] for i in indexes]
         return fv.FileValues(
+            bitmap_frame=deleted.bitmap_frame if dvs and deleted is not None else None,
             ids=indexes,
             part_values=[partition_values.column(f.name).combine_chunks().take(take) for f in part_fields]
             if partition_values is not None
@@ -335,6 +338,8 @@ def scan_files(
             df = fv.attach(spark, scan(subset, key, row_index=dvs or with_ids), values_of(subset, key, dvs=dvs))
             if dvs and deleted is not None:
                 if deleted.bitmaps is not None:
+                    df = df.where(keep_row(fv.BITMAP_COL, ROW_COL))
+                elif deleted.bitmap_frame is not None:  # joined with the per-file values (`fv.attach`)
                     df = df.where(keep_row(fv.BITMAP_COL, ROW_COL))
                 else:
                     assert deleted.keys is not None

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import CHROMIUM_ARGS
-from lab_helpers import block_outside, docs_shot, notebook_json, wait_kernel_idle
+from lab_helpers import Watch, docs_shot, notebook_json, settled, wait_kernel_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -178,10 +178,7 @@ def page(lab, chromium_path):
         browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
         context = browser.new_context(viewport={"width": 1400, "height": 2400})
         pg = context.new_page()
-        pg.errors = []  # type: ignore[attr-defined]
-        pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)  # type: ignore[attr-defined]
-        pg.on("pageerror", lambda e: pg.errors.append(f"page error: {e}"))  # type: ignore[attr-defined]
-        pg.outside = block_outside(pg)  # type: ignore[attr-defined]
+        pg.watch = Watch(pg)  # type: ignore[attr-defined]
         shutil.copy(HERE / "big_table.py", lab.root / "big_table.py")
         name = "readable.ipynb"
         cells = [
@@ -200,17 +197,10 @@ def page(lab, chromium_path):
         pg.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         pg.locator(".dxe-explorer").nth(2).wait_for(timeout=180_000)
         for i in range(3):
-            _settled(pg, pg.locator(".dxe-explorer").nth(i))
+            settled(pg, pg.locator(".dxe-explorer").nth(i))
         yield pg
         context.close()
         browser.close()
-
-
-def _settled(page, explorer) -> None:
-    page.wait_for_timeout(150)
-    page.wait_for_function("() => !document.querySelector('.dxe-explorer.dxe-busy')", timeout=120_000)
-    explorer.evaluate("el => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    page.wait_for_timeout(400)
 
 
 def _notebook_width(page, width: int) -> None:
@@ -234,7 +224,7 @@ def _theme(page, dark: bool) -> None:
 
 def _tab(page, explorer, name: str):
     explorer.get_by_role("tab", name=name, exact=True).click()
-    _settled(page, explorer)
+    settled(page, explorer)
     panel = explorer.locator(".dxe-panel:not([hidden])")
     if name == "Diff":
         panel.locator(".dxe-diff-result:not([hidden]) .dxe-card").first.wait_for(timeout=60_000)
@@ -247,7 +237,7 @@ def _tab(page, explorer, name: str):
     for grid in panel.locator(".dxe-grid-wrap").all():
         if grid.is_visible() and not grid.get_by_text(re.compile(r"^0 ")).count():
             grid.locator(".ag-row, .ag-overlay-no-rows-center").first.wait_for(state="attached", timeout=60_000)
-    _settled(page, explorer)
+    settled(page, explorer)
     return panel
 
 
@@ -331,7 +321,7 @@ def test_partition_values_counts_and_columns_at_700_px(page, shots, tmp_path):
             break
         unchecked.first.check()
     assert chooser.locator("summary").inner_text().strip() == "Columns"  # none hidden now
-    _settled(page, explorer)
+    settled(page, explorer)
     explorer.screenshot(path=str(shots / "readable-big-700-light-partitions-every-column.png"))
     rows = _cells(parts, "rows")
     assert rows and all(re.fullmatch(r"\d+(\.\d+)? [KMB]", c["text"]) for c in rows), rows  # 43.8 M
@@ -348,7 +338,7 @@ def test_partition_values_counts_and_columns_at_700_px(page, shots, tmp_path):
     # "Fit to width" forgets the choice: the grid fits again
     chooser.get_by_role("button", name="Fit to width").click()
     chooser.locator("summary").click()
-    _settled(page, explorer)
+    settled(page, explorer)
     assert re.search(r"\(\d+ hidden\)", chooser.locator("summary").inner_text())
     assert parts.locator("xpath=..").evaluate(SIDEWAYS) == []
 
@@ -470,8 +460,8 @@ def test_docs_images_of_the_big_table(page, shots):
 
 
 def test_no_console_error_and_nothing_left_the_machine(page):
-    assert page.outside == []  # type: ignore[attr-defined]
-    assert page.errors == []  # type: ignore[attr-defined]
+    assert page.watch.outside == []  # type: ignore[attr-defined]
+    assert page.watch.errors == []  # type: ignore[attr-defined]
 
 
 def test_the_saved_summary_of_the_big_table(page, lab, shots):

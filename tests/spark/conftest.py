@@ -51,6 +51,41 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server from pyspark's own distribution, on loopback, for the session."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed")
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as exc:
+        pytest.skip(f"the Spark Connect client packages are missing (pip install 'deltaexplore[spark-connect]'): {exc}")
+    from deltaexplore.spark.session import java_available
+
+    if java_available() is None:
+        pytest.skip("no Java runtime: the Spark Connect server needs java 17+")
+    from .servers import start_connect_server
+
+    server = start_connect_server(tmp_path_factory.mktemp("spark-connect"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def spark_connect(connect_server, monkeypatch):
+    """A Spark Connect session (as a Connect client process has it: pyspark in Connect mode).
+
+    The client session lives for the test only, so that tests of the classic session in the
+    same process never see it as the active session."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    session = RemoteSession.builder.remote(connect_server.url).getOrCreate()
+    yield session
+    session.stop()
+
+
 def normalized_rows(table: pa.Table, columns: list[str]) -> list:
     """Rows as sorted, comparable tuples (maps as sorted pairs, timestamps as UTC)."""
     assert CHECKER is not None

@@ -7,6 +7,7 @@ as a script and read its JSON answer.
     python other_engines.py read-deltars <root> [<version> ...]   # rows + files per version
     python other_engines.py read-duckdb <root>                      # rows of the latest version
     python other_engines.py build-deltars <root> <phase>            # a history written by delta-rs
+    python other_engines.py merge-deltars <cases.json>              # MERGEs by delta-rs: rows, CDF, metrics
 """
 
 from __future__ import annotations
@@ -160,12 +161,66 @@ def _build_deltars(root: str, phase: str) -> dict[str, Any]:
     return {"ops": ops, "version": deltalake.DeltaTable(root).version()}
 
 
+def _merge_deltars(cases_path: str) -> list[dict[str, Any]]:
+    """Run each MERGE case of the JSON file with delta-rs (`DeltaTable.merge`): a case names the
+    table `root`, the `source` parquet file, `on` and `clauses` (kind, action, condition,
+    assignments; None assignments: all columns). Answers rows, change data of the MERGE's version
+    (with CDF on), metrics and version; or the error."""
+    import deltalake
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(cases_path) as f:
+        cases = json.load(f)
+    out = []
+    for case in cases:
+        root = case["root"]
+        try:
+            table = deltalake.DeltaTable(root)
+            before = table.version()
+            merger = table.merge(pq.read_table(case["source"]), case["on"], source_alias="source", target_alias="target")
+            for c in case["clauses"]:
+                kind, action, cond, values = c["kind"], c["action"], c["condition"], c["assignments"]
+                if kind == "matched" and action == "update":
+                    merger = merger.when_matched_update_all(cond) if values is None else merger.when_matched_update(values, cond)
+                elif kind == "matched":
+                    merger = merger.when_matched_delete(cond)
+                elif kind == "not_matched":
+                    merger = (
+                        merger.when_not_matched_insert_all(cond)
+                        if values is None
+                        else merger.when_not_matched_insert(values, cond)
+                    )
+                elif action == "update":
+                    merger = merger.when_not_matched_by_source_update(values, cond)
+                else:
+                    merger = merger.when_not_matched_by_source_delete(cond)
+            metrics = merger.execute()
+        except Exception as exc:  # noqa: BLE001 - the answer says what failed
+            out.append({"error": f"{type(exc).__name__}: {exc}"})
+            continue
+        after = deltalake.DeltaTable(root)
+        version = after.version()
+        data = pa.table(deltalake.QueryBuilder().register("t", after).execute("select * from t").read_all())
+        answer: dict[str, Any] = {"rows": table_rows(data), "metrics": metrics, "version": version}
+        if case.get("cdf") and version > before:
+            changes = pa.table(after.load_cdf(starting_version=version, ending_version=version).read_all())
+            changes = changes.drop_columns([c for c in ("_commit_version", "_commit_timestamp") if c in changes.column_names])
+            answer["cdf"] = table_rows(changes)
+        elif case.get("cdf"):
+            answer["cdf"] = []
+        out.append(answer)
+    return out
+
+
 def main() -> None:
     command, root, *rest = sys.argv[1:]
     if command == "read-deltars":
         answer = _read_deltars(root, rest)
     elif command == "read-duckdb":
         answer = _read_duckdb(root)
+    elif command == "merge-deltars":
+        answer = _merge_deltars(root)
     elif command == "build-deltars":
         answer = _build_deltars(root, rest[0] if rest else "1")
     else:

@@ -346,3 +346,28 @@ def test_add_and_remove_of_the_same_logical_file_refused(tmp_path):
     txn.add_files(adds)
     with pytest.raises(dx.WriteRefusedError, match="same logical file"):
         txn.commit()
+
+
+def _preview_type_widening_table(path) -> str:
+    """A table whose protocol names `typeWidening-preview` (as Delta 3.x wrote it)."""
+    from deltaexplore.core.operations import write_table
+
+    uri = str(path)
+    write_table(uri, pa.table({"id": pa.array([1, 2], pa.int32())}), configuration={"delta.enableTypeWidening": "true"})
+    first = path / "_delta_log" / f"{0:020d}.json"
+    first.write_text(first.read_text().replace('"typeWidening"', '"typeWidening-preview"'))
+    return uri
+
+
+def test_append_keeps_the_preview_type_widening_feature(tmp_path):
+    """No silent upgrade to the stable name, which would lock out readers knowing only the preview."""
+    from deltaexplore.core.operations import write_table
+
+    uri = _preview_type_widening_table(tmp_path / "t")
+    before = dx.open_table(uri).snapshot().protocol
+    assert "typeWidening-preview" in before.writer_feature_set and "typeWidening" not in before.writer_feature_set
+    write_table(uri, pa.table({"id": pa.array([3], pa.int32())}), mode="append")
+    snap = dx.open_table(uri).snapshot()
+    assert snap.version == 1 and snap.protocol == before
+    assert '"protocol"' not in (tmp_path / "t" / "_delta_log" / f"{1:020d}.json").read_text()
+    assert sorted(snap.to_arrow().column("id").to_pylist()) == [1, 2, 3]

@@ -2,11 +2,11 @@
 
 Local (pyarrow) operations — each returns one row of metrics as an Arrow table and has a dry
 run: `write_table`, `set_table_properties`, `delete`, `update`, `optimize`,
-`purge_deletion_vectors`, `vacuum`, `restore`, `checkpoint`, `cleanup_metadata`.
+`merge`, `purge_deletion_vectors`, `vacuum`, `restore`, `checkpoint`, `cleanup_metadata`.
 
 The seam the Spark layer (`deltaexplore.spark`) imports — nothing else of this package: the
 engine-neutral planners (`plan_delete`, `deletion_vector_update`, `plan_optimize`,
-`plan_vacuum`, `restore_actions`, `resolve_assignments`, `write_metadata`, `start_write`, ...)
+`plan_vacuum`, `restore_actions`, `resolve_assignments`, `plan_merge`, `write_metadata`, `start_write`, ...)
 decide which files to rewrite or remove and which actions to commit; `OperationRun`,
 `open_for_write`, `discard` and the metrics schemas (`METRICS`, `engine.py`) are the commit
 skeleton and the results both engines return, with the same columns.
@@ -18,6 +18,7 @@ from deltaexplore.core.operations.delete import (
     DeletePlan,
     DeletionVectorUpdate,
     delete,
+    deletion_vector_actions,
     deletion_vector_update,
     plan_delete,
     predicate_text,
@@ -26,6 +27,7 @@ from deltaexplore.core.operations.delete import (
 from deltaexplore.core.operations.engine import (
     CHECKPOINT_METRICS,
     DELETE_METRICS,
+    MERGE_METRICS,
     METRICS,
     OPTIMIZE_METRICS,
     RESTORE_METRICS,
@@ -38,6 +40,29 @@ from deltaexplore.core.operations.engine import (
     metrics_table,
     open_for_write,
     total_bytes,
+)
+from deltaexplore.core.operations.merge import merge, source_key_stats, source_table
+from deltaexplore.core.operations.merge_clauses import (
+    MergeClause,
+    ResolvedSql,
+    when_matched_delete,
+    when_matched_update,
+    when_matched_update_all,
+    when_not_matched_by_source_delete,
+    when_not_matched_by_source_update,
+    when_not_matched_insert,
+    when_not_matched_insert_all,
+)
+from deltaexplore.core.operations.merge_plan import (
+    KeyStats,
+    MergeCondition,
+    MergeKey,
+    MergePlan,
+    MergeScan,
+    ResolvedClause,
+    complete_metrics,
+    deletion_vector_metrics,
+    plan_merge,
 )
 from deltaexplore.core.operations.optimize import OptimizePlan, optimize, plan_optimize, purge_deletion_vectors, zorder_indices
 from deltaexplore.core.operations.restore import RestorePlan, checkpoint, cleanup_metadata, restore, restore_actions
@@ -56,6 +81,7 @@ from deltaexplore.core.operations.write import (
 __all__ = [
     "CHECKPOINT_METRICS",
     "DELETE_METRICS",
+    "MERGE_METRICS",
     "METRICS",
     "OPTIMIZE_METRICS",
     "RESTORE_METRICS",
@@ -65,21 +91,34 @@ __all__ = [
     "WRITE_METRICS",
     "DeletePlan",
     "DeletionVectorUpdate",
+    "KeyStats",
+    "MergeClause",
+    "MergeCondition",
+    "MergeKey",
+    "MergePlan",
+    "MergeScan",
     "OperationRun",
     "OptimizePlan",
+    "ResolvedClause",
+    "ResolvedSql",
     "RestorePlan",
     "VacuumPlan",
     "check_write_modes",
     "checkpoint",
     "cleanup_metadata",
+    "complete_metrics",
     "delete",
+    "deletion_vector_actions",
+    "deletion_vector_metrics",
     "deletion_vector_update",
     "discard",
+    "merge",
     "metrics_table",
     "new_table_metadata",
     "open_for_write",
     "optimize",
     "plan_delete",
+    "plan_merge",
     "plan_optimize",
     "plan_vacuum",
     "predicate_text",
@@ -89,10 +128,19 @@ __all__ = [
     "restore",
     "restore_actions",
     "set_table_properties",
+    "source_key_stats",
+    "source_table",
     "start_write",
     "total_bytes",
     "update",
     "vacuum",
+    "when_matched_delete",
+    "when_matched_update",
+    "when_matched_update_all",
+    "when_not_matched_by_source_delete",
+    "when_not_matched_by_source_update",
+    "when_not_matched_insert",
+    "when_not_matched_insert_all",
     "write_deletion_vector_file",
     "write_metadata",
     "write_table",

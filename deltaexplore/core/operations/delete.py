@@ -49,6 +49,7 @@ __all__ = [
     "DeletePlan",
     "DeletionVectorUpdate",
     "delete",
+    "deletion_vector_actions",
     "deletion_vector_update",
     "plan_delete",
     "predicate_text",
@@ -155,49 +156,71 @@ def deletion_vector_update(snapshot: Snapshot, files: pa.Table, deleted: list[np
     storage = snapshot.storage
     n_files = files.num_rows
     counts = row_counts(snapshot, files)
-    rows = files.to_pylist()
+    paths = files.column("path").to_pylist()
+    current = files.column("deletionVector").to_pylist() if "deletionVector" in files.column_names else [None] * n_files
     bitmaps: list[bytes] = []
-    new_adds: list[dict[str, Any]] = []
-    remove_idx: list[int] = []
+    descriptors: list[dict[str, Any] | None] = [None] * n_files
     newly = np.zeros(n_files, dtype=np.int64)
     dv_id = uuid.uuid4()
-    dv_path = f"deletion_vector_{dv_id}.bin"
-    for i, row in enumerate(rows):
+    for i in range(n_files):
         new = np.unique(np.asarray(deleted[i], dtype=np.uint64)) if len(deleted[i]) else np.zeros(0, np.uint64)
         if len(new) and int(new.max()) >= counts[i]:
-            raise WriteRefusedError(f"row index {int(new.max())} is outside {row['path']} ({counts[i]} rows)")
-        old = (
-            read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(row["deletionVector"]), data_file=row["path"])
-            if row.get("deletionVector")
-            else np.zeros(0, np.uint64)
-        )
+            raise WriteRefusedError(f"row index {int(new.max())} is outside {paths[i]} ({counts[i]} rows)")
+        dv = current[i]
+        old = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(dv), data_file=paths[i]) if dv else new[:0]
         union = np.union1d(old, new)
         newly[i] = len(union) - len(old)
-        if newly[i] == 0:
-            continue
-        remove_idx.append(i)
-        if len(union) >= counts[i]:
-            continue  # nothing left: the file is just removed
+        if newly[i] == 0 or len(union) >= counts[i]:
+            continue  # unchanged, or nothing left (the file is just removed)
         data = encode_bitmap(union)
-        bitmaps.append(data)
-        add = dict(row)
-        add["deletionVector"] = {
+        descriptors[i] = {
             "storageType": "u",
             "pathOrInlineDv": z85_encode(dv_id.bytes),
-            "offset": None,  # filled below
+            "offset": None,
             "sizeInBytes": len(data),
             "cardinality": len(union),
         }
-        add["stats"] = _loosen(row.get("stats"))
-        add["dataChange"] = True
-        new_adds.append(add)
+        bitmaps.append(data)
     dv_bytes = None
     if bitmaps:
         dv_bytes, offsets = dv_file_bytes(bitmaps)
-        for add, off in zip(new_adds, offsets):
-            add["deletionVector"]["offset"] = off
-    removes = files.take(pa.array(remove_idx, pa.int64())) if remove_idx else files.slice(0, 0)
-    return DeletionVectorUpdate(dv_path if bitmaps else None, dv_bytes, removes, file_actions_table("add", new_adds), newly)
+        for d, off in zip((d for d in descriptors if d is not None), offsets):
+            d["offset"] = off
+    update = deletion_vector_actions(files, descriptors, newly, counts)
+    update.dv_path = f"deletion_vector_{dv_id}.bin" if bitmaps else None
+    update.dv_bytes = dv_bytes
+    return update
+
+
+def deletion_vector_actions(
+    files: pa.Table, descriptors: list[dict[str, Any] | None], newly: np.ndarray, counts: np.ndarray
+) -> DeletionVectorUpdate:
+    """The remove/add actions giving `files[i]` its new DV `descriptors[i]` (an engine wrote the
+    DV files). A file with no newly deleted row is left alone; one whose DV deletes all its
+    `counts[i]` rows (or with no descriptor) is removed without a new add.
+
+    Raises:
+        WriteRefusedError: a DV deletes more rows than its file holds.
+    """
+    rows = files.to_pylist()
+    adds: list[dict[str, Any]] = []
+    removed: list[int] = []
+    for i, row in enumerate(rows):
+        if newly[i] == 0:
+            continue
+        removed.append(i)
+        dv = descriptors[i]
+        if dv is None or int(dv["cardinality"]) >= int(counts[i]):
+            if dv is not None and int(dv["cardinality"]) > int(counts[i]):
+                raise WriteRefusedError(f"a deletion vector of {row['path']} deletes {dv['cardinality']} rows of its {counts[i]}")
+            continue
+        add = dict(row)
+        add["deletionVector"] = dv
+        add["stats"] = _loosen(row.get("stats"))
+        add["dataChange"] = True
+        adds.append(add)
+    removes = files.take(pa.array(removed, pa.int64())) if removed else files.slice(0, 0)
+    return DeletionVectorUpdate(None, None, removes, file_actions_table("add", adds), np.asarray(newly, dtype=np.int64))
 
 
 def write_deletion_vector_file(storage: Storage, update: DeletionVectorUpdate) -> None:

@@ -37,6 +37,7 @@ from deltaexplore.storage import Storage
 __all__ = [
     "CHECKPOINT_METRICS",
     "DELETE_METRICS",
+    "MERGE_METRICS",
     "METRICS",
     "OPTIMIZE_METRICS",
     "RESTORE_METRICS",
@@ -81,6 +82,28 @@ _DML = (
 )
 DELETE_METRICS = _schema(("num_deleted_rows", _I, "rows deleted"), *_DML)
 UPDATE_METRICS = _schema(("num_updated_rows", _I, "rows updated"), *_DML)
+MERGE_METRICS = _schema(
+    ("num_source_rows", _I, "rows of the source"),
+    ("num_target_rows_inserted", _I, "source rows inserted (WHEN NOT MATCHED)"),
+    ("num_target_rows_updated", _I, "target rows updated (matched and not matched by source)"),
+    ("num_target_rows_matched_updated", _I, "target rows updated by a WHEN MATCHED clause"),
+    ("num_target_rows_not_matched_by_source_updated", _I, "target rows updated by a WHEN NOT MATCHED BY SOURCE clause"),
+    ("num_target_rows_deleted", _I, "target rows deleted (matched and not matched by source)"),
+    ("num_target_rows_matched_deleted", _I, "target rows deleted by a WHEN MATCHED clause"),
+    ("num_target_rows_not_matched_by_source_deleted", _I, "target rows deleted by a WHEN NOT MATCHED BY SOURCE clause"),
+    ("num_target_rows_copied", _I, "unchanged target rows copied into rewritten files"),
+    ("num_output_rows", _I, "rows written: inserted + updated + copied"),
+    ("num_target_files_before_skipping", _I, "target files before pruning"),
+    ("num_target_files_after_skipping", _I, "target files read (after partition and statistics pruning)"),
+    ("num_target_files_added", _I, "data files added"),
+    ("num_target_files_removed", _I, "data files removed (rewritten, or every row deleted)"),
+    ("num_target_change_files_added", _I, "change data files added"),
+    ("num_target_bytes_added", _I, "bytes of the data files added"),
+    ("num_target_bytes_removed", _I, "bytes of the data files removed"),
+    ("num_target_deletion_vectors_added", _I, "files given a (new) deletion vector"),
+    ("num_target_deletion_vectors_removed", _I, "deletion vectors dropped (replaced, or their file removed)"),
+    ("num_target_deletion_vectors_updated", _I, "deletion vectors replaced by a larger one"),
+)
 OPTIMIZE_METRICS = _schema(
     ("num_bins", _I, "groups of files rewritten together"),
     ("num_files_removed", _I, "data files removed"),
@@ -125,6 +148,7 @@ METRICS: dict[str, pa.Schema] = {
     "CREATE TABLE": WRITE_METRICS,
     "DELETE": DELETE_METRICS,
     "UPDATE": UPDATE_METRICS,
+    "MERGE": MERGE_METRICS,
     "OPTIMIZE": OPTIMIZE_METRICS,
     "REORG": OPTIMIZE_METRICS,
     "VACUUM": VACUUM_METRICS,

@@ -1,24 +1,22 @@
-"""Deletion vectors: descriptors, Z85, the DV file format and 64-bit roaring bitmaps.
+"""Deletion vectors: descriptors, and reading them from a table with typed errors.
 
 A DV is stored inline (`i`: Z85 text), in a file named from a UUID relative to the table
-(`u`: optional directory prefix + 20 Z85 chars of the UUID) or at an absolute path (`p`). On
-disk a DV file is a version byte (1) followed, at the descriptor's offset, by a 4-byte
-big-endian size, the bitmap bytes and a 4-byte big-endian CRC-32 of those bytes. The bitmap
-bytes are a little-endian magic number (1681511377) and a portable 64-bit roaring bitmap.
+(`u`: optional directory prefix + 20 Z85 chars of the UUID) or at an absolute path (`p`). The
+bytes (Z85, the DV file format, 64-bit portable roaring bitmaps) are `dv_format`'s, the one
+definition, which the Spark layer also runs on executors; here `DVFormatError` becomes
+`DeletionVectorError` naming the file.
 """
 
 from __future__ import annotations
 
-import struct
-import uuid
-import zlib
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
-from pyroaring import BitMap64
 
+from deltaexplore.core.protocol import dv_format
+from deltaexplore.core.protocol.dv_format import DV_MAGIC, DVFormatError, dv_file_bytes, relative_dv_name
 from deltaexplore.errors import DeletionVectorError, DeltaExploreError, StorageError
 from deltaexplore.storage import Storage, check_relative
 
@@ -33,57 +31,22 @@ __all__ = [
     "z85_encode",
 ]
 
-DV_MAGIC = 1681511377
-_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
-
 
 def z85_decode(text: str) -> bytes:
-    """Decode Z85 text (length a multiple of 5) into bytes.
-
-    Two padding conventions exist for data that is not a multiple of 4 bytes: Delta's codec
-    pads the last block (the caller cuts the result to `sizeInBytes`), while delta-rs/kernel-rs
-    (the `z85` crate) start the last block with one `#` per missing byte. A block cannot
-    otherwise start with `#` (84 * 85**4 > 2**32), so both are recognised.
+    """Decode Z85 text (see `dv_format.z85_decode`).
 
     Raises:
-        DeletionVectorError: bad length or character.
+        DeletionVectorError: bad length, character or padding.
     """
-    if len(text) % 5:
-        raise DeletionVectorError(f"Z85 text length {len(text)} is not a multiple of 5")
-    out = bytearray()
     try:
-        for i in range(0, len(text), 5):
-            block = text[i : i + 5]
-            missing = len(block) - len(block.lstrip("#"))
-            if missing:
-                if missing > 3 or i + 5 != len(text):
-                    raise DeletionVectorError(f"invalid Z85 padding in block {block!r}")
-                block = "0" * missing + block[missing:]
-            value = 0
-            for c in block:
-                value = value * 85 + _Z85_INDEX[c]
-            # Delta's codec keeps the low 32 bits of an overlong (padded) last block.
-            chunk = (value & 0xFFFFFFFF).to_bytes(4, "big")
-            out += chunk[missing:]
-    except KeyError as exc:
-        raise DeletionVectorError(f"invalid Z85 character {exc.args[0]!r}") from None
-    return bytes(out)
+        return dv_format.z85_decode(text)
+    except DVFormatError as exc:
+        raise DeletionVectorError(str(exc)) from None
 
 
 def z85_encode(data: bytes) -> str:
     """Encode bytes (length a multiple of 4) as Z85."""
-    if len(data) % 4:
-        raise ValueError("Z85 input length must be a multiple of 4")
-    out = []
-    for i in range(0, len(data), 4):
-        value = int.from_bytes(data[i : i + 4], "big")
-        chunk = []
-        for _ in range(5):
-            value, r = divmod(value, 85)
-            chunk.append(_Z85[r])
-        out.append("".join(reversed(chunk)))
-    return "".join(out)
+    return dv_format.z85_encode(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +106,7 @@ class DeletionVectorDescriptor:
             raw = z85_decode(uuid_z85)
             if len(raw) != 16:
                 raise DeletionVectorError(f"relative DV path {encoded!r} does not end in a Z85-encoded UUID")
-            dv_uuid = uuid.UUID(bytes=raw)
-            name = f"deletion_vector_{dv_uuid}.bin"
+            name = relative_dv_name(raw)
             path = f"{prefix}/{name}" if prefix else name
             if not prefix:
                 return path
@@ -166,23 +128,15 @@ def decode_bitmap(data: bytes, *, where: str = "") -> np.ndarray:
     Raises:
         DeletionVectorError: bad magic or undecodable bitmap.
     """
-    if len(data) < 4:
-        raise DeletionVectorError(f"deletion vector{where} is {len(data)} bytes: too short for the magic number")
-    magic = struct.unpack_from("<I", data, 0)[0]
-    if magic != DV_MAGIC:
-        raise DeletionVectorError(f"deletion vector{where} has magic number {magic}, expected {DV_MAGIC}")
     try:
-        bitmap = BitMap64.deserialize(bytes(data[4:]))
-    except Exception as exc:
-        raise DeletionVectorError(f"deletion vector{where}: cannot decode the roaring bitmap: {exc}") from exc
-    return np.frombuffer(bitmap.to_array(), dtype=np.uint64) if len(bitmap) else np.zeros(0, dtype=np.uint64)
+        return dv_format.decode_bitmap_rows(data)
+    except DVFormatError as exc:
+        raise DeletionVectorError(f"deletion vector{where}: {exc}") from None
 
 
 def encode_bitmap(rows: np.ndarray | list[int]) -> bytes:
     """Serialize row indexes as magic + portable 64-bit roaring bitmap."""
-    bitmap = BitMap64(np.asarray(rows, dtype=np.uint64).tolist())
-    bitmap.run_optimize()
-    return struct.pack("<I", DV_MAGIC) + bitmap.serialize()
+    return dv_format.encode_bitmap_rows(np.asarray(rows, dtype=np.uint64))
 
 
 def read_deletion_vector(storage: Storage, dv: DeletionVectorDescriptor, *, data_file: str = "") -> np.ndarray:
@@ -208,37 +162,11 @@ def read_deletion_vector(storage: Storage, dv: DeletionVectorDescriptor, *, data
             raise DeletionVectorError(f"deletion vector file {path}{where} is missing", path=path) from exc
         except DeltaExploreError as exc:
             raise DeletionVectorError(f"deletion vector file {path}{where} cannot be read: {exc}", path=path) from exc
-        if head[:1] != b"\x01":
-            raise DeletionVectorError(f"deletion vector file {path} has format version {head[:1]!r}, expected 1", path=path)
-        if len(blob) < 8 + dv.size_in_bytes:
-            raise DeletionVectorError(
-                f"deletion vector file {path} is truncated: expected {dv.size_in_bytes} bytes at offset {offset}", path=path
-            )
-        size = struct.unpack_from(">I", blob, 0)[0]
-        if size != dv.size_in_bytes:
-            raise DeletionVectorError(
-                f"deletion vector in {path} at offset {offset} is {size} bytes, descriptor says {dv.size_in_bytes}", path=path
-            )
-        data = blob[4 : 4 + size]
-        expected_crc = struct.unpack_from(">I", blob, 4 + size)[0]
-        actual_crc = zlib.crc32(data) & 0xFFFFFFFF
-        if actual_crc != expected_crc:
-            raise DeletionVectorError(
-                f"deletion vector in {path} at offset {offset} fails its CRC-32 check "
-                f"(stored {expected_crc:08x}, computed {actual_crc:08x})",
-                path=path,
-            )
+        try:
+            data = dv_format.read_dv_entry(head, blob, size=dv.size_in_bytes, offset=offset)
+        except DVFormatError as exc:
+            raise DeletionVectorError(f"deletion vector file {path}{where}: {exc}", path=path) from None
         rows = decode_bitmap(data, where=f" in {path}")
     if len(rows) != dv.cardinality:
         raise DeletionVectorError(f"deletion vector{where} holds {len(rows)} rows, descriptor says cardinality {dv.cardinality}")
     return rows
-
-
-def dv_file_bytes(bitmaps: list[bytes]) -> tuple[bytes, list[int]]:
-    """A DV file holding `bitmaps` and the offset of each (for writers)."""
-    out = bytearray(b"\x01")
-    offsets = []
-    for data in bitmaps:
-        offsets.append(len(out))
-        out += struct.pack(">I", len(data)) + data + struct.pack(">I", zlib.crc32(data) & 0xFFFFFFFF)
-    return bytes(out), offsets

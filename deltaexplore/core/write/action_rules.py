@@ -131,6 +131,10 @@ def protocol_for(metadata: Metadata, base: Protocol | None = None, *, extra: Ite
         needed |= set(_DEPENDS.get(name, ()))
     if base is not None:
         reader, writer = (set(x) for x in features_of(base))
+        # a table that has a feature under its preview name keeps it so (readers that know only
+        # the preview name must still read it): never a silent upgrade to the stable name
+        previews = {FEATURES[p].canonical: p for p in writer if p in FEATURES and FEATURES[p].canonical}
+        needed = {previews.get(n, n) for n in needed}
         if needed <= writer and all(not FEATURES[n].reader_writer or n in reader or _legacy_reads(base, n) for n in needed):
             return base
         reader |= {n for n in needed if FEATURES.get(n) and FEATURES[n].reader_writer}
