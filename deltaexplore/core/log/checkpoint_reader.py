@@ -306,6 +306,8 @@ class CheckpointReader:
         self._hint = hint  # `_last_checkpoint.v2Checkpoint` when it describes this checkpoint
         self._non_file: NonFileActions | None = None
         self._json_lines: LogLines | None = None
+        if not self.is_json:
+            storage.prefetch([p.path for p in checkpoint.parts])  # overlaps the commit reads
 
     @property
     def is_json(self) -> bool:
@@ -421,13 +423,14 @@ class CheckpointReader:
         sidecars = self.sidecar_files()
         sources += [s.path for s in sidecars]
         if sources:
+            infos = dict(zip(sources, self.storage.head_many(sources), strict=True))
             for path in sources:
-                if not self.storage.exists(path):
+                if infos[path] is None:
                     raise InvalidCheckpointError(
                         f"checkpoint {self.checkpoint.version} is incomplete: {path} is missing", path=path
                     )
             for sc in sidecars:
-                info = self.storage.head(sc.path)
+                info = infos[sc.path]
                 if sc.size > 0 and info is not None and info.size != sc.size:
                     raise InvalidCheckpointError(
                         f"sidecar {sc.path} is {info.size} bytes, checkpoint {self.checkpoint.version} says {sc.size}: "
