@@ -51,11 +51,13 @@ _SLOW_DOWN = (
 class Faults:
     """What the server does to requests: `latency_s` before each answer, and a `503 SlowDown`
     for every request `fail(method, path, query)` says to fail. `requests` logs them all
-    (method, path, query, start time, failed)."""
+    (method, path, query, start time, failed); `max_in_flight` is the most requests it held at once."""
 
     latency_s: float = 0.0
     fail: Callable[[str, str, str], bool] | None = None
     requests: list[tuple[str, str, str, float, bool]] = field(default_factory=list)
+    max_in_flight: int = 0
+    _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wrap(self, app: Any) -> Callable[..., Any]:
@@ -65,8 +67,14 @@ class Faults:
             failed = bool(self.fail and self.fail(method, path, query))
             with self._lock:
                 self.requests.append((method, path, query, started, failed))
-            if self.latency_s:
-                time.sleep(self.latency_s)
+                self._in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            try:
+                if self.latency_s:
+                    time.sleep(self.latency_s)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
             if failed:
                 start_response("503 Slow Down", [("Content-Type", "application/xml"), ("Content-Length", str(len(_SLOW_DOWN)))])
                 return [_SLOW_DOWN]
@@ -77,6 +85,7 @@ class Faults:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.max_in_flight = 0
         self.fail = None
 
 
