@@ -1,8 +1,12 @@
 """Opening a table on S3 at an object store's latency: deltaexplore vs delta-rs, in one run.
 
 moto's S3 server runs in its own process on 127.0.0.1 (`tests/s3_server.py`) and answers every
-request after a fixed delay (20 ms and 100 ms: a region away, a continent away). Each contender
-opens the same table in a fresh process, a few times, interleaved:
+request after a fixed delay (20 ms and 100 ms: a region away, a continent away). moto spends
+~10 ms of CPU on a request on this 2-core machine, which would hide the latency being measured:
+with ``--cache-reads`` (the default here) the server answers a repeated GET/HEAD of an object
+from memory (objects never change during the run; one unmeasured open per contender warms it),
+listings always go to moto. Each contender opens the same table in a fresh process, a few
+times, interleaved:
 
 - deltaexplore: ``dx.open_table("s3://...", storage_options=...).snapshot().files()``
 - deltaexplore at a baseline git ref (``--baseline main``: the code before a change, measured
@@ -77,7 +81,12 @@ def ensure_table(name: str, base: Path) -> Path:
 
 
 def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--latency-ms", str(latency_ms)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--latency-ms", str(latency_ms), "--cache-reads"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     endpoint = proc.stdout.readline().strip()
     if not endpoint.startswith("http"):
@@ -146,6 +155,8 @@ def main() -> int:
                     upload(endpoint, name, path)
                     uri = f"s3://lake/{name}"
                     measured: dict[str, list[tuple[float, int]]] = {c: [] for c in contenders}
+                    for c in contenders:  # warms the server's read cache
+                        run_once(c, uri, endpoint, roots[c])
                     for _ in range(args.runs):
                         for c in contenders:
                             measured[c].append(run_once(c, uri, endpoint, roots[c]))
@@ -179,8 +190,9 @@ def main() -> int:
     lines = [
         "# Opening a table on S3 at a latency (`snapshot().files()`)",
         "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores: moto's S3 server in its own process, "
-        f"every request answered after the latency; median of {args.runs} interleaved runs, each in a fresh process "
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.0f}): "
+        "moto's S3 server in its own process, every request answered after the latency, repeated object reads "
+        f"from memory; median of {args.runs} interleaved runs, each in a fresh process "
         "(imports included).",
         "",
         head,
