@@ -77,6 +77,40 @@ def _concurrency(value: Any) -> int:
     return value
 
 
+#: s3fs options with a pyarrow `S3FileSystem` equivalent (any other option keeps reads on s3fs)
+_NATIVE_S3_OPTIONS = frozenset({"key", "secret", "token", "anon", "client_kwargs", "config_kwargs"})
+
+
+def _native_s3(options: dict[str, Any]) -> pafs.FileSystem | None:
+    """pyarrow's C++ S3 client for reads, when the s3fs options translate to it exactly and
+    name the endpoint or region (s3fs finds a bucket's region itself; pyarrow does not).
+    Reading many small objects, it spends ~1 ms of CPU per request where s3fs and aiobotocore
+    spend ~4 (`benchmarks/results/object-store.md`); writes stay on s3fs (conditional PUT)."""
+    if not isinstance(options.get("client_kwargs") or {}, dict):
+        return None
+    client = dict(options.get("client_kwargs") or {})
+    endpoint = client.pop("endpoint_url", None)
+    region = client.pop("region_name", None)
+    if set(options) - _NATIVE_S3_OPTIONS or client or not (endpoint or region):
+        return None
+    kwargs: dict[str, Any] = {"region": region or "us-east-1"}
+    if options.get("anon"):
+        kwargs["anonymous"] = True
+    elif options.get("key") and options.get("secret"):
+        kwargs.update(access_key=options["key"], secret_key=options["secret"], session_token=options.get("token"))
+    elif options.get("key") or options.get("secret") or options.get("token"):
+        return None
+    if endpoint:
+        scheme, _, rest = str(endpoint).partition("://")
+        if not rest or scheme not in ("http", "https"):
+            return None
+        kwargs.update(endpoint_override=rest.rstrip("/"), scheme=scheme)
+    try:
+        return pafs.S3FileSystem(**kwargs)
+    except Exception:  # noqa: BLE001 - a pyarrow built without S3: s3fs reads
+        return None
+
+
 def _once(fn: Callable[[], bytes]) -> Callable[[], bytes]:
     """`fn`, called on the first call only (its result kept)."""
     box: list[bytes] = []
@@ -115,7 +149,7 @@ class FsspecStorage(Storage):
         self.storage_options: dict[str, Any] = dict(options)
         self.unsafe_commits_allowed = bool(options.pop(UNSAFE_OPTION, False))
         self.max_concurrency = _concurrency(options.pop(CONCURRENCY_OPTION, DEFAULT_MAX_CONCURRENCY))
-        if scheme in ("s3", "s3a"):
+        if scheme in ("s3", "s3a") and isinstance(options.get("config_kwargs") or {}, dict):
             # botocore keeps 10 connections: more requests in flight would wait for one
             config = dict(options.get("config_kwargs") or {})
             config.setdefault("max_pool_connections", self.max_concurrency)
@@ -137,6 +171,7 @@ class FsspecStorage(Storage):
             raise self._error(f"cannot open {uri!r} with these storage options", exc, uri) from self._cause(exc)
         self.fs = fs
         self.scheme = scheme
+        self._reader = _native_s3(options) if scheme in ("s3", "s3a") else None
         self._root_path = path.rstrip("/")
         self.root = uri.rstrip("/")
 
@@ -259,6 +294,9 @@ class FsspecStorage(Storage):
     def read_bytes(self, path: str) -> bytes:
         full = self._full(path)
         try:
+            if self._reader is not None:
+                reader = self._reader
+                return bytes(with_retries(lambda: reader.open_input_stream(full).readall()))
             return bytes(with_retries(lambda: self.fs.cat_file(full)))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc

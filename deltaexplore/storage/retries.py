@@ -20,6 +20,7 @@ BASE_DELAY_S = 0.05
 MAX_DELAY_S = 2.0
 _TRANSIENT_TEXT = (
     "SlowDown",
+    "SLOW_DOWN",
     "Throttl",
     "TooManyRequests",
     "RequestTimeout",

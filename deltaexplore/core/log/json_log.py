@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
+from deltaexplore.storage.concurrency import map_bounded
 
 __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 
@@ -41,8 +41,7 @@ _KIND_RE = r'^\s*\{\s*"(?P<k>[A-Za-z_][A-Za-z0-9_]*)"'
 def _read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
     if len(files) <= 4 or storage.local_root is not None:  # local reads: threads only add overhead
         return [_read_one(storage, f) for f in files]
-    with ThreadPoolExecutor(max_workers=min(32, len(files))) as pool:
-        return list(pool.map(lambda f: _read_one(storage, f), files))
+    return map_bounded(lambda f: _read_one(storage, f), files, storage.max_concurrency)
 
 
 def _read_one(storage: Storage, f: LogFile) -> bytes:
