@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["DEFAULT_PURGE_THRESHOLD", "deleted_rows", "deletion_vectors", "dv_files", "storage_names"]
+__all__ = ["DEFAULT_PURGE_THRESHOLD", "DV_COLUMNS", "deleted_rows", "deletion_vectors", "dv_files", "dv_table", "storage_names"]
 
 #: Delta's `spark.databricks.delta.optimize.maxDeletedRowsRatio` default: OPTIMIZE rewrites files
 #: whose deleted-row ratio exceeds it
@@ -53,15 +53,16 @@ def _dv_adds(snap: Snapshot) -> tuple[pa.Table, np.ndarray]:
     column is never copied) and their row numbers in `add_actions()`."""
     adds = snap.add_actions()
     if adds.num_rows == 0:
-        return adds.select(_DV_COLUMNS), np.zeros(0, dtype=np.int64)
+        return adds.select(DV_COLUMNS), np.zeros(0, dtype=np.int64)
     dv = combined(adds.column("deletionVector"))
     if dv.null_count == len(dv):
-        return adds.select(_DV_COLUMNS).slice(0, 0), np.zeros(0, dtype=np.int64)
+        return adds.select(DV_COLUMNS).slice(0, 0), np.zeros(0, dtype=np.int64)
     valid = dv.is_valid()
-    return adds.select(_DV_COLUMNS).filter(valid), np.flatnonzero(np.asarray(valid))
+    return adds.select(DV_COLUMNS).filter(valid), np.flatnonzero(np.asarray(valid))
 
 
-_DV_COLUMNS = ["path", "partitionValues", "size", "deletionVector"]
+#: the add-action columns `dv_table` reads
+DV_COLUMNS = ["path", "partitionValues", "size", "deletionVector"]
 
 
 def _dv_paths(storage_types: pa.Array, encoded: pa.Array) -> pa.Array:
@@ -98,9 +99,17 @@ def deletion_vectors(
     adds, rows = _dv_adds(snap)
     if adds.num_rows == 0:
         return DV_SCHEMA.empty_table()
+    return dv_table(snap, adds, num_records(snap.add_actions(), rows), purge_threshold)
+
+
+def dv_table(snap: Snapshot, adds: pa.Table, records: pa.Array, purge_threshold: float = DEFAULT_PURGE_THRESHOLD) -> pa.Table:
+    """`DV_SCHEMA` of the adds with a deletion vector (path, partitionValues, size,
+    deletionVector) and their numRecords, however they were gathered (the replayed state, a
+    streaming pass): the one definition of its columns."""
+    if adds.num_rows == 0:
+        return DV_SCHEMA.empty_table()
     dv = combined(adds.column("deletionVector"))
     card = dv.field("cardinality").cast(pa.int64())
-    records = num_records(snap.add_actions(), rows)
     st = dv.field("storageType").cast(pa.string())
     paths = _dv_paths(st, dv.field("pathOrInlineDv").cast(pa.string()))
     shared = pl.DataFrame({"p": pl.from_arrow(paths)}).select(

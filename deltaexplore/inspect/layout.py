@@ -40,7 +40,15 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["BoundsOf", "clustering_columns", "layout", "layout_summary", "overlap_metrics", "summarize_layout"]
+__all__ = [
+    "BoundsOf",
+    "clustering_columns",
+    "layout",
+    "layout_columns_bounds",
+    "layout_summary",
+    "overlap_metrics",
+    "summarize_layout",
+]
 
 _NO_STATS_TYPES = ("binary", "variant", "void")
 DEFAULT_PREFIX_LENGTH = 32
@@ -217,6 +225,11 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
     if missing:
         cache.update(_read_bounds(snap, adds, missing))
     return {n: cache[n] for n in names}
+
+
+def layout_columns_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
+    """`_bounds` of some add actions (a batch of a streaming pass: not kept), by resolved name."""
+    return _read_bounds(snap, adds, [_resolve(snap, c)[0] for c in columns])
 
 
 def _read_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
