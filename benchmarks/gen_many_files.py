@@ -184,7 +184,7 @@ def write(out: Path, files: int, *, parts: int = 10, commits: int = 20, partitio
         name = f"{1:020d}.checkpoint.{p + 1:010d}.{parts:010d}.parquet"
         pq.write_table(table, log / name, row_group_size=1 << 16)
         del add, table
-    (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": files + 2, "parts": parts}))
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": files + 2, "parts": parts, "numOfAddFiles": files}))
     removed = 0
     for c in range(commits):
         v = 2 + c

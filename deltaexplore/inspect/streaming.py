@@ -29,7 +29,7 @@ from deltaexplore.core.arrow import combined
 from deltaexplore.core.files import translate_map_keys
 from deltaexplore.core.scan.partition_values import partition_keys, physical_partition_names
 from deltaexplore.core.scan.stats import num_records
-from deltaexplore.inspect.deletion_vectors import DEFAULT_PURGE_THRESHOLD, DV_COLUMNS, dv_table
+from deltaexplore.inspect.deletion_vectors import DEFAULT_PURGE_THRESHOLD, DV_COLUMNS, dv_files_of, dv_table, storage_names
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
 from deltaexplore.inspect.file_sizes import SIZE_AGGREGATES, finish_file_sizes, size_aggregates
@@ -37,16 +37,35 @@ from deltaexplore.inspect.files import finish_partitions, partition_aggregates, 
 from deltaexplore.inspect.layout import layout_columns_bounds, summarize_layout
 from deltaexplore.inspect.overview import FileTotals
 from deltaexplore.inspect.overview import overview as overview_table
+from deltaexplore.inspect.schemas import FILES_SCHEMA
 from deltaexplore.inspect.snapshots import snapshot_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["FilePass", "file_pass"]
+__all__ = ["FILE_LIST_COLUMNS", "STREAMING_FILES", "FilePass", "estimated_files", "file_pass"]
 
 #: the add-action fields a pass reads (stats for numRecords and bounds)
-_FIELDS = ("size", "partitionValues", "stats")
+_FIELDS = ("size", "partitionValues", "stats", "modificationTime")
+
+#: past this many active files (estimated before any replay: `estimated_files`), the explorer
+#: computes its file tabs by a streaming pass instead of replaying the state
+STREAMING_FILES = 1_000_000
+
+#: the columns of `FilePass.file_list()`: the explorer's file grid, no statistics or maps
+FILE_LIST_COLUMNS = (
+    "path",
+    "partition",
+    "size",
+    "num_records",
+    "deleted_rows",
+    "live_rows",
+    "modification_time",
+    "is_small",
+    "has_stats",
+    "dv_storage",
+)
 
 #: the per-partition sums merged over batches (min/max/mean/median come from the kept sizes)
 _SUMS = ("files", "bytes", "deleted_rows", "files_without_stats", "dv_files", "small_files", "small_bytes")
@@ -62,6 +81,7 @@ class FilePass:
 
     snapshot: Snapshot
     small_file_bytes: int | None
+    keep_file_list: bool = False
     files: int = 0
     batches: int = 0
     _sums: list[pl.DataFrame] = field(default_factory=list)
@@ -73,6 +93,7 @@ class FilePass:
     _dv_adds: list[pa.Table] = field(default_factory=list)
     _dv_records: list[pa.Array] = field(default_factory=list)
     _bounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    _file_list: list[pa.Table] = field(default_factory=list)
 
     # -- the pass ---------------------------------------------------------------------------
     def add(self, adds: pa.Table, columns: Sequence[str]) -> None:
@@ -136,6 +157,23 @@ class FilePass:
         if pc.any(with_dv).as_py():
             self._dv_adds.append(adds.select(DV_COLUMNS).filter(with_dv))
             self._dv_records.append(records.filter(with_dv))
+        if self.keep_file_list:
+            self._file_list.append(
+                pa.table(
+                    {
+                        "path": combined(adds.column("path")),
+                        "partition": partition,
+                        "size": size,
+                        "num_records": records,
+                        "deleted_rows": deleted,
+                        "live_rows": pc.subtract(records, deleted),
+                        "modification_time": pc.cast(combined(adds.column("modificationTime")), pa.timestamp("ms", tz="UTC")),
+                        "is_small": pc.less(size, threshold),
+                        "has_stats": pc.is_valid(records),
+                        "dv_storage": storage_names(pc.struct_field(dv, "storageType").cast(pa.string())),
+                    }
+                )
+            )
         if columns:
             for name, b in layout_columns_bounds(snap, adds, list(columns)).items():
                 self._bounds.setdefault(name, []).append(b)
@@ -200,6 +238,25 @@ class FilePass:
         adds = pa.concat_tables(self._dv_adds, promote_options="permissive")
         return dv_table(self.snapshot, adds, pa.concat_arrays(self._dv_records), purge_threshold)
 
+    def dv_files(self) -> pa.Table:
+        """`inspect.dv_files()` of the version (`DV_FILES_SCHEMA`, no storage checks)."""
+        return dv_files_of(self.deletion_vectors())
+
+    def file_list(self) -> pa.Table:
+        """The active files with `FILE_LIST_COLUMNS` (their values as `inspect.files()` has
+        them), kept by a pass with `keep_file_list=True`: about a tenth of the replayed
+        state (no statistics JSON, maps or row tracking fields)."""
+        if not self.keep_file_list:
+            raise InspectError("this streaming pass kept no file list: pass file_pass(keep_file_list=True)")
+        dv_storage = pa.field(
+            "dv_storage", pa.string(), metadata={"doc": "where the deletion vector is: file, inline or absolute", "unit": "text"}
+        )
+        schema = FILES_SCHEMA.append(dv_storage)
+        fields = [schema.field(c) for c in FILE_LIST_COLUMNS]
+        if not self._file_list:
+            return pa.schema(fields).empty_table()
+        return pa.concat_tables(self._file_list).cast(pa.schema(fields))
+
     def layout_summary(self, columns: list[str] | None = None) -> pa.Table:
         """`inspect.layout_summary(columns)` of the version, from the bounds of the columns the
         pass was asked for (`LAYOUT_SUMMARY_SCHEMA`)."""
@@ -225,6 +282,7 @@ def file_pass(
     version: int | None = None,
     small_file_bytes: int | None = None,
     layout_columns: Sequence[str] = (),
+    keep_file_list: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> FilePass:
     """One streaming pass over the active files of a version (see the module docstring).
@@ -232,13 +290,33 @@ def file_pass(
     Args:
         layout_columns: columns whose per-file bounds are kept for `layout_summary` (each
             costs its min, max and null count per file).
+        keep_file_list: keep `file_list()` (the explorer's file grid).
         progress: called after each batch with (batches, files) counted so far.
     """
     snap = snapshot_of(obj, version)
-    out = FilePass(snap, small_file_bytes)
+    out = FilePass(snap, small_file_bytes, keep_file_list=keep_file_list)
     columns = list(layout_columns)
     for batch in snap.iter_file_actions("add", fields=_FIELDS):
         out.add(batch, columns)
         if progress is not None:
             progress(out.batches, out.files)
     return out
+
+
+def estimated_files(snap: Snapshot) -> int | None:
+    """Active files of `snap` as the log says before any replay: the `.crc`'s numFiles, else
+    `_last_checkpoint`'s numOfAddFiles (or its action count) when it names `snap`'s checkpoint,
+    plus the add lines of the commits after it; None when nothing says."""
+    if snap.files_loaded:
+        return snap.add_actions().num_rows
+    crc = snap.crc
+    if isinstance(crc, dict) and isinstance(crc.get("numFiles"), int):
+        return int(crc["numFiles"])
+    hint = snap.listing.last_checkpoint
+    checkpoint = snap.checkpoint_version
+    if hint is None or hint.problem or checkpoint is None or hint.version != checkpoint:
+        return None
+    counted = hint.num_of_add_files if hint.num_of_add_files is not None else hint.size
+    if counted is None:
+        return None
+    return int(counted) + len(snap.json_lines.where("add"))
