@@ -34,7 +34,7 @@ from deltaexplore.inspect.overview import FileTotals
 from deltaexplore.inspect.overview import overview as overview_table
 from deltaexplore.inspect.schemas import PARTITIONS_SCHEMA
 from deltaexplore.inspect.snapshots import snapshot_of
-from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS
+from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS, FilePass
 from deltaexplore.spark.paths import spark_location
 from deltaexplore.spark.session import spark_errors
 
@@ -241,8 +241,6 @@ class SparkFilePass:
 
     def file_list(self) -> pa.Table:
         """`active_files()` collected (the explorer's file grid), `FILE_LIST_COLUMNS`."""
-        from deltaexplore.inspect.streaming import FilePass
-
         local = FilePass(self.snapshot, self.small_file_bytes, keep_file_list=True).file_list()
         got = self._collect(self.active_files(), "listing the files")
         return pa.table({c: got.column(c).cast(local.schema.field(c).type) for c in FILE_LIST_COLUMNS}, schema=local.schema)

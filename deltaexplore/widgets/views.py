@@ -25,6 +25,7 @@ from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.inspect.streaming import STREAMING_FILES, FilePass, estimated_files, file_pass
+from deltaexplore.spark.inspect import spark_file_pass
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource
 
@@ -69,11 +70,24 @@ class TableView:
             `inspect.streaming.estimated_files`) the overview, files, DV and health tabs are
             counted by one streaming pass (`inspect.streaming`) instead of a replay of the
             state; 0 always streams. Default `STREAMING_FILES`.
+        spark: a Spark session (classic or Connect): past `spark_files` the overview, files and
+            DV tabs are computed as Spark jobs on it (`deltaexplore.spark.inspect`).
+        spark_files: the file count past which `spark` computes them (default: `streaming_files`).
     """
 
-    def __init__(self, table: Table, version: int | None = None, *, streaming_files: int | None = None) -> None:
+    def __init__(
+        self,
+        table: Table,
+        version: int | None = None,
+        *,
+        streaming_files: int | None = None,
+        spark: Any = None,
+        spark_files: int | None = None,
+    ) -> None:
         self.table = table
         self.streaming_files = STREAMING_FILES if streaming_files is None else int(streaming_files)
+        self.spark = spark
+        self.spark_files = self.streaming_files if spark_files is None else int(spark_files)
         self._passes: dict[int, FilePass] = {}
         self._pass_lock = threading.Lock()
         self.listing = table.listing()
@@ -226,6 +240,12 @@ class TableView:
         if snap.files_loaded:
             return {"name": "local", "reason": "the files are replayed already"}
         estimate = estimated_files(snap)
+        if self.spark is not None and estimate is not None and estimate >= self.spark_files:
+            return {
+                "name": "spark",
+                "reason": f"about {estimate:,} files (from the log's .crc / _last_checkpoint), at least "
+                f"{self.spark_files:,}: computed as Spark jobs on the session given to the explorer",
+            }
         if estimate is not None and estimate >= self.streaming_files:
             return {
                 "name": "streaming",
@@ -236,15 +256,21 @@ class TableView:
         return {"name": "local", "reason": f"{said} files, under {self.streaming_files:,}: the state is replayed"}
 
     def file_pass(self, snap: Snapshot | None = None) -> FilePass:
-        """The streaming pass over `snap`'s files (made once per version, with the file list)."""
+        """The streaming pass over `snap`'s files (made once per version, with the file list),
+        or its Spark counterpart when the engine is `spark` (the same tables)."""
         snap = snap or self.snap
         with self._pass_lock:
             if snap.version not in self._passes:
-                self._passes = {snap.version: file_pass(snap, keep_file_list=True)}  # one version kept
+                if self.engine(snap)["name"] == "spark":
+                    made: Any = spark_file_pass(self.spark, snap)
+                else:
+                    made = file_pass(snap, keep_file_list=True)
+                self._passes = {snap.version: made}  # one version kept
             return self._passes[snap.version]
 
     def _streaming(self, snap: Snapshot) -> bool:
-        return self.engine(snap)["name"] == "streaming"
+        """Whether the file tabs of `snap` avoid replaying its state (streaming or Spark)."""
+        return self.engine(snap)["name"] != "local"
 
     # -- overview --------------------------------------------------------------------------
     def overview(self, stage: int | None = None) -> dict[str, Any]:
@@ -353,7 +379,7 @@ class TableView:
             return ready  # type: ignore[no-any-return]
 
         engine = self.engine(snap)
-        if engine["name"] == "streaming":
+        if engine["name"] != "local":
             fp = self.file_pass(snap)
             files, parts, sizes = fp.file_list(), fp.partitions(), fp.file_sizes()
         else:
@@ -484,7 +510,7 @@ class TableView:
 
         snap = self.snap
         engine = self.engine(snap)
-        if engine["name"] == "streaming":
+        if engine["name"] != "local":
             fp = self.file_pass(snap)
             dv, dv_files, n_files = fp.deletion_vectors(), fp.dv_files(), fp.files
         else:
@@ -571,6 +597,8 @@ class TableView:
         if ready is not None:
             return ready  # type: ignore[no-any-return]
         engine = self.engine(snap)
+        if engine["name"] == "spark":  # the log's own files, and counts of one streaming pass
+            engine = {"name": "streaming", "reason": "log health is counted in the kernel, in one pass over the log"}
         metrics = inspect.log_health(snap, streaming=engine["name"] == "streaming")
         counts = {
             s: int(pc.sum(pc.equal(metrics.column("status"), s).cast(pa.int64())).as_py() or 0)

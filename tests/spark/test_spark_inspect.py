@@ -97,3 +97,29 @@ def test_spark_inspection_equals_local_on_the_corpus(spark):
 def test_spark_inspection_on_spark_connect(spark_connect):
     for row in CHOSEN[:4]:
         _compare(spark_connect, str(CORPUS / row["table_root"]))
+
+
+def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
+    """The explorer given a session and a low threshold computes its overview, files and DV tabs
+    on Spark, says so, equals the explorer on the replayed state, and replays nothing."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from deltaexplore.widgets import views
+
+    generator = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_many_files.py"
+    root = tmp_path / "t"
+    subprocess.run([sys.executable, str(generator), str(root), "--files", "3000", "--parts", "2", "--commits", "3"], check=True)
+    on_spark = views.TableView(dx.open_table(str(root)), spark=spark, spark_files=0)
+    local = views.TableView(dx.open_table(str(root)), streaming_files=10**12)
+    assert on_spark.engine()["name"] == "spark" and "Spark jobs" in on_spark.engine()["reason"]
+    s_out, s_files, s_parts = on_spark.files()
+    l_out, l_files, l_parts = local.files()
+    assert s_out["engine"]["name"] == "spark" and s_out["size_chart"] == l_out["size_chart"]
+    for s_src, l_src, key in ((s_files, l_files, "path"), (s_parts, l_parts, "partition")):
+        assert s_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist() == l_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist()
+    s_dv, l_dv = on_spark.deletion_vectors()[0], local.deletion_vectors()[0]
+    assert s_dv["engine"]["name"] == "spark" and s_dv["summary"] == l_dv["summary"] and s_dv["dv_files"] == l_dv["dv_files"]
+    assert on_spark.overview(stage=2)["metrics"] == local.overview(stage=2)["metrics"]
+    assert not on_spark.snap.files_loaded
