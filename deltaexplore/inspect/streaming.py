@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from deltaexplore.core.arrow import combined
 from deltaexplore.core.files import translate_map_keys
@@ -306,17 +307,31 @@ def file_pass(
 def estimated_files(snap: Snapshot) -> int | None:
     """Active files of `snap` as the log says before any replay: the `.crc`'s numFiles, else
     `_last_checkpoint`'s numOfAddFiles (or its action count) when it names `snap`'s checkpoint,
-    plus the add lines of the commits after it; None when nothing says."""
+    else the rows of the checkpoint's parquet parts (their footers), plus the add lines of the
+    commits after it (an upper bound: removes are not subtracted); None when a footer cannot be
+    read."""
     if snap.files_loaded:
         return snap.add_actions().num_rows
     crc = snap.crc
     if isinstance(crc, dict) and isinstance(crc.get("numFiles"), int):
         return int(crc["numFiles"])
+    adds = len(snap.json_lines.where("add"))
     hint = snap.listing.last_checkpoint
     checkpoint = snap.checkpoint_version
-    if hint is None or hint.problem or checkpoint is None or hint.version != checkpoint:
+    if checkpoint is None:
+        return adds
+    if hint is not None and not hint.problem and hint.version == checkpoint:
+        counted = hint.num_of_add_files if hint.num_of_add_files is not None else hint.size
+        if counted is not None:
+            return int(counted) + adds
+    reader = snap.checkpoint_reader
+    if reader is None or reader.is_json:
         return None
-    counted = hint.num_of_add_files if hint.num_of_add_files is not None else hint.size
-    if counted is None:
+    try:
+        rows = 0
+        for part in reader.checkpoint.parts:
+            with snap.storage.open_input(part.path) as f:
+                rows += pq.ParquetFile(f).metadata.num_rows
+    except (OSError, pa.ArrowInvalid):
         return None
-    return int(counted) + len(snap.json_lines.where("add"))
+    return rows + adds

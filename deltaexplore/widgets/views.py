@@ -243,16 +243,16 @@ class TableView:
         if self.spark is not None and estimate is not None and estimate >= self.spark_files:
             return {
                 "name": "spark",
-                "reason": f"about {estimate:,} files (from the log's .crc / _last_checkpoint), at least "
+                "reason": f"about {estimate:,} files (as the log states before a replay), at least "
                 f"{self.spark_files:,}: computed as Spark jobs on the session given to the explorer",
             }
         if estimate is not None and estimate >= self.streaming_files:
             return {
                 "name": "streaming",
-                "reason": f"about {estimate:,} files (from the log's .crc / _last_checkpoint), at least "
+                "reason": f"about {estimate:,} files (as the log states before a replay), at least "
                 f"{self.streaming_files:,}: counted in one pass over the checkpoint's batches and the commits",
             }
-        said = "unknown" if estimate is None else f"about {estimate:,}"
+        said = "an unknown number of" if estimate is None else f"about {estimate:,}"
         return {"name": "local", "reason": f"{said} files, under {self.streaming_files:,}: the state is replayed"}
 
     def file_pass(self, snap: Snapshot | None = None) -> FilePass:
