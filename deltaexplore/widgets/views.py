@@ -89,6 +89,7 @@ class TableView:
         self.spark = spark
         self.spark_files = self.streaming_files if spark_files is None else int(spark_files)
         self._passes: dict[int, FilePass] = {}
+        self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
         self.listing = table.listing()
         self.snap: Snapshot = snapshot_of(table, version)
@@ -239,7 +240,9 @@ class TableView:
         snap = snap or self.snap
         if snap.files_loaded:
             return {"name": "local", "reason": "the files are replayed already"}
-        estimate = estimated_files(snap)
+        if snap.version not in self._estimates:  # footers may be read: once per version
+            self._estimates[snap.version] = estimated_files(snap)
+        estimate = self._estimates[snap.version]
         if self.spark is not None and estimate is not None and estimate >= self.spark_files:
             return {
                 "name": "spark",
