@@ -17,7 +17,7 @@ Sources and confidence:
   (column mapping, deletion vectors, timestampNtz, type widening preview, v2 checkpoints,
   variant and shredded variant read; geospatial and `void` columns do not); writes are blind
   inserts only, feature support from delta-kernel-rs' `table_features` (approximate).
-- deltaexplore: from `deltaexplore.core.features.FEATURES` (read/write flags).
+- deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags).
 """
 
 from __future__ import annotations

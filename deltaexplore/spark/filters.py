@@ -1,4 +1,4 @@
-"""Core filter expressions (`core.predicates.Expr`) as Spark columns, with the core's semantics.
+"""Core filter expressions (`core.protocol.predicates.Expr`) as Spark columns, with the core's semantics.
 
 The result keeps exactly the rows `ScanPlan.to_arrow()` keeps: comparisons with null drop the
 row (as in Spark); ``x IN (...)`` is never null (a null ``x`` matches only a null in the list,
