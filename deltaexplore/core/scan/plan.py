@@ -20,10 +20,11 @@ from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.core.protocol.predicates import Expr, parse_predicate
 from deltaexplore.core.protocol.schema import StructField, StructType, to_arrow_type
+from deltaexplore.core.protocol.variant import has_variant, json_type, variants_as_json
 from deltaexplore.core.scan.data_file import constant_column, read_data_file, resolve_data_path
 from deltaexplore.core.scan.partition_values import partition_table
 from deltaexplore.core.scan.skipping import prune_by_partitions, prune_by_stats
-from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError
+from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError, InvalidArgumentError
 
 __all__ = ["ScanPlan", "plan_scan", "resolve_columns"]
 
@@ -70,8 +71,14 @@ class ScanPlan:
     def deletion_vectors(self) -> list[DeletionVectorDescriptor | None]:
         return [DeletionVectorDescriptor.from_dict(d) if d else None for d in self.files.column("deletionVector").to_pylist()]
 
-    def to_arrow(self, *, row_tracking: bool = False, max_workers: int = 8) -> pa.Table:
-        """Execute the plan with pyarrow: rows with DVs applied and logical names."""
+    def to_arrow(self, *, row_tracking: bool = False, max_workers: int = 8, variant: str = "binary") -> pa.Table:
+        """Execute the plan with pyarrow: rows with DVs applied and logical names.
+
+        `variant`: "binary" gives variant columns as `struct<metadata, value>` (the encoding, shredded
+        values rebuilt), "json" as JSON text (as Spark's `to_json` writes them).
+        """
+        if variant not in ("binary", "json"):
+            raise InvalidArgumentError(f'variant must be "binary" or "json", got {variant!r}')
         snapshot = self.snapshot
         storage = snapshot.storage
         mode = snapshot.column_mapping_mode
@@ -139,6 +146,13 @@ class ScanPlan:
             result = result.filter(self.predicate.to_arrow(types))
         if extra_schema:
             result = result.drop_columns([f.name for f in extra_schema])
+        if variant == "json":
+            for f in self.fields:
+                if has_variant(f.type):
+                    i = result.schema.get_field_index(f.name)
+                    result = result.set_column(
+                        i, pa.field(f.name, json_type(f.type), nullable=f.nullable), variants_as_json(result.column(i), f.type)
+                    )
         return result
 
     def explain(self) -> dict[str, int]:
