@@ -56,13 +56,15 @@ class TableHandle(Protocol):
     def changes(self, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table: ...
 
 
-def build_snapshot(table: TableHandle, listing: LogListing, version: int, *, published_only: bool = False) -> Snapshot:
-    """The snapshot of `version` from a listing of the table's log.
+def build_snapshot(
+    table: TableHandle, listing: LogListing, version: int, *, published_only: bool = False, strict: bool = True
+) -> Snapshot:
+    """The snapshot of `version` from a listing of the table's log (`strict`: see `read_log`).
 
     A catalog-managed table read without its catalog client shows its published commits only
     (`Snapshot.published_only`, with a `CatalogManagedWarning`).
     """
-    log = read_log(table.storage, listing, version)
+    log = read_log(table.storage, listing, version, strict=strict)
     if log.protocol.has(*CATALOG_FEATURES) and not table.catalog_managed_by_client:
         published_only = True
         warnings.warn(

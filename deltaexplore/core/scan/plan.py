@@ -181,7 +181,14 @@ def _commit_versions(extras: dict[str, pa.Array], column: str | None, version: i
 
 
 def plan_scan(snapshot: TableState, *, columns: list[str] | None = None, where: Any = None) -> ScanPlan:
-    """Plan a read of `columns` (all by default) filtered by `where` (see `predicates`)."""
+    """Plan a read of `columns` (all by default) filtered by `where` (see `predicates`).
+
+    Raises:
+        DeltaProtocolError: the state was read with `strict=False` and its rows cannot be read
+            (`TableState.problem`).
+    """
+    if snapshot.problem is not None:
+        raise snapshot.problem
     schema = snapshot.schema
     fields = resolve_columns(schema, columns)
     expr = parse_predicate(where)
