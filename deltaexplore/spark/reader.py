@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
-from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.protocol.predicates import lower_literals, parse_predicate
 from deltaexplore.core.protocol.schema import PrimitiveType, StructField, any_leaf
 from deltaexplore.core.scan.plan import ScanPlan, partition_table
 from deltaexplore.core.scan.stats import num_records
@@ -143,7 +143,8 @@ def read_plan(
             storage_options=storage_options,
         )
         if plan.predicate is not None:
-            df = df.where(to_spark_filter(plan.predicate, snap.schema))
+            predicate = lower_literals(plan.predicate, plan.lowered)
+            df = df.where(to_spark_filter(predicate, snap.schema, lowered=plan.lowered))
         if [f.name for f in wanted] == [f.name for f in plan.fields]:
             return df  # already exactly these columns (each planned DataFrame step costs ~10 ms)
         return df.selectExpr(*[quoted(f.name) for f in plan.fields])

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltaexplore.core.log.state import TableState
+from deltaexplore.core.protocol.partitions import months_interval
 from deltaexplore.core.protocol.schema import (
     PARQUET_FIELD_ID,
     ArrayType,
@@ -152,6 +153,10 @@ def cast_primitive(arr: pa.Array, target: pa.DataType) -> pa.Array:
         return arr
     if pa.types.is_null(target):
         return pa.nulls(len(arr), target)
+    if pa.types.is_interval(target) and pa.types.is_integer(arr.type):  # interval year to month: int32 months
+        return months_interval(arr.cast(pa.int32()))
+    if pa.types.is_duration(target) and pa.types.is_integer(arr.type):  # interval day to second: int64 micros
+        return arr.cast(pa.int64()).cast(target)
     if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type):
         if arr.type.tz is None and target.tz is not None:
             arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC"))
