@@ -205,7 +205,7 @@ def _parse_type(obj: Any, where: str) -> DataType:
             return DecimalType(10, 0)
         if _GEO.match(text):
             return PrimitiveType(text)
-        if text.startswith("interval"):
+        if text.lower().startswith("interval"):
             return PrimitiveType(_interval(text, where))
         if text.startswith(("char", "varchar")):
             return PrimitiveType(text)
