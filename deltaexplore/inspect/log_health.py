@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.log.crc_reader import crc_summary
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import human_bytes, tag_schema
 from deltaexplore.inspect.results import conform, to_ts
@@ -143,7 +144,10 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table
       oldest_commit, version_gaps, unknown_log_files, staged_commits
     - `tombstones`: tombstones, tombstone_bytes, reclaimable_bytes (tombstones older than
       `delta.deletedFileRetentionDuration`: what VACUUM would free now, if still on storage)
-    - `crc`: crc_present, then one row per field of `snap.validate_crc()` (error on mismatch)
+    - `crc`: crc_present, what the `.crc` records (crc_files, crc_bytes, crc_deleted_records,
+      crc_deletion_vectors, crc_file_size_histogram, crc_deleted_records_histogram: no replay
+      needed), crc_check (match | mismatch), then one row per field of `snap.validate_crc()`
+      (error on mismatch)
 
     `status` is ok | info | warn | error; `detail` explains and advises.
     """
@@ -370,14 +374,61 @@ def _tombstone_rows(snap: Snapshot) -> list[dict[str, Any]]:
     ]
 
 
-def _crc_rows(snap: Snapshot) -> list[dict[str, Any]]:
+def crc_summary_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """What the version's `.crc` says of its state (`crc` section, one small read, no replay):
+    crc_present, then what it records (files, bytes, deleted records, deletion vectors, the
+    file-size and deleted-record histograms)."""
     if snap.segment.crc is None:
         return [metric("crc", "crc_present", False, status="info", detail="no .crc file for this version (optional)")]
     rows = [metric("crc", "crc_present", True, status="ok", detail=snap.segment.crc.path)]
+    crc = snap.crc
+    if crc is None:
+        return [*rows, metric("crc", "crc_readable", False, status="error", detail="the .crc file is not a JSON object")]
+    summary = crc_summary(crc)
+    recorded = "recorded by the writer in the .crc file"
+    for name, key, unit in (
+        ("crc_files", "num_files", "files"),
+        ("crc_bytes", "table_bytes", "bytes"),
+        ("crc_deleted_records", "deleted_records", "rows"),
+        ("crc_deletion_vectors", "deletion_vectors", "files"),
+    ):
+        if summary[key] is not None:
+            value = summary[key]
+            rows.append(metric("crc", name, value, unit=unit, detail=human_bytes(value) if unit == "bytes" else recorded))
+    if summary["file_size_histogram"] is not None:
+        bins = summary["file_size_histogram"]
+        text = "; ".join(
+            f"{human_bytes(lo)}-{human_bytes(hi) if hi is not None else '...'}: {n} files ({human_bytes(b)})"
+            for lo, hi, n, b in bins
+        )
+        rows.append(metric("crc", "crc_file_size_histogram", len(bins), unit="bins", detail=text or "no files"))
+    if summary["deleted_records_histogram"] is not None:
+        bins = summary["deleted_records_histogram"]
+        text = "; ".join(f"{lo}-{hi if hi is not None else '...'} deleted: {n} files" for lo, hi, n in bins)
+        rows.append(metric("crc", "crc_deleted_records_histogram", len(bins), unit="bins", detail=text or "no files"))
+    return rows
+
+
+def _crc_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    rows = crc_summary_rows(snap)
+    if snap.segment.crc is None or snap.crc is None:
+        return rows
     try:
         checks = snap.validate_crc()
     except DeltaExploreError as exc:
         return [*rows, metric("crc", "crc_validation", "failed", status="error", detail=str(exc))]
+    bad = [r["field"] for r in checks.to_pylist() if not r["ok"]]
+    rows.append(
+        metric(
+            "crc",
+            "crc_check",
+            "mismatch" if bad else "match",
+            status="error" if bad else "ok",
+            detail=f"the replayed state differs from the .crc in {', '.join(bad)}"
+            if bad
+            else "the replayed state agrees with the .crc",
+        )
+    )
     for r in checks.to_pylist():
         rows.append(
             metric(
