@@ -45,6 +45,7 @@ _TYPES = {
     "variantType": ("variant",),
     "variantType-preview": ("variant",),
     "geospatial": ("geometry", "geography"),
+    "timestampNanos": ("timestamp_nanos", "timestamp_ntz_nanos"),
 }
 #: features that are in effect whenever the protocol lists them
 _ALWAYS = {
@@ -54,6 +55,8 @@ _ALWAYS = {
     "checkpointProtection": "checkpoints are protected from cleanup",
     "materializePartitionColumns": "partition columns are also written into data files",
     "icebergWriterCompatV1": "writers keep Iceberg-compatible data",
+    "adaptiveMetadata": "the table's content metadata may live in an Iceberg V4 metadata tree",
+    "columnMappingUsageTracking": "writers track dropped and renamed columns",
 }
 
 

@@ -3,7 +3,7 @@
 // whether deltaexplore reads that version (with checkpointProtection the protocol can go down).
 import { decode } from '../arrow';
 import type { Ctx } from '../context';
-import { fill, h, note, section } from '../dom';
+import { fill, h, note, pill, section } from '../dom';
 
 function list(value: unknown): string[] {
   if (typeof value === 'string') {
@@ -42,11 +42,10 @@ export function protocolSection(ctx: Ctx): { el: HTMLElement; draw(data: Record<
             go.addEventListener('click', () => ctx.travel(v));
             return h(
               'li',
-              { class: `dxe-feature${r.readable ? '' : ' dxe-note-error'}` },
-              go,
-              h('span', { class: 'dxe-feature-name' }, ` ${String(r.change)} · reader ${r.min_reader_version} / writer ${r.min_writer_version}`),
+              { class: 'dxe-feature' },
+              h('span', { class: 'dxe-feature-name' }, go, ` ${String(r.change)} · reader ${r.min_reader_version} / writer ${r.min_writer_version}`),
               h('span', { class: 'dxe-feature-kind' }, changes.join(' ') || 'no feature changed'),
-              h('span', { class: 'dxe-feature-state' }, r.readable ? 'readable' : `not read by deltaexplore: ${list(r.blockers).join(', ')}`),
+              h('span', { class: 'dxe-feature-state' }, r.readable ? pill('ok', 'readable') : pill('error', `not read by deltaexplore: ${list(r.blockers).join(', ')}`)),
             );
           }),
         ),
