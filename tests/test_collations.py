@@ -138,3 +138,26 @@ def test_a_collation_this_reader_cannot_compare_is_refused(table):
         table.snapshot().to_arrow(where="uni = 'x'")
     assert info.value.feature == "collations"
     assert table.snapshot().to_arrow(columns=["uni"]).num_rows == 5  # reading it is fine
+
+
+def test_collations_in_every_schema_view(table, capsys):
+    """The CLI, the HTML display's summary and the explorer's static summary say `collate`."""
+    from deltaexplore.cli import main
+    from deltaexplore.widgets import display, explore, fallback
+
+    assert main(["inspect", table.uri]) == 0
+    out = capsys.readouterr().out
+    assert "  name: string collate spark.UTF8_LCASE\n" in out and "  uni: string collate icu.UNICODE\n" in out
+    assert "  tags: array<string collate spark.UTF8_LCASE>\n" in out and "  plain: string\n" in out
+    want = {
+        "id": "long",
+        "name": "string collate spark.UTF8_LCASE",
+        "uni": "string collate icu.UNICODE",
+        "plain": "string",
+        "tags": "array<string collate spark.UTF8_LCASE>",
+    }
+    summary = display.summary_json(table)
+    assert {c["name"]: c["type"] for c in summary["columns"]} == want
+    assert "string collate spark.UTF8_LCASE" in display.summary_html(summary)
+    static = fallback.summary(explore(table))
+    assert {c["name"]: c["type"] for c in static["columns"]}["name"] == "string collate spark.UTF8_LCASE"

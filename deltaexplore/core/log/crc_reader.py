@@ -183,8 +183,15 @@ def compare_crc(
     if bounds:
         sizes = np.asarray(adds.column("size").to_numpy(), dtype=np.int64) if adds.num_rows else np.zeros(0, np.int64)
         counts, totals = file_size_histogram(sizes, bounds)
-        expected = (_ints(hist.get("fileCounts")), _ints(hist.get("totalBytes")))  # type: ignore[union-attr]
-        rows.append(("fileSizeHistogram", _bins(bounds, *expected), _bins(bounds, counts, totals), expected == (counts, totals)))
+        want_counts, want_totals = _ints(hist.get("fileCounts")), _ints(hist.get("totalBytes"))  # type: ignore[union-attr]
+        rows.append(
+            (
+                "fileSizeHistogram",
+                _bins(bounds, want_counts, want_totals),
+                _bins(bounds, counts, totals),
+                (want_counts, want_totals) == (counts, totals),
+            )
+        )
     deleted_hist = crc.get("deletedRecordCountsHistogramOpt")
     if isinstance(deleted_hist, dict):
         expected_counts = _ints(deleted_hist.get("deletedRecordCounts"))

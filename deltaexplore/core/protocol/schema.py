@@ -31,6 +31,7 @@ __all__ = [
     "is_binary_collation",
     "parse_schema",
     "to_arrow_type",
+    "type_text",
 ]
 
 PRIMITIVES = {
@@ -283,6 +284,24 @@ def collations(schema: StructType) -> dict[str, str]:
 
     walk(schema, "")
     return out
+
+
+def type_text(f: StructField) -> str:
+    """A field's type as text with the collation of its strings, as Spark writes it
+    (`string collate spark.UTF8_LCASE`, `array<string collate icu.UNICODE>`)."""
+    declared = f.metadata.get(COLLATIONS_KEY)
+    declared = declared if isinstance(declared, dict) else {}
+
+    def text(t: DataType, path: str) -> str:
+        if isinstance(t, PrimitiveType) and t.name == "string" and path in declared:
+            return f"string collate {declared[path]}"
+        if isinstance(t, ArrayType):
+            return f"array<{text(t.element_type, path + '.element')}>"
+        if isinstance(t, MapType):
+            return f"map<{text(t.key_type, path + '.key')},{text(t.value_type, path + '.value')}>"
+        return str(t)
+
+    return text(f.type, f.name)
 
 
 def _parse_field(obj: Any, where: str) -> StructField:

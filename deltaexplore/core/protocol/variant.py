@@ -25,7 +25,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, PrimitiveType, StructType, to_arrow_type
+from deltaexplore.core.protocol.schema import (
+    VARIANT_ARROW,
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructType,
+    to_arrow_type,
+)
 from deltaexplore.errors import InvalidVariantError
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "to_json",
     "typed_tree",
     "value_size",
+    "variant_structs_as_json",
     "variants_as_json",
 ]
 
@@ -500,3 +509,44 @@ def variants_as_json(arr: pa.Array, t: DataType) -> pa.Array:
     keys = variants_as_json(arr.keys, t.key_type)
     items = variants_as_json(arr.items, t.value_type)
     return pa.MapArray.from_arrays(arr.offsets, keys, items, type=json_type(t), mask=mask)
+
+
+def variant_structs_as_json(table: pa.Table) -> pa.Table:
+    """`table` with every column of the core's variant type (`struct<metadata: binary not null,
+    value: binary not null>`, at any depth) as JSON text: for displays of tables whose Delta
+    schema is not at hand (an Arrow table a user shows)."""
+
+    def convert(arr: pa.Array) -> pa.Array:
+        t = arr.type
+        if t == VARIANT_ARROW:
+            return json_column(arr)
+        if not _holds_variant(t):
+            return arr
+        mask = arr.is_null() if arr.null_count else None
+        if pa.types.is_struct(t):
+            children = [convert(c) for c in arr.flatten()]
+            fields = [pa.field(f.name, c.type, f.nullable) for f, c in zip(t, children)]
+            return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+        if pa.types.is_map(t):
+            return pa.MapArray.from_arrays(arr.offsets, arr.keys, convert(arr.items), mask=mask)
+        if pa.types.is_list(t):
+            return pa.ListArray.from_arrays(arr.offsets, convert(arr.values), mask=mask)
+        return arr
+
+    if not any(_holds_variant(f.type) for f in table.schema):
+        return table
+    columns = [convert(c.combine_chunks()) if _holds_variant(c.type) else c for c in table.columns]
+    fields = [pa.field(f.name, c.type, f.nullable, f.metadata) for f, c in zip(table.schema, columns)]
+    return pa.table(columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def _holds_variant(t: pa.DataType) -> bool:
+    if t == VARIANT_ARROW:
+        return True
+    if pa.types.is_struct(t):
+        return any(_holds_variant(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _holds_variant(t.value_type)
+    if pa.types.is_map(t):
+        return _holds_variant(t.item_type)
+    return False

@@ -19,7 +19,7 @@ from deltaexplore.core.protocol.schema import ArrayType, MapType, StructField, S
 __all__ = ["StatsColumn", "physical_path", "stats_columns", "typed_values"]
 
 #: no min/max to read: binaries and voids; variants (their bounds are variant objects keyed by
-#: JSON path, read by `stats.variant_bounds`); intervals (the RFC forbids skipping on them);
+#: JSON path, read by `stats_parse.variant_stats`); intervals (the RFC forbids skipping on them);
 #: nanosecond timestamps (their stats' truncation is not specified yet)
 _SKIP_TYPES = (
     "binary",
