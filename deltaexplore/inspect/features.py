@@ -17,7 +17,7 @@ from deltaexplore.core.protocol.features import FEATURES, check_readable, featur
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, UnsupportedFeatureError
-from deltaexplore.inspect.clients import CLIENTS, STRICT_PROTOCOL_CLIENTS, client_features
+from deltaexplore.inspect.clients import CLIENTS, LEGACY_READS, STRICT_PROTOCOL_CLIENTS, client_features
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.results import conform, to_ts
 from deltaexplore.inspect.schemas import COMPATIBILITY_SCHEMA, FEATURES_SCHEMA, PROTOCOL_VERSIONS_SCHEMA
@@ -303,8 +303,9 @@ def compatibility(obj: Table | Snapshot, *, version: int | None = None) -> pa.Ta
         read_block = []
         if p.min_reader_version > max_r:
             read_block.append(f"readerVersion={p.min_reader_version} (client reads up to {max_r})")
+        legacy = LEGACY_READS.get(client, frozenset()) if p.min_reader_version < 3 else frozenset()
         for f in readers:
-            if not support.get((client, cversion, f), (False, False))[0]:
+            if not support.get((client, cversion, f), (False, False))[0] and f not in legacy:
                 read_block.append(f)
         if client in STRICT_PROTOCOL_CLIENTS and lopsided:
             read_block.append(f"reader-writer features listed for writers only: {', '.join(lopsided)} (strict protocol check)")

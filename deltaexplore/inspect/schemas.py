@@ -489,6 +489,8 @@ CLIENT_FEATURES_SCHEMA = _s(
     ("feature", pa.string(), "feature name", "text"),
     ("read", pa.bool_(), "reads tables with the feature", "bool"),
     ("write", pa.bool_(), "writes tables with the feature", "bool"),
+    ("read_evidence", pa.string(), "checked (a test here reads tables with the feature with the real client) | declared", "text"),
+    ("write_evidence", pa.string(), "checked | declared (no write is checked against another client here)", "text"),
 )
 
 #: `compatibility()`: which clients can read and write this table, and why not.
