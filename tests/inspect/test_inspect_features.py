@@ -15,9 +15,9 @@ from corpus_paths import CORPUS, corpus_catalog
 from helpers import commit_info, metadata, protocol, write_commit
 
 import deltaexplore as dx
-from deltaexplore.inspect import compatibility, features
 from deltaexplore.core.protocol.actions import Protocol
 from deltaexplore.core.protocol.features import FEATURES
+from deltaexplore.inspect import compatibility, features
 from deltaexplore.inspect.clients import CHECKED_READS, CLIENTS, DELTAEXPLORE, FEATURE_SINCE, client_features, clients_table
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA, COMPATIBILITY_SCHEMA, FEATURES_SCHEMA
 
@@ -175,12 +175,12 @@ def test_checked_read_cells_are_what_the_clients_do(real_clients):
     results = {root: dict(by_client) for root, by_client in real_clients.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for root in results:
+        for root, by_client in results.items():
             try:
                 dx.open_table(root).snapshot().to_arrow()
-                results[root][DELTAEXPLORE] = True
+                by_client[DELTAEXPLORE] = True
             except dx.UnsupportedFeatureError:
-                results[root][DELTAEXPLORE] = False
+                by_client[DELTAEXPLORE] = False
     evidence = read_evidence(results)
     assert set(evidence) == set(CHECKED_READS)
     cells = {(r["client"], r["feature"]): r for r in client_features().to_pylist()}
