@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from deltaexplore.core.protocol.features import FEATURES
 from deltaexplore.core.protocol.schema import (
     ArrayType,
     DataType,
@@ -19,7 +20,7 @@ from deltaexplore.core.protocol.schema import (
     StructField,
     StructType,
 )
-from deltaexplore.errors import DeltaProtocolError
+from deltaexplore.errors import DeltaProtocolError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from pyspark.sql import types as T
@@ -62,6 +63,20 @@ def spark_type(t: DataType, *, mode: str | None = None, native_variant: bool = F
             return T.BinaryType()
         if name.startswith(("char", "varchar")):
             return T.StringType()
+        if name in ("timestamp_nanos", "timestamp_ntz_nanos"):
+            raise UnsupportedFeatureError(
+                f"column type {name!r} (table feature 'timestampNanos', {FEATURES['timestampNanos'].rfc}) cannot be read "
+                "with Spark, which has no nanosecond timestamps: read it with the local reader (snapshot.to_arrow())",
+                feature="timestampNanos",
+                needed_by="readers",
+            )
+        if name.startswith("interval "):
+            raise UnsupportedFeatureError(
+                f"column type {name!r} (delta-io/delta protocol_rfcs/interval-types.md) cannot be read with Spark by "
+                "deltaexplore yet: read it with the local reader (snapshot.to_arrow())",
+                feature=name,
+                needed_by="readers",
+            )
         raise DeltaProtocolError(f"data type {name!r} cannot be read with Spark by deltaexplore")
     if isinstance(t, DecimalType):
         if t.precision > 38:
