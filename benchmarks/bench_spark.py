@@ -4,11 +4,16 @@
    (the same rows before the DVs; target: at most 1.2x the plain parquet read). Each read is
    executed with the `noop` sink (every column materialized, nothing collected), best of 3.
 2. OPTIMIZE throughput (MB/s of input) on a local table of many small files (1 GB by default).
+3. `--only cluster`: on a standalone cluster (a master and a worker with 2 cores on loopback,
+   started from pyspark's distribution): the DV read on 10M rows in 300 files with a DV on every
+   file vs `spark.read.parquet` (median of 3, interleaved), the driver's planning time of a read
+   of 2,000 files with DVs, and MERGE of 1M source rows (half updates, half inserts) into 10M
+   target rows: the local engine, Spark and delta-rs on copies of the same table.
 
 Tables are generated under benchmarks/tables/ (git-ignored); results go to
 benchmarks/results/spark.md.
 
-    python benchmarks/bench_spark.py [--read-rows 20000000] [--optimize-mb 1024] [--only read|optimize]
+    python benchmarks/bench_spark.py [--read-rows 20000000] [--optimize-mb 1024] [--only read|optimize|cluster]
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import argparse
 import json
 import os
 import shutil
+import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -121,7 +128,152 @@ def bench_optimize(spark, megabytes: int) -> dict:
     }
 
 
-def render(spark_version: str, read: dict | None, opt: dict | None) -> str:
+def _median_interleaved(fns: dict, repeat: int = 3) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _dv_table(spark, root: Path, rows: int, files: int) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    conf = {"delta.enableDeletionVectors": "true"}
+    dxs.write(spark, _data(spark, rows, files), str(root), configuration=conf, target_file_size=1 << 40)
+    dxs.delete(spark, str(root), "y < 100")  # ~10% of the rows of every file, as DVs written by the executors
+
+
+def _merge_inputs(rows: int, source_rows: int):
+    """A target of `rows` rows (ids 0..rows-1) and a source: half the ids updated, half new."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+
+    def frame(ids):
+        return pa.table({"id": ids, "x": rng.random(len(ids)), "y": rng.integers(0, 1000, len(ids)).astype(np.int32)})
+
+    target = frame(np.arange(rows, dtype=np.int64))
+    half = source_rows // 2
+    ids = np.concatenate([rng.choice(rows, half, replace=False), np.arange(rows, rows + source_rows - half)]).astype(np.int64)
+    return target, frame(ids)
+
+
+def bench_merge(spark, rows: int, source_rows: int) -> dict:
+    """MERGE (update all matched, insert the rest) on copies of one table: local, Spark, delta-rs."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from deltaexplore.core.operations import merge, when_matched_update_all, when_not_matched_insert_all, write_table
+
+    target, source = _merge_inputs(rows, source_rows)
+    out: dict = {"target_rows": rows, "source_rows": source_rows}
+    for dvs in (False, True):
+        base = TABLES / f"merge_base_{'dv' if dvs else 'rewrite'}"
+        shutil.rmtree(base, ignore_errors=True)
+        conf = {"delta.enableDeletionVectors": str(dvs).lower()}
+        write_table(str(base), target, configuration=conf, max_rows_per_file=rows // 40)
+        source_path = TABLES / "merge_source.parquet"
+        pq.write_table(source, source_path)
+        clauses = [when_matched_update_all(), when_not_matched_insert_all()]
+        copies = {}
+        for engine in ("local", "spark", "delta-rs"):
+            copies[engine] = TABLES / f"merge_{engine}_{dvs}"
+            shutil.rmtree(copies[engine], ignore_errors=True)
+            shutil.copytree(base, copies[engine])
+        key = "dv" if dvs else "rewrite"
+        t = time.perf_counter()
+        m = merge(str(copies["local"]), source, ["id"], clauses)
+        out[f"local_{key}_s"] = time.perf_counter() - t
+        src_df = spark.read.parquet(f"file://{source_path}")
+        t = time.perf_counter()
+        ms = dxs.merge(spark, str(copies["spark"]), src_df, ["id"], clauses)
+        out[f"spark_{key}_s"] = time.perf_counter() - t
+        for metrics in (m, ms):  # the same work was done (a sanity check of the benchmark)
+            row = metrics.to_pylist()[0]
+            assert row["num_target_rows_updated"] == source_rows // 2
+            assert row["num_target_rows_inserted"] == source_rows - source_rows // 2
+        if not dvs:  # delta-rs writes no deletion vectors: compared on the rewrite case
+            t = time.perf_counter()
+            (
+                DeltaTable(str(copies["delta-rs"]))
+                .merge(source, predicate="source.id = target.id", source_alias="source", target_alias="target")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+            out["deltars_rewrite_s"] = time.perf_counter() - t
+    return out
+
+
+def bench_cluster(rows: int, files: int, plan_files: int, merge_rows: int, merge_source: int) -> dict:
+    """The cluster part (see the module docstring), in a process of its own."""
+    from pyspark.sql import SparkSession  # noqa: TID251 - benchmark of the Spark layer
+
+    sys.path.insert(0, str(HERE.parent / "tests" / "spark"))
+    from servers import start_standalone
+
+    work = TABLES / "cluster"
+    shutil.rmtree(work, ignore_errors=True)
+    master, worker = start_standalone(work, cores=2, memory="4g")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the worker is this machine: executors run this venv's Python
+    try:
+        spark = (
+            SparkSession.builder.master(master.url)
+            .appName("deltaexplore-bench")
+            .config("spark.executor.memory", "3g")
+            .config("spark.driver.memory", "2g")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.ui.enabled", "false")
+            .getOrCreate()
+        )
+        root = TABLES / "cluster_dv"
+        _dv_table(spark, root, rows, files)
+        snap = dx.open_table(str(root)).snapshot()
+        adds = snap.add_actions()
+        locations = [f"file://{root}/{p}" for p in adds.column("path").to_pylist()]
+
+        def plain():
+            spark.read.parquet(*locations).write.format("noop").mode("overwrite").save()
+
+        def delta():
+            dxs.read(spark, str(root)).write.format("noop").mode("overwrite").save()
+
+        plain(), delta()  # warm up
+        read = _median_interleaved({"parquet": plain, "dx": delta})
+        many = TABLES / "cluster_plan"
+        _dv_table(spark, many, plan_files * 1000, plan_files)
+        dx.open_table(str(many)).snapshot().files()  # the log read once (what any reader pays)
+        plans = []
+        for _ in range(3):
+            t = time.perf_counter()
+            dxs.read(spark, str(many))
+            plans.append(time.perf_counter() - t)
+        merged = bench_merge(spark, merge_rows, merge_source)
+        out = {
+            "rows": rows,
+            "files": adds.num_rows,
+            "files_with_dv": int(sum(1 for d in adds.column("deletionVector").to_pylist() if d)),
+            "rows_after_dvs": dxs.read(spark, str(root)).count(),
+            "parquet_s": read["parquet"],
+            "dx_read_s": read["dx"],
+            "ratio": read["dx"] / read["parquet"],
+            "plan_files": plan_files,
+            "plan_s": statistics.median(plans),
+            "merge": merged,
+            "spark_version": spark.version,
+            "load_1min": round(os.getloadavg()[0], 2),
+        }
+        spark.stop()
+        return out
+    finally:
+        worker.stop()
+        master.stop()
+
+
+def render(spark_version: str, read: dict | None, opt: dict | None, cluster: dict | None = None) -> str:
     text = f"""# Spark benchmark
 
 Machine: 2 cores, `local[2]`, PySpark {spark_version}. Reported, never asserted.
@@ -160,6 +312,28 @@ file tested on `_metadata.row_index`; the file is recognised by its size (no per
 Files are written by Spark's parquet writer (one task per bin, no shuffle; zstd level 1). The
 machine is shared: 1-minute load average {before:.1f} before and {after:.1f} after the run (2 cores).
 """
+    if cluster:
+        m = cluster["merge"]
+        text += f"""
+## On a standalone cluster (a master and one 2-core worker on loopback)
+
+`dx.spark.read` of {cluster["rows"]:,} rows in {cluster["files"]} files, {cluster["files_with_dv"]} with a DV
+({cluster["rows"] - cluster["rows_after_dvs"]:,} rows deleted; the DVs written by the executors), `noop` sink,
+median of 3 interleaved runs: `spark.read.parquet` {cluster["parquet_s"]:.2f} s, `dx.spark.read`
+{cluster["dx_read_s"]:.2f} s: **{cluster["ratio"]:.2f}x** (target ≤ 1.15x). Building the read's plan on the
+driver for {cluster["plan_files"]:,} files with DVs (the log already read): {cluster["plan_s"]:.2f} s (target ≤ 0.5 s).
+
+MERGE of {m["source_rows"]:,} source rows (half updates, half inserts) into {m["target_rows"]:,} target rows
+(40 files), update all / insert all, each engine on its own copy of the same table:
+
+| engine | files rewritten | deletion vectors |
+|---|---|---|
+| deltaexplore, local (Arrow + polars) | {m["local_rewrite_s"]:.1f} s | {m["local_dv_s"]:.1f} s |
+| deltaexplore on Spark (this cluster) | {m["spark_rewrite_s"]:.1f} s | {m["spark_dv_s"]:.1f} s |
+| delta-rs `merge` | {m["deltars_rewrite_s"]:.1f} s | (writes no DVs) |
+
+1-minute load average at the end: {cluster["load_1min"]} (2 cores, shared).
+"""
     return text
 
 
@@ -167,12 +341,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--read-rows", type=int, default=20_000_000)
     ap.add_argument("--optimize-mb", type=int, default=1024)
-    ap.add_argument("--only", choices=["read", "optimize"], help="run one part; the other keeps its last result")
+    ap.add_argument("--only", choices=["read", "optimize", "cluster"], help="run one part; the others keep their last result")
+    ap.add_argument("--cluster-rows", type=int, default=10_000_000)
+    ap.add_argument("--cluster-files", type=int, default=300)
+    ap.add_argument("--plan-files", type=int, default=2000)
+    ap.add_argument("--merge-rows", type=int, default=10_000_000)
+    ap.add_argument("--merge-source", type=int, default=1_000_000)
     args = ap.parse_args()
     TABLES.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     saved = RESULTS / "spark.json"
     results = json.loads(saved.read_text()) if saved.exists() else {}
+    if args.only == "cluster":
+        sizes = (args.cluster_rows, args.cluster_files, args.plan_files, args.merge_rows, args.merge_source)
+        results["cluster"] = bench_cluster(*sizes)
+        print("cluster", results["cluster"], flush=True)
+        saved.write_text(json.dumps(results, indent=1))
+        text = render(results["cluster"]["spark_version"], results.get("read"), results.get("optimize"), results.get("cluster"))
+        (RESULTS / "spark.md").write_text(text)
+        print(text)
+        return
     spark = dxs.get_spark(master="local[2]", config={"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "6g"})
     if args.only in (None, "read"):
         results["read"] = bench_read(spark, args.read_rows)
@@ -181,7 +369,7 @@ def main() -> None:
         results["optimize"] = bench_optimize(spark, args.optimize_mb)
         print("optimize", results["optimize"], flush=True)
     saved.write_text(json.dumps(results, indent=1))
-    text = render(spark.version, results.get("read"), results.get("optimize"))
+    text = render(spark.version, results.get("read"), results.get("optimize"), results.get("cluster"))
     (RESULTS / "spark.md").write_text(text)
     print(text)
     spark.stop()

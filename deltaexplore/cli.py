@@ -1,4 +1,4 @@
-"""Command line: `deltaexplore inspect PATH` prints a summary of a Delta table."""
+"""Command line: `deltaexplore inspect PATH` prints a summary of a Delta table; `deltaexplore --version`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+import deltaexplore
 from deltaexplore.core.protocol.features import features_of
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType, type_text
 from deltaexplore.core.table import open_table
@@ -99,6 +100,7 @@ def summary(uri: str, *, version: int | None = None, commits: int = 5, storage_o
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deltaexplore", description="Explore Delta Lake tables.")
+    parser.add_argument("--version", action="version", version=f"deltaexplore {deltaexplore.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser("inspect", help="print a summary of a table")
     p_inspect.add_argument("path", help="table location (path or URI)")

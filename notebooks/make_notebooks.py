@@ -327,6 +327,59 @@ else:
 """
         ),
         code('print("rows:", rows, "| same as the local reader:", rows == local_rows)'),
+        md("""
+## MERGE: upserts with Delta's clauses
+
+`merge` takes Delta's clauses in order (when matched update / delete, when not matched insert,
+when not matched by source update / delete; of the clauses of a kind, the first whose condition
+holds applies). Conditions and values are SQL over `source.<column>` and `target.<column>`. The
+same call runs locally on Arrow data (`deltaexplore.core.operations.merge`) or on a Spark
+DataFrame (`deltaexplore.spark.merge`: a local session, a cluster, or Spark Connect —
+`dxs.get_spark(remote="sc://host:15002")` or `%delta spark sc://host:15002`). With deletion
+vectors on, matched rows are marked deleted instead of rewriting their files.
+"""),
+        code("""
+import pyarrow as pa
+
+from deltaexplore.core.operations import merge, when_matched_update, when_not_matched_insert_all
+
+updates = pa.table(
+    {
+        "id": [0, 1, 5000],
+        "region": ["emea", "emea", "apac"],
+        "amount": [99.0, 98.0, 12.5],
+        "customer": ["customer-00", "customer-01", "customer-new"],
+        "channel": ["web", "web", "store"],
+    }
+)
+clauses = [when_matched_update({"amount": "source.amount"}), when_not_matched_insert_all()]
+on = "source.id = target.id AND source.region = target.region"
+m = merge(table, updates, on=on, clauses=clauses)
+show(m, ["version", "num_target_rows_updated", "num_target_rows_inserted", "num_target_deletion_vectors_added"])
+"""),
+        md("The same MERGE on Spark (the local engine when this machine has no Java or pyspark):"),
+        code(
+            IGNORE
+            + """
+more = pa.table(
+    {
+        "id": [2, 6000],
+        "region": ["emea", "amer"],
+        "amount": [97.0, 3.0],
+        "customer": ["customer-02", "customer-x"],
+        "channel": ["store", "web"],
+    }
+)
+if spark_ready:
+    m = dxs.merge(spark, path, spark.createDataFrame(more), on=on, clauses=clauses)
+else:
+    m = merge(table, more, on=on, clauses=clauses)
+"""
+        ),
+        code("""
+show(m, ["version", "num_target_rows_updated", "num_target_rows_inserted"])
+show(table.history(limit=2), ["version", "operation"])
+"""),
     ],
 }
 

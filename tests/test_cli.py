@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import deltaexplore
 from deltaexplore.cli import main
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo_table"
@@ -42,3 +45,15 @@ def test_console_script():
         [sys.executable, "-m", "deltaexplore.cli", "inspect", str(DEMO)], capture_output=True, text=True, check=True
     )
     assert "Delta table" in out.stdout
+
+
+def test_version_is_the_package_version():
+    """`deltaexplore --version` prints `deltaexplore.__version__`, the one version (the wheel's
+    metadata reads it too); the JupyterLab extension carries the same."""
+    out = subprocess.run([sys.executable, "-m", "deltaexplore.cli", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"deltaexplore {deltaexplore.__version__}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", deltaexplore.__version__)
+    root = DEMO.parents[1]
+    assert json.loads((root / "extension" / "package.json").read_text())["version"] == deltaexplore.__version__
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'dynamic = ["version", "readme"]' in pyproject and 'version = { attr = "deltaexplore.__version__" }' in pyproject

@@ -370,15 +370,34 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
             raise CommandError(
                 f"--spark needs deltaexplore.spark and pyspark: pip install 'deltaexplore[spark]' ({exc})"
             ) from exc
-        reader = getattr(spark, "read", None)
-        if reader is None:
-            raise CommandError("--spark: deltaexplore.spark has no read() yet")
-        return reader(table, version=args.version, columns=cols, where=args.where)
+        return spark.read(spark.get_spark(), table, version=args.version, columns=cols, where=args.where)
     snap = table.snapshot(args.version)
     rows = snap.to_arrow(cols, where=args.where, variant="json")  # variants as JSON text, as Spark shows them
     limit = ctx.limit if args.limit is None else args.limit
     rows = rows.slice(0, limit) if limit else rows
     return _named(rows, "Rows", table, snap.version, name="rows")
+
+
+@command("spark", "the Spark session %delta uses: show it, connect (sc://host:15002) or start a local one")
+def cmd_spark(ctx: Context, argv: list[str]) -> Any:
+    p = parser("spark", "Show, connect to or start the Spark session --engine spark and --spark use.", table=False, version=False)
+    p.add_argument(
+        "target", nargs="?", default=None, help="a Spark Connect URL (sc://host:15002), 'local', or nothing to show it"
+    )
+    args = p.parse_args(argv)
+    try:
+        dxs = importlib.import_module("deltaexplore.spark")
+    except ImportError as exc:
+        raise CommandError(f"%delta spark needs pyspark: pip install 'deltaexplore[spark]' ({exc})") from exc
+    if args.target is None:
+        return _Text(dxs.describe_session(dxs.active_session()))
+    if args.target.startswith("sc://"):
+        spark = dxs.get_spark(remote=args.target)
+    elif args.target == "local":
+        spark = dxs.get_spark()
+    else:
+        raise CommandError(f"%delta spark: expected a Spark Connect URL (sc://host:port) or 'local', got {args.target!r}")
+    return _Text(f"%delta uses the {dxs.describe_session(spark)}")
 
 
 def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -> Command:

@@ -114,6 +114,8 @@ class FileValues:
     part_values: list[pa.Array] = field(default_factory=list)  # typed, one per partition field
     part_types: list[DataType] = field(default_factory=list)
     bitmaps: list[np.ndarray] | None = None
+    #: bitmaps decoded on executors (`FILE_COL`, `BITMAP_COL`): joined to the broadcast table
+    bitmap_frame: DataFrame | None = None
     sizes: list[int] | None = None  # size key
     path_keys: list[str] | None = None  # path key
 
@@ -132,6 +134,7 @@ def attach(spark: SparkSession, df: DataFrame, values: FileValues) -> DataFrame:
         and STRATEGY in ("auto", "literal")
         and len(values.ids) <= (LITERAL_MAX_FILES if STRATEGY == "auto" else 1 << 30)
         and values.bitmap_words() <= LITERAL_MAX_WORDS
+        and values.bitmap_frame is None
         and (values.bitmaps is None or _jvm_of(spark) is not None)
     )
     if literal:
@@ -201,6 +204,8 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
         flat = np.concatenate(values.bitmaps) if n else np.zeros(0, np.int64)
         table[BITMAP_COL] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.int64()))
     small = spark.createDataFrame(pa.table(table))
+    if values.bitmap_frame is not None:  # one small table: the per-file values and the bitmaps
+        small = small.join(values.bitmap_frame, on=FILE_COL, how="left")
     df = df.join(F.broadcast(small), on=KEY_COL, how="left")
     what = "size (bytes)" if values.sizes is not None else "path"
     return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int"))).drop(KEY_COL)

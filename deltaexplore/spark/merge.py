@@ -161,7 +161,7 @@ def merge(
     with op:
         with progress(spark, f"deltaexplore MERGE {table.uri}"), spark_errors("MERGE", path=table.uri):
             src = source.alias("source")
-            stats = None if plan.reads_whole_table else _key_stats(src, plan)
+            stats, stats_rows = (None, None) if plan.reads_whole_table else _key_stats(src, plan)
             scan = plan.candidate_files(stats)
             metrics.update(num_target_files_before_skipping=scan.total_files, num_target_files_after_skipping=scan.files.num_rows)
             if scan.predicate is None:
@@ -182,10 +182,11 @@ def merge(
             _ = decided.schema  # analysed now: a bad condition or value fails before any job
             decided = decided.persist()
             try:
-                _refuse_multiple_matches(plan, decided)
                 counts = _clause_counts(plan, decided)
+                if counts.pop("matched_pairs") > counts.pop("matched_targets"):
+                    _refuse_multiple_matches(plan, decided)
                 metrics.update(counts)
-                metrics["num_source_rows"] = _count(source)
+                metrics["num_source_rows"] = stats_rows if stats_rows is not None else _count(source)
                 changed = decided.where(F.col(_TGT) & F.col("__dx_action").isin("update", "delete")).select(FILE_COL, ROW_COL)
                 n_changed = counts["num_target_rows_matched_updated"] + counts["num_target_rows_matched_deleted"]
                 n_changed += counts["num_target_rows_not_matched_by_source_updated"]
@@ -223,7 +224,7 @@ def merge(
                 inserted = _new_rows(plan, decided, "insert") if _has(plan, "insert") else None
                 outputs = [f for f in (updated, inserted) if f is not None]
                 if copied_frame is not None:
-                    outputs.append(copied_frame.select(*_logical(schema)))
+                    outputs.append(copied_frame.select(*_logical(schema, copied_frame.columns)))
                 adds = None
                 if outputs:
                     union = outputs[0]
@@ -271,16 +272,17 @@ def _has(plan: MergePlan, action: str) -> bool:
     return any(c.action == action for c in plan.clauses)
 
 
-def _key_stats(src: DataFrame, plan: MergePlan) -> dict[int, KeyStats]:
-    """Per ON key, the source values (where the ON's source-only terms hold): one aggregate."""
+def _key_stats(src: DataFrame, plan: MergePlan) -> tuple[dict[int, KeyStats], int]:
+    """Per ON key, the source values (where the ON's source-only terms hold), and the source's
+    row count: one aggregate."""
     from pyspark.sql import functions as F
 
     keys = plan.condition.keys
-    if not keys:
-        return {}
     ok = F.expr(plan.condition.source_filter.sql) if plan.condition.source_filter is not None else F.lit(True)
+    if not keys:
+        return {}, _count(src)
     parts = {p.lower() for p in plan.snapshot.partition_columns}
-    aggs = []
+    aggs = [F.count(F.lit(1)).alias("rows")]
     for i, key in enumerate(keys):
         value = F.when(ok, F.expr(key.source.sql))
         aggs += [F.count(value).alias(f"n{i}"), F.min(value).alias(f"lo{i}"), F.max(value).alias(f"hi{i}")]
@@ -293,7 +295,7 @@ def _key_stats(src: DataFrame, plan: MergePlan) -> dict[int, KeyStats]:
         if values is not None and len(values) > MAX_PARTITION_VALUES:
             values = None
         out[i] = KeyStats(int(row.column(f"n{i}")[0].as_py() or 0), row.column(f"lo{i}")[0], row.column(f"hi{i}")[0], values)
-    return out
+    return out, int(row.column("rows")[0].as_py() or 0)
 
 
 def _decide(plan: MergePlan, src: DataFrame, tgt: DataFrame) -> DataFrame:
@@ -324,7 +326,8 @@ def _decide(plan: MergePlan, src: DataFrame, tgt: DataFrame) -> DataFrame:
 
 
 def _refuse_multiple_matches(plan: MergePlan, decided: DataFrame) -> None:
-    """MultipleMatchError when a target row matched several source rows and Delta forbids it."""
+    """MultipleMatchError when a target row matched several source rows and Delta forbids it
+    (the exact number of such rows, counted only when some matched twice)."""
     from pyspark.sql import functions as F
 
     if plan.multiple_matches_allowed:
@@ -341,7 +344,8 @@ def _refuse_multiple_matches(plan: MergePlan, decided: DataFrame) -> None:
 
 
 def _clause_counts(plan: MergePlan, decided: DataFrame) -> dict[str, int]:
-    """Rows each kind of clause updated, deleted and inserted: one aggregate."""
+    """Rows each kind of clause updated, deleted and inserted, and the matched (source, target)
+    pairs and target rows (more pairs than rows: a target row matched twice): one aggregate."""
     from pyspark.sql import functions as F
 
     def n(kind: str, action: str) -> Column:
@@ -351,7 +355,10 @@ def _clause_counts(plan: MergePlan, decided: DataFrame) -> dict[str, int]:
             return F.count_distinct(F.when(hit, F.struct(F.col(FILE_COL), F.col(ROW_COL))))
         return F.sum(F.when(hit, 1).otherwise(0))
 
+    matched = F.col(_KIND) == MATCHED
     row = decided.agg(
+        F.count(F.when(matched, 1)).alias("matched_pairs"),
+        F.count_distinct(F.when(matched, F.struct(F.col(FILE_COL), F.col(ROW_COL)))).alias("matched_targets"),
         n(MATCHED, "update").alias("num_target_rows_matched_updated"),
         n(MATCHED, "delete").alias("num_target_rows_matched_deleted"),
         n(NOT_MATCHED_BY_SOURCE, "update").alias("num_target_rows_not_matched_by_source_updated"),
@@ -361,11 +368,16 @@ def _clause_counts(plan: MergePlan, decided: DataFrame) -> dict[str, int]:
     return {k: int(row[k] or 0) for k in row.asDict()}
 
 
-def _logical(schema: Any, prefix: str = "") -> list[Column]:
-    """The written schema's columns from the target's (new columns null), cast to their types."""
+def _logical(schema: Any, columns: list[str]) -> list[Column]:
+    """The written schema's columns from a frame with `columns` (columns new to the schema null),
+    cast to their types."""
     from pyspark.sql import functions as F
 
-    return [F.col(f"{prefix}`{f.name}`").cast(spark_type(f.type)).alias(f.name) for f in schema.fields]
+    have = {c.lower() for c in columns}
+    return [
+        (F.col(f"`{f.name}`") if f.name.lower() in have else F.lit(None)).cast(spark_type(f.type)).alias(f.name)
+        for f in schema.fields
+    ]
 
 
 def _target_values(plan: MergePlan, frame: DataFrame) -> DataFrame:

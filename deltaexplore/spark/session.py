@@ -26,6 +26,7 @@ __all__ = [
     "LAPTOP_DEFAULTS",
     "active_session",
     "default_parallelism",
+    "describe_session",
     "get_spark",
     "is_connect",
     "is_local_master",
@@ -224,6 +225,22 @@ def _reachable(url: str, shown: str, timeout: float = 10.0) -> None:
         raise SparkError(f"cannot reach the Spark Connect server {shown}: {exc}") from None
 
 
+def describe_session(spark: SparkSession | None) -> str:
+    """One line naming a session: its Connect server (never a token) or its master."""
+    if spark is None:
+        return "no Spark session"
+    if is_connect(spark):
+        client = getattr(spark, "client", None)
+        host = getattr(client, "host", None) or "?"
+        return f"Spark Connect session on {host}"
+    try:
+        master = spark.sparkContext.master
+        version = spark.version
+    except Exception:  # noqa: BLE001 - a stopped session still gets a name
+        return "a stopped Spark session"
+    return f"Spark {version} session, master {master}"
+
+
 def default_parallelism(spark: SparkSession) -> int:
     """The cluster's default parallelism (cores), on a classic or a Connect session."""
     if not is_connect(spark):
@@ -271,9 +288,15 @@ def missing_on_executors(exc: BaseException) -> str | None:
 @contextlib.contextmanager
 def spark_errors(what: str, *, path: str | None = None) -> Iterator[None]:
     """Turn Spark, Spark Connect (gRPC) and py4j failures inside the block into `SparkError`
-    ("<what> failed: ..."); a package missing in the executors' Python is named as such."""
+    ("<what> failed: ..."); a package missing in the executors' Python is named as such. A
+    `SparkError` of an inner block gets the outer `what` in front ("MERGE: writing data files
+    failed in Spark: ...")."""
     try:
         yield
+    except SparkError as exc:
+        if str(exc).startswith(what):
+            raise
+        raise SparkError(f"{what}: {exc}", path=exc.path or path) from exc  # the operation, then the step
     except DeltaExploreError:
         raise
     except Exception as exc:

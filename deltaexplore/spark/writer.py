@@ -202,7 +202,10 @@ def write(
         WriteRefusedError: schema mismatch, a violated constraint or protocol rule (the table
             is unchanged).
         CommitConflictError: a concurrent commit conflicts.
-        SparkError: the Spark job failed.
+        SparkError: the Spark job failed, or deltaexplore is missing on the executors.
+
+    Executors: the rows are written by the core's data writer inside the Spark tasks, so the
+    executors need deltaexplore installed (a `SparkError` says so when they do not).
     """
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -249,7 +252,7 @@ def write(
         "schema_changed": old_md is not None and md.schema_string != old_md.schema_string,
     }
     with OperationRun(table, WRITE_METRICS, metrics, txn) as op:
-        with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto"):
+        with progress(spark, f"deltaexplore {operation} {table.uri}", display="auto"), spark_errors(operation, path=table.uri):
             if dry_run:
                 with spark_errors("counting the rows to write", path=table.uri):
                     metrics["num_output_rows"] = df.count()

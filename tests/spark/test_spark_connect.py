@@ -2,7 +2,7 @@
 distribution on loopback), checked against the local reader and against the same work done on
 the classic session: reads of the corpus tables with DVs, column mapping, partitions, type
 widening and timestamp_ntz; the change data feed (also an empty change set); write, append,
-delete, update, optimize with Z-order, purge, restore, VACUUM of more than 500 files,
+delete, update, merge, optimize with Z-order, purge, restore, VACUUM of more than 500 files,
 checkpoint — same rows, same metrics, same commits."""
 
 from __future__ import annotations
@@ -138,6 +138,13 @@ def _operations(session, uri: str) -> list[dict]:
         dxs.write(session, _frame(session, 300, 60), uri),
         dxs.delete(session, uri, "id % 10 = 3"),
         dxs.update(session, uri, {"amount": "amount * 2"}, "id < 50"),
+        dxs.merge(
+            session,
+            uri,
+            _frame(session, 340, 40),
+            ["id"],
+            [dxs.when_matched_update({"amount": "source.amount + 1"}), dxs.when_not_matched_insert_all()],
+        ),
         dxs.delete(session, uri, "id > 340", use_deletion_vectors=False),
         dxs.optimize(session, uri, zorder_by=["id", "day"]),
         dxs.delete(session, uri, "id % 7 = 0"),
@@ -176,7 +183,7 @@ def test_operations_on_connect_equal_the_classic_session(spark, remote, tmp_path
     assert remote_metrics == classic
     assert _commits(connect_uri) == _commits(classic_uri)
     a, b = dx.open_table(classic_uri).snapshot(), dx.open_table(connect_uri).snapshot()
-    assert a.version == b.version == 8  # the checkpoint adds no version
+    assert a.version == b.version == 9  # the checkpoint adds no version
     assert_same_rows(b.to_arrow(), a.to_arrow(), "rows after the story")
     with connect_mode():
         from deltaexplore.spark import read
@@ -230,29 +237,43 @@ def test_connect_failures_are_spark_errors(remote, tmp_path):
     assert dx.open_table(uri).snapshot().version == 0
 
 
-def test_get_spark_connects_to_a_connect_url(connect_server, tmp_path):
-    """`get_spark(remote=...)` (what `%delta spark sc://...` calls) in a fresh client process: a
-    Connect session that reads a table; a URL where nothing listens is a SparkError naming the
-    server, never its token."""
+def test_get_spark_magics_and_the_explorer_on_connect(connect_server, tmp_path):
+    """In a fresh Connect client process: `get_spark(remote=...)` and `%delta spark sc://...` give a
+    Connect session (a URL where nothing listens is a SparkError naming the server, never its
+    token); `%delta optimize --run --engine spark` and the explorer's maintenance runner use it,
+    with progress from Connect's progress handler."""
     from deltaexplore.core.operations import write_table
 
     uri = str(tmp_path / "t")
-    write_table(uri, pa.table({"id": list(range(5))}))
+    for i in range(4):
+        write_table(uri, pa.table({"id": list(range(i * 5, i * 5 + 5))}), mode="append")
     script = f"""
 import deltaexplore as dx
 from deltaexplore.spark import get_spark, read
+from deltaexplore.magics.commands import Context, run_command
+from deltaexplore.widgets import maintenance
 try:
     get_spark(remote="sc://127.0.0.1:1/;token=SENTINEL-token")
 except dx.SparkError as exc:
     assert "127.0.0.1:1" in str(exc) and "SENTINEL" not in str(exc), str(exc)
 else:
     raise AssertionError("no error")
-spark = get_spark(remote={connect_server.url!r})
+ctx = Context()
+assert run_command(ctx, "spark") == "no Spark session"
+said = run_command(ctx, "spark {connect_server.url}")
+assert "Spark Connect session on 127.0.0.1" in said, said
+spark = get_spark()
 assert type(spark).__module__.startswith("pyspark.sql.connect")
-assert sorted(r[0] for r in read(spark, {uri!r}).collect()) == [0, 1, 2, 3, 4]
-assert get_spark() is spark  # the active Connect session is picked up
+assert sorted(r[0] for r in read(spark, {uri!r}).collect()) == list(range(20))
+report = run_command(ctx, "optimize {uri} --run --engine spark")
+assert report["backend"] == "spark" and report["version_after"] == 4, repr(report)
+assert dx.open_table({uri!r}).snapshot().add_actions().num_rows == 1
+seen = []
+out = maintenance.run("purge", dx.open_table({uri!r}), lambda f, m: seen.append((f, m)), engine="spark")
+assert out["backend"] == "spark", out
+assert seen and seen[-1][0] == 1.0, seen
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300, env=env)
+    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]

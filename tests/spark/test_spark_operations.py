@@ -305,3 +305,21 @@ def test_duckdb_delta_extension_is_there():
     if not engines.duckdb_available():
         pytest.skip("duckdb==1.5.5 with duckdb-extension-delta is not installed (pip install '.[dev]'); DuckDB reads skipped")
     assert engines.run("read-duckdb", str(CORPUS / "dat" / "basic_partitioned" / "delta"))["rows"]
+
+
+def test_spark_append_keeps_the_preview_type_widening_feature(spark, tmp_path):
+    """A table written when type widening was a preview keeps `typeWidening-preview` (readers
+    that know only that name can still read it): no silent upgrade to the stable feature."""
+    import deltaexplore.spark as dxs
+    from deltaexplore.core.operations import write_table
+
+    root = tmp_path / "t"
+    write_table(str(root), pa.table({"id": pa.array([1, 2], pa.int32())}), configuration={"delta.enableTypeWidening": "true"})
+    first = root / "_delta_log" / f"{0:020d}.json"
+    first.write_text(first.read_text().replace('"typeWidening"', '"typeWidening-preview"'))
+    before = dx.open_table(str(root)).snapshot().protocol
+    dxs.write(spark, spark.createDataFrame([(3,)], "id int"), str(root))
+    snap = dx.open_table(str(root)).snapshot()
+    assert snap.version == 1 and snap.protocol == before
+    assert "typeWidening" not in snap.protocol.writer_feature_set
+    assert sorted(snap.to_arrow().column("id").to_pylist()) == [1, 2, 3]
