@@ -14,8 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lab_helpers import notebook_json, wait_kernel_idle
-from test_explorer_browser import Watch, _settled, _tab
+from lab_helpers import Watch, notebook_json, open_tab, settled, wait_kernel_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -61,7 +60,7 @@ def test_damaged_unsupported_and_collated_tables(page, lab, shots):
     explorers.nth(2).wait_for(timeout=120_000)
     damaged, protocol, collated = explorers.nth(0), explorers.nth(1), explorers.nth(2)
 
-    _settled(page, damaged)
+    settled(page, damaged)
     damaged.scroll_into_view_if_needed()
     alert = damaged.get_by_role("alert").filter(has_text="Damaged table")
     try:
@@ -71,19 +70,19 @@ def test_damaged_unsupported_and_collated_tables(page, lab, shots):
         raise
     assert "has no metaData action" in alert.inner_text() and "history, files and log are shown" in alert.inner_text()
     damaged.screenshot(path=str(shots / "protocol-damaged-overview.png"))
-    history = _tab(page, damaged, "History")
+    history = open_tab(page, damaged, "History")
     history.locator(".ag-row").first.wait_for(timeout=30_000)  # every commit, though the snapshot fails
     assert history.locator(".ag-row").count() == 4
-    files = _tab(page, damaged, "Files")
+    files = open_tab(page, damaged, "Files")
     files.get_by_role("region", name="files", exact=True).locator(".ag-row").first.wait_for(timeout=30_000)
 
-    _settled(page, protocol)
+    settled(page, protocol)
     protocol.scroll_into_view_if_needed()
     unsupported = protocol.get_by_role("alert").filter(has_text="Not readable by deltaexplore")
     unsupported.wait_for(timeout=30_000)
     assert "adaptiveMetadata" in unsupported.inner_text()
     protocol.screenshot(path=str(shots / "protocol-unsupported-overview.png"))
-    panel = _tab(page, protocol, "History")
+    panel = open_tab(page, protocol, "History")
     timeline = panel.get_by_role("list", name="protocol changes by version")
     timeline.wait_for(timeout=30_000)
     items = timeline.locator("li")
@@ -94,13 +93,13 @@ def test_damaged_unsupported_and_collated_tables(page, lab, shots):
     timeline.scroll_into_view_if_needed()
     protocol.screenshot(path=str(shots / "protocol-history-timeline.png"))
     items.nth(2).get_by_role("button", name="v2").click()  # travels to version 2, which it reads
-    _settled(page, protocol)
+    settled(page, protocol)
     assert (
         protocol.locator(".dxe-version-out").inner_text().strip().startswith("2")
         or "2" in protocol.locator(".dxe-version-out").inner_text()
     )
 
-    _settled(page, collated)
+    settled(page, collated)
     collated.scroll_into_view_if_needed()
     grid = collated.get_by_role("region", name="schema", exact=True)
     grid.locator(".ag-row").first.wait_for(timeout=30_000)
