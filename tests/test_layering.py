@@ -40,7 +40,7 @@ FRONT_DOOR = {"deltaexplore", "deltaexplore._accessors", "deltaexplore.cli"}
 #: the rooms of the core, lowest first: a module imports only from its own floor and below
 CORE_FLOORS: list[tuple[str, ...]] = [
     ("arguments", "arrow"),  # checks of public arguments, Arrow helpers
-    ("protocol", "config", "deletion_vectors", "features", "partitions", "predicates", "schema"),  # + old paths
+    ("protocol",),
     ("log",),
     ("scan",),
     ("files", "history", "cdf"),

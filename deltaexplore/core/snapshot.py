@@ -56,13 +56,15 @@ class TableHandle(Protocol):
     def changes(self, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table: ...
 
 
-def build_snapshot(table: TableHandle, listing: LogListing, version: int, *, published_only: bool = False) -> Snapshot:
-    """The snapshot of `version` from a listing of the table's log.
+def build_snapshot(
+    table: TableHandle, listing: LogListing, version: int, *, published_only: bool = False, strict: bool = True
+) -> Snapshot:
+    """The snapshot of `version` from a listing of the table's log (`strict`: see `read_log`).
 
     A catalog-managed table read without its catalog client shows its published commits only
     (`Snapshot.published_only`, with a `CatalogManagedWarning`).
     """
-    log = read_log(table.storage, listing, version)
+    log = read_log(table.storage, listing, version, strict=strict)
     if log.protocol.has(*CATALOG_FEATURES) and not table.catalog_managed_by_client:
         published_only = True
         warnings.warn(
@@ -96,15 +98,20 @@ class Snapshot(TableState):
         """Plan a read: which files (partition and stats pruning), which columns."""
         return plan_scan(self, columns=columns, where=where)
 
-    def to_arrow(self, columns: list[str] | None = None, *, where: Any = None, row_tracking: bool = False) -> pa.Table:
+    def to_arrow(
+        self, columns: list[str] | None = None, *, where: Any = None, row_tracking: bool = False, variant: str = "binary"
+    ) -> pa.Table:
         """The table's rows with deletion vectors applied and logical column names.
 
         Args:
             columns: logical columns to return (default all, in schema order).
             where: optional filter (SQL-like text or DNF tuples); files are pruned first.
             row_tracking: add `_row_id` and `_row_commit_version` (needs row tracking).
+            variant: "binary" (default) gives variant columns as `struct<metadata: binary, value:
+                binary>` (shredded values rebuilt), "json" as JSON text as Spark's `to_json`
+                writes it (dates, timestamps, decimals and binaries included).
         """
-        return self.scan(columns, where=where).to_arrow(row_tracking=row_tracking)
+        return self.scan(columns, where=where).to_arrow(row_tracking=row_tracking, variant=variant)
 
     def to_polars(self, columns: list[str] | None = None, *, where: Any = None) -> Any:
         import polars as pl  # polars is loaded only by those who ask for a polars frame

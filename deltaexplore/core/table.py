@@ -95,9 +95,21 @@ class Table:
         return self.listing().versions()
 
     # -- snapshots ---------------------------------------------------------------------------
-    def snapshot(self, version: int | None = None, *, timestamp: str | dt.datetime | dt.date | int | None = None) -> Snapshot:
+    def snapshot(
+        self,
+        version: int | None = None,
+        *,
+        timestamp: str | dt.datetime | dt.date | int | None = None,
+        strict: bool = True,
+    ) -> Snapshot:
         """The table at `version`, at the latest version committed at or before `timestamp`,
         or (neither given) at the latest version.
+
+        Each version is checked against its own protocol (a feature dropped later still
+        refuses the versions that had it). With `strict=False` a version whose log is damaged
+        (a checkpoint without its protocol or metaData) or that needs a reader feature this
+        library does not support still gives a snapshot, for its log, history and files:
+        `snapshot.problem` holds the error, which reading its rows raises.
 
         Raises:
             VersionNotFoundError: no such version, or the timestamp precedes the retained log.
@@ -111,8 +123,11 @@ class Table:
             if isinstance(version, bool) or not isinstance(version, int):
                 raise VersionNotFoundError(f"version must be an integer, got {version!r}")
             listing = self.listing(refresh=self._listing is None or (self._listing.latest_version or -1) < version)
-            return build_snapshot(self, listing, version)
-        latest = build_snapshot(self, self.listing(), self.listing(refresh=False).latest_version or 0)
+            return build_snapshot(self, listing, version, strict=strict)
+        # the latest version gives the commit clock; a timestamp's own version is checked alone
+        latest = build_snapshot(
+            self, self.listing(), self.listing(refresh=False).latest_version or 0, strict=strict and timestamp is None
+        )
         if timestamp is None:
             return latest
         try:
@@ -120,7 +135,11 @@ class Table:
         except TypeError as exc:
             raise VersionNotFoundError(f"cannot use {timestamp!r} as a timestamp") from exc
         target = latest.clock.version_at(ms, root=self.uri)
-        return latest if target == latest.version else build_snapshot(self, self.listing(refresh=False), target)
+        if target == latest.version:
+            if strict and latest.problem is not None:
+                raise latest.problem
+            return latest
+        return build_snapshot(self, self.listing(refresh=False), target, strict=strict)
 
     # -- history and changes ---------------------------------------------------------------------
     def history(self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None) -> pa.Table:

@@ -165,9 +165,10 @@ class InspectNamespace:
         """What VACUUM would delete (see `inspect.retention.vacuum_preview`)."""
         return vacuum_preview(self._obj, retention_hours=retention_hours)
 
-    def features(self, *, version: int | None = None, all_known: bool = False) -> pa.Table:
-        """Protocol features, supported and active (see `inspect.features.features`)."""
-        return features(self._obj, version=version, all_known=all_known)
+    def features(self, *, version: int | None = None, all_known: bool = False, all_versions: bool = False) -> pa.Table:
+        """Protocol features, supported and active; with `all_versions` the protocol of every
+        version (see `inspect.features.features`)."""
+        return features(self._obj, version=version, all_known=all_known, all_versions=all_versions)
 
     def compatibility(self, *, version: int | None = None) -> pa.Table:
         """Which clients can read/write the table (see `inspect.features.compatibility`)."""

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore import inspect
-from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
+from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, InvalidArgumentError, UnsupportedFeatureError
 from deltaexplore.inspect.deletion_vectors import storage_names
 from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
@@ -60,6 +60,30 @@ def _py(value: Any) -> str:
     return repr(value)
 
 
+def _open(table: Table, version: int | None) -> Snapshot:
+    """The snapshot the explorer shows: inspect's, or, for a version this reader cannot read
+    (a damaged log, a reader feature it lacks), the table read with `strict=False`, whose
+    `problem` the overview shows (history, files and the log are still there to see)."""
+    try:
+        return snapshot_of(table, version)
+    except DeltaProtocolError:
+        return table.snapshot(version, strict=False)
+
+
+#: the protocol timeline (every commit read) is shown in History when the commits weigh less
+PROTOCOL_TIMELINE_BYTES = 64 * 1024 * 1024
+
+
+def problem_of(snap: Snapshot) -> dict[str, str] | None:
+    """Why the rows of `snap` cannot be read, for the overview: kind ("damaged": the log breaks
+    the protocol; "unsupported": it needs what deltaexplore does not read) and the error text."""
+    problem = snap.problem
+    if problem is None:
+        return None
+    kind = "unsupported" if isinstance(problem, UnsupportedFeatureError) else "damaged"
+    return {"kind": kind, "message": str(problem)}
+
+
 class TableView:
     """The explorer's questions, answered for one table at one version.
 
@@ -92,7 +116,7 @@ class TableView:
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
         self.listing = table.listing()
-        self.snap: Snapshot = snapshot_of(table, version)
+        self.snap: Snapshot = _open(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
         self._prepared: dict[tuple[Any, str], Future[Any]] = {}
         #: `prepare` may be called from the kernel's main thread and a subshell's
@@ -126,7 +150,7 @@ class TableView:
                 pass
         if version == self.snap.version:
             return self.snap
-        return snapshot_of(self.table, version)
+        return _open(self.table, version)
 
     # -- background work, while the user reads the first view ---------------------------------
     def _background(self, job: Any) -> Future[Any]:
@@ -294,7 +318,7 @@ class TableView:
         out["engine"] = self.engine(snap)
         try:
             cols = inspect.column_mapping(snap)
-            keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]
+            keep = ["column", "type", "nullable", "is_partition", "depth", "collation", "metadata"]
             if snap.column_mapping_mode != "none":
                 keep += ["physical_path", "field_id"]
             out["schema"] = to_ipc(cols.select(keep))
@@ -309,6 +333,9 @@ class TableView:
         out["small_file_bytes"] = small_file_threshold(snap)
         out["published_only"] = bool(snap.published_only)
         out["checkpoint_version"] = snap.checkpoint_version
+        problem = problem_of(snap)
+        if problem is not None:
+            out["problem"] = problem
         return out
 
     def commit(self, version: int) -> dict[str, Any]:
@@ -343,6 +370,7 @@ class TableView:
             "commits": to_ipc(commits.drop_columns(["commit_info"])),
             "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
         }
+        out.update(self.protocol_timeline())
         source = RowSource(
             commits,
             search_columns=("operation", "user_name", "user_id", "engine", "user_metadata"),
@@ -350,6 +378,21 @@ class TableView:
             name="commit_infos",
         )
         return out, source
+
+    def protocol_timeline(self) -> dict[str, Any]:
+        """The versions whose commit changed the protocol (`inspect.features(all_versions=True)`,
+        rows with a change), or a note when the log is too big to read whole for it here."""
+        listing = self.listing
+        weight = sum(f.size for f in listing.commits.values())
+        if weight > PROTOCOL_TIMELINE_BYTES:
+            return {"protocol_note": "the log is large: inspect.features(all_versions=True) lists the protocol of every version"}
+        try:
+            rows = inspect.features(self.table, all_versions=True)
+        except DeltaExploreError as exc:
+            return {"protocol_note": f"protocol by version unavailable: {exc}"}
+        changed = rows.filter(pc.is_valid(rows.column("change")))
+        keep = ["version", "change", "min_reader_version", "min_writer_version", "added", "removed", "readable", "blockers"]
+        return {"protocol": to_ipc(changed.select(keep))}
 
     def commit_detail(self, version: int) -> dict[str, Any]:
         """One commit in full: its commitInfo and the counts derived from its actions (`history`)."""

@@ -29,10 +29,10 @@ from deltaexplore.core.protocol.actions import DomainMetadata, Metadata, Protoco
 from deltaexplore.core.protocol.config import TableConfig
 from deltaexplore.core.protocol.features import check_readable
 from deltaexplore.core.protocol.schema import StructType, to_arrow_schema
-from deltaexplore.errors import InvalidLogError
+from deltaexplore.errors import DeltaProtocolError, InvalidLogError, UnsupportedFeatureError
 from deltaexplore.storage import Storage
 
-__all__ = ["LogRead", "TableState", "read_log"]
+__all__ = ["NO_PROTOCOL", "LogRead", "TableState", "read_log"]
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,28 @@ class LogRead:
     reader: CheckpointReader | None
     protocol: Protocol
     metadata: Metadata | None
+    #: why this version cannot be read (read with `strict=False` only): a damaged log or a
+    #: reader feature we do not support; data reads raise it
+    problem: DeltaProtocolError | None = None
 
 
-def read_log(storage: Storage, listing: LogListing, version: int) -> LogRead:
+#: the stand-in protocol of a version whose log has none (`strict=False` only)
+NO_PROTOCOL = Protocol(0, 0)
+
+
+def read_log(storage: Storage, listing: LogListing, version: int, *, strict: bool = True) -> LogRead:
     """Read the log of `version` from a listing (see the module docstring).
+
+    A reader that starts from a checkpoint never goes back to the commits before it: a
+    checkpoint without a protocol or metaData row, and no commit after it supplying one, is a
+    damaged log. With `strict=False` the problems below are recorded in `LogRead.problem`
+    instead of raised (a missing protocol reads as `NO_PROTOCOL`), so that the log, history and
+    files of such a version can still be shown.
 
     Raises:
         VersionNotFoundError: no such version in the listing, or its commits are gone.
-        InvalidLogError: no protocol, or no metadata where the protocol needs one.
+        InvalidLogError: no protocol, or no metadata where the protocol needs one (naming the
+            checkpoint that lacks it).
         UnsupportedFeatureError: the table needs a reader feature we do not support.
     """
     root = storage.root
@@ -79,14 +93,31 @@ def read_log(storage: Storage, listing: LogListing, version: int) -> LogRead:
         if metadata is None and nf.metadata is not None:
             metadata = Metadata.from_json(nf.metadata, source=reader.checkpoint.parts[0].path)
     log_dir = f"{root}/_delta_log"
-    if protocol is None:
-        raise InvalidLogError(f"no protocol action found in the log of {root} at version {version}", path=log_dir)
-    check_readable(protocol, path=root)
-    if metadata is None and (protocol.min_reader_version >= 2 or protocol.min_writer_version >= 7):
-        # Table features and column mapping give metadata a say in how file actions and commit
-        # times are read: without it the state cannot be built faithfully.
-        raise InvalidLogError(f"no metaData action found in the log of {root} at version {version}", path=log_dir)
-    return LogRead(listing, segment, lines, reader, protocol, metadata)
+    problems: list[DeltaProtocolError] = []
+    checkpoint = reader.checkpoint if reader is not None else None
+    for action, missing in (("protocol", protocol is None), ("metaData", metadata is None)):
+        if missing and checkpoint is not None:
+            problems.append(
+                InvalidLogError(
+                    f"checkpoint {checkpoint.parts[0].path} (version {checkpoint.version}) has no {action} action and "
+                    f"no commit after it supplies one: the state of version {version} cannot be reconstructed",
+                    path=checkpoint.parts[0].path,
+                )
+            )
+    if protocol is None and checkpoint is None:
+        problems.append(InvalidLogError(f"no protocol action found in the log of {root} at version {version}", path=log_dir))
+    if protocol is not None:
+        try:
+            check_readable(protocol, path=root)
+        except UnsupportedFeatureError as exc:
+            problems.append(exc)
+        if metadata is None and checkpoint is None and (protocol.min_reader_version >= 2 or protocol.min_writer_version >= 7):
+            # Table features and column mapping give metadata a say in how file actions and commit
+            # times are read: without it the state cannot be built faithfully.
+            problems.append(InvalidLogError(f"no metaData action found in the log of {root} at version {version}", path=log_dir))
+    if problems and strict:
+        raise problems[0]
+    return LogRead(listing, segment, lines, reader, protocol or NO_PROTOCOL, metadata, problems[0] if problems else None)
 
 
 class TableState:
@@ -100,6 +131,8 @@ class TableState:
         self._reader = log.reader
         self._protocol = log.protocol
         self._metadata = log.metadata
+        #: why the rows of this version cannot be read (None for a state read strictly)
+        self.problem = log.problem
         #: True when the table is catalog-managed but was read without its catalog.
         self.published_only = published_only
         self._adds: pa.Table | None = None
