@@ -333,12 +333,14 @@ class Explorer(anywidget.AnyWidget):
         self.maintenance = {**self.maintenance, "operations": [maintenance.describe(op) for op in maintenance.OPERATIONS]}
 
     # -- reactions to the browser (or to Python code setting traits) -----------------------
+    # The user first: while one of these runs, the view's background work waits (`TableView.user`).
     @t.observe("tab")
     def _tab_changed(self, change: dict[str, Any]) -> None:
         if change["new"] not in TABS:
             self.error = f"unknown tab {change['new']!r}: expected one of {', '.join(TABS)}"
             return
-        self._load(change["new"])
+        with self.view.user():
+            self._load(change["new"])
 
     @t.validate("version")
     def _valid_version(self, proposal: dict[str, Any]) -> int:
@@ -357,24 +359,32 @@ class Explorer(anywidget.AnyWidget):
             if self.tab in _PER_VERSION and self.tab != "overview":
                 self._load(self.tab)
 
-        self._guard(f"version {change['new']}", move)
+        with self.view.user():
+            self._guard(f"version {change['new']}", move)
 
     @t.observe("layout_column")
     def _layout_column_changed(self, change: dict[str, Any]) -> None:
         if not self._choosing:
-            self._load("layout", force=True)
+            with self.view.user():
+                self._load("layout", force=True)
 
     @t.observe("diff_from", "diff_to")
     def _diff_changed(self, change: dict[str, Any]) -> None:
         if self.tab == "diff" or "diff" in self._loaded:
-            self._load("diff", force=True)
+            with self.view.user():
+                self._load("diff", force=True)
 
     def _on_custom_msg(self, _widget: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
+        if content.get("type") == "prefetch":  # asks for background results only: never waits for them
+            self._answer_prefetch(content)
+            return
+        with self.view.user():
+            self._on_user_msg(content)
+
+    def _on_user_msg(self, content: dict[str, Any]) -> None:
         kind = content.get("type")
         if kind in ("rows", "export", "commit"):
             self._answer(kind, content)
-        elif kind == "prefetch":
-            self._answer_prefetch(content)
         elif kind == "complete_overview":
             self._complete_overview(content.get("version"))
         elif kind == "refresh":
@@ -413,6 +423,13 @@ class Explorer(anywidget.AnyWidget):
         self.send(reply, buffers)
 
     # -- Python API ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the widget and stop its background work."""
+        view = self.__dict__.get("view")  # None when the constructor failed (closed on collection)
+        if view is not None:
+            view.background.close()
+        super().close()
+
     def refresh(self) -> None:
         """Re-list the log; when new versions appeared, move to the newest."""
 
