@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import deltaexplore._accessors  # noqa: F401  # table.inspect / snap.inspect, imported on first use
 from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
+from deltaexplore.core.follow import Follower, follow
 from deltaexplore.core.log.catalog import CatalogClient, FileCatalog, RatifiedCommit, RatifiedCommits
 from deltaexplore.core.snapshot import CatalogManagedWarning, Snapshot
 from deltaexplore.core.table import Table, open_table
@@ -54,6 +55,7 @@ __all__ = [
     "DeltaExploreError",
     "DeltaProtocolError",
     "FileCatalog",
+    "Follower",
     "InvalidArgumentError",
     "InvalidCheckpointError",
     "InvalidLogError",
@@ -71,5 +73,6 @@ __all__ = [
     "WriteRefusedError",
     "__version__",
     "explore",
+    "follow",
     "open_table",
 ]
