@@ -752,7 +752,9 @@ def test_follow_shows_new_versions_as_they_land(page, lab, shots):
     commit.click()
     page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('8 of 8')", timeout=60_000)
     toggle.click()  # off
-    page.wait_for_function("() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'false'", timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'false'", timeout=30_000
+    )
     _settled(page, explorer)
     ops.write_table(root, rows)  # version 9: nobody follows
     page.wait_for_timeout(1500)  # several polls' worth at 0.2 s: none runs any more
