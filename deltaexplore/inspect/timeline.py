@@ -19,8 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.log.checkpoint_reader import CheckpointReader
 from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
+from deltaexplore.core.log.segment import build_segment
 from deltaexplore.core.protocol.actions import Metadata, Protocol
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
@@ -144,7 +146,8 @@ def timeline(
     listing = table.listing(refresh=False)
     lines = read_log_files(table.storage, [listing.commit(v) for v in range(first + 1, latest + 1)])  # type: ignore[misc]
     base_adds = base.add_actions()
-    json_adds, json_removes = lines.file_actions("add"), lines.file_actions("remove")
+    needed = ["size", "partitionValues", "deletionVector", "stats"]  # one parse of only these, for both kinds
+    json_adds, json_removes = lines.file_actions("add", needed), lines.file_actions("remove", needed)
 
     # every action: its key, version and replay order (the first state's files first)
     keys = pa.chunked_array([_keys(base_adds), _keys(json_adds), _keys(json_removes)], pa.large_string())
@@ -199,9 +202,13 @@ def timeline(
     for _, version, body in lines.objects("metaData"):
         changes.setdefault(version, []).append(Metadata.from_json(body))
     for version in sorted(v for v in listing.checkpoints if first < v <= latest):
-        at = table.snapshot(version=version)  # its log only: the files are not replayed
-        if at.segment.checkpoint is not None and at.segment.checkpoint.version == version:
-            changes.setdefault(version, []).extend([at.protocol, *([at.metadata] if at.has_metadata else [])])
+        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
+        if checkpoint is not None and checkpoint.version == version:  # a complete one: its non-file columns only
+            held = CheckpointReader(table.storage, checkpoint).non_file_actions()
+            if held.protocol is not None:
+                changes.setdefault(version, []).append(Protocol.from_json(held.protocol))
+            if held.metadata is not None:
+                changes.setdefault(version, []).append(Metadata.from_json(held.metadata))
     schema_changed = np.zeros(n, bool)
     protocol_changed = np.zeros(n, bool)
     partitioned = np.zeros(n, bool)
