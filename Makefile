@@ -11,10 +11,12 @@ STAMP  := $(VENV)/.installed-$(shell cat $(INSTALL_INPUTS) | cksum | cut -d' ' -
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# pip must not write through the link to the extension's build (make extension links it again)
+	@if [ -L $(VENV_LABEXT) ]; then rm $(VENV_LABEXT); fi
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@rm -f $(VENV)/.installed-*; touch $@
 
-setup: $(STAMP) frontend
+setup: $(STAMP) frontend extension
 
 ## The explorer's front end (frontend/: TypeScript, Arrow JS, Vega, AG Grid), bundled by esbuild
 ## into deltaexplore/widgets/static/ (not committed: built here and by the wheel build). Needs
@@ -30,13 +32,42 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 	@touch $@
 
 $(FRONTEND_STAMP): frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
-	cd frontend && npm run --silent build
+	@# the install may have built it already (setup.py): build.json says from which sources
+	cd frontend && { node build.mjs --check >/dev/null 2>&1 || npm run --silent build; }
 	@rm -f deltaexplore/widgets/static/.built-*; touch $@
 
-## UI prerequisites (browser and extension tests): Debian chromium (apt-get, as root), the
-## JupyterLab extension built (npm ci + npm run build), galata's node modules. Nothing else is
-## downloaded: Playwright drives the Debian chromium.
-EXT_STAMP := extension/build/.built-$(shell cat extension/package.json extension/package-lock.json extension/ui-tests/package-lock.json extension/tsconfig.json extension/src/*.ts extension/schema/*.json extension/style/*.css 2>/dev/null | cksum | cut -d' ' -f1)
+## The JupyterLab extension (extension/: TypeScript), compiled by tsc and bundled by
+## jupyter-builder into extension/build/deltaexplore-jupyterlab (not committed: built here and by
+## the wheel build, which ships it as share/jupyter/labextensions/deltaexplore-jupyterlab); rebuilt
+## when a source is newer than the build. The development environment gets what installing the
+## wheel gives: the lab extension (a link to the build: a rebuild shows at the next page load) and
+## the server extension's config, so plain `jupyter lab` and `jupyter notebook` load both.
+LABEXT := extension/build/deltaexplore-jupyterlab
+EXT_SRC := $(shell find extension/src extension/schema extension/style -type f 2>/dev/null | sort) \
+	extension/package.json extension/package-lock.json extension/tsconfig.json
+VENV_LABEXT := $(VENV)/share/jupyter/labextensions/deltaexplore-jupyterlab
+VENV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/deltaexplore.json
+
+extension: $(LABEXT)/package.json $(VENV_SERVER_CONFIG)
+	@if [ "$$(readlink $(VENV_LABEXT))" != "$(abspath $(LABEXT))" ]; then \
+	  rm -rf $(VENV_LABEXT) && mkdir -p $(dir $(VENV_LABEXT)) && ln -s $(abspath $(LABEXT)) $(VENV_LABEXT) && \
+	  echo "linked $(VENV_LABEXT) -> $(LABEXT)"; fi
+
+extension/node_modules/.package-lock.json: extension/package-lock.json
+	@command -v npm >/dev/null || { echo "make extension: Node.js and npm are needed to build the JupyterLab extension (extension/)"; exit 1; }
+	cd extension && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(LABEXT)/package.json: extension/node_modules/.package-lock.json $(EXT_SRC) | $(STAMP)
+	cd extension && PATH="$(abspath $(BIN)):$$PATH" npm run --silent build
+	@touch $@
+
+$(VENV_SERVER_CONFIG): jupyter-config/jupyter_server_config.d/deltaexplore.json | $(STAMP)
+	install -D -m 644 $< $@
+
+## UI prerequisites (browser and extension tests): Debian chromium (apt-get, as root) and
+## galata's node modules. Nothing else is downloaded: Playwright drives the Debian chromium.
+UI_TESTS := extension/ui-tests/node_modules/.package-lock.json
 
 setup-ui: setup-extension
 	@command -v chromium >/dev/null || { \
@@ -45,27 +76,20 @@ setup-ui: setup-extension
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "setup-ui: chromium is missing and cannot be installed here (needs root and apt-get): browser tests will skip"; fi; }
 
-## The JupyterLab extension (needs Node.js and npm; without them JupyterLab still shows the
-## explorer, only the extension's file-browser command and its tests are missing).
-setup-extension: setup
-	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory extension; \
-	  else echo "setup-extension: npm is missing: the JupyterLab extension is not built and its tests will skip"; fi
+## The JupyterLab extension (make setup builds it) and its galata suite's node modules.
+setup-extension: setup $(UI_TESTS)
 
-extension: $(EXT_STAMP)
-
-$(EXT_STAMP): $(STAMP)
-	cd extension && npm ci --no-audit --no-fund --loglevel=error && PATH="$(abspath $(BIN)):$$PATH" npm run --silent build
+$(UI_TESTS): extension/ui-tests/package-lock.json
 	cd extension/ui-tests && npm ci --no-audit --no-fund --loglevel=error
-	@rm -f extension/build/.built-*; touch $@
+	@touch $@
 
 ## JupyterLab refuses to run as root unless told: decided by who runs make.
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-## The deltaexplore server extension (which folders are Delta tables) and the built lab extension.
-LAB_FLAGS := --LabApp.extra_labextensions_path=extension/build \
-	'--ServerApp.jpserver_extensions={"deltaexplore.labserver": True}' $(LAB_ROOT_FLAG)
+## Nothing else: the environment loads the deltaexplore lab and server extensions by itself.
+LAB_FLAGS := $(LAB_ROOT_FLAG)
 
 ## The main job: set up, then open the tour notebook in JupyterLab (explorer, %delta, charts).
-demo: setup-extension
+demo: setup
 	$(BIN)/jupyter lab notebooks/00_tour.ipynb $(LAB_FLAGS)
 
 ## JupyterLab on the notebooks/ directory, with the deltaexplore extension.
@@ -96,4 +120,5 @@ bench: setup
 	$(BIN)/python benchmarks/bench_snapshot.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build *.egg-info frontend/node_modules deltaexplore/widgets/static
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build dist *.egg-info frontend/node_modules deltaexplore/widgets/static \
+	  extension/node_modules extension/lib extension/build extension/tsconfig.tsbuildinfo extension/ui-tests/node_modules

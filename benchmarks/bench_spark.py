@@ -217,14 +217,14 @@ def bench_cluster(rows: int, files: int, plan_files: int, merge_rows: int, merge
 
     work = TABLES / "cluster"
     shutil.rmtree(work, ignore_errors=True)
-    master, worker = start_standalone(work, cores=2, memory="6g")
+    master, worker = start_standalone(work, cores=2, memory="4g")
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the worker is this machine: executors run this venv's Python
     try:
         spark = (
             SparkSession.builder.master(master.url)
             .appName("deltaexplore-bench")
-            .config("spark.executor.memory", "5g")
-            .config("spark.driver.memory", "4g")
+            .config("spark.executor.memory", "3g")
+            .config("spark.driver.memory", "2g")
             .config("spark.sql.shuffle.partitions", "8")
             .config("spark.ui.enabled", "false")
             .getOrCreate()

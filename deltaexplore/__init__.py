@@ -11,6 +11,9 @@ charts, widgets, magics and the Spark pipeline build on it.
 
 from __future__ import annotations
 
+#: the package's one version: the wheel's metadata (pyproject.toml, dynamic) and `deltaexplore --version` read it
+__version__ = "0.1.0"
+
 import deltaexplore._accessors  # noqa: F401  # table.inspect / snap.inspect, imported on first use
 from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
 from deltaexplore.core.follow import Follower, follow
@@ -36,8 +39,6 @@ from deltaexplore.errors import (
     WriteRefusedError,
 )
 from deltaexplore.widgets import explore  # registers Table's notebook display; imports no UI library
-
-__version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]  # `%load_ext deltaexplore`

@@ -8,8 +8,10 @@ browser shows, whatever the number of subfolders; only `_delta_log` is looked up
 read from the tables. Hidden folders are answered like the contents manager answers them.
 
 Enabled by `jupyter_server_config.d/deltaexplore.json` (installed with the package) or
-`--ServerApp.jpserver_extensions='{"deltaexplore.labserver": True}'`. Imports jupyter_server
-only when the server loads it.
+`--ServerApp.jpserver_extensions='{"deltaexplore.labserver": True}'`. Loaded, it puts its route in
+the page config of JupyterLab and Notebook 7 (`deltaexploreTables`): the lab extension asks only
+a server that has it (no 404 for every folder where it is off). Imports jupyter_server only when
+the server loads it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 __all__ = ["delta_tables_in", "table_location"]
 
 ROUTE = "/deltaexplore/tables"
+#: the page config option that tells the lab extension the route (relative to the base URL)
+PAGE_CONFIG_OPTION = "deltaexploreTables"
 
 
 def _join(*parts: str) -> str:
@@ -85,6 +89,8 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     web_app = serverapp.web_app
     route = url_path_join(web_app.settings["base_url"], ROUTE.lstrip("/"))
     web_app.add_handlers(".*$", [(route, TablesHandler)])
+    # JupyterLab's and Notebook 7's page handlers start their page config from this dict
+    web_app.settings.setdefault("page_config_data", {})[PAGE_CONFIG_OPTION] = ROUTE.lstrip("/")
     serverapp.log.info("deltaexplore: Delta table folders at %s", route)
 
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from deltaexplore import inspect
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect.formatting import TABLE_KEY, human_bytes
+from deltaexplore.inspect.formatting import TABLE_KEY, count_noun, human_bytes, human_count
 from deltaexplore.magics.report import Report
 from deltaexplore.widgets import explore, maintenance
 from deltaexplore.widgets.tables import TITLE_KEY, titled
@@ -261,10 +261,9 @@ def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     if args.chart:
         return _chart("explain_funnel", out, predicate=args.where)
     read = int(pc.sum(out.column("selected")).as_py() or 0) if out.num_rows else 0
+    reads = f"reads {human_count(read)} of {count_noun(out.num_rows, 'file')}"
     out = out.filter(out.column("selected")) if args.selected else out
-    return titled(
-        out, f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} reads {read} of {out.num_rows} files"
-    )
+    return titled(out, f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} {reads}")
 
 
 @command("dv", "deletion vectors: per-file deleted rows, ratio, storage, sharing")
@@ -429,7 +428,7 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -
                 total = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
                 return titled(
                     files,
-                    f"VACUUM (dry run) · {_short_name(table)}: {files.num_rows} files, {human_bytes(total)}"
+                    f"VACUUM (dry run) · {_short_name(table)}: {count_noun(files.num_rows, 'file')}, {human_bytes(total)}"
                     f" · --run would use {backend}",
                 )
             return Report(f"{label} · {_short_name(table)}", maintenance.preview(name, TableView(table), **params), note=note)

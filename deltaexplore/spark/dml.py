@@ -328,6 +328,9 @@ def delete(
     Deletion vectors are used when the table enables them (``delta.enableDeletionVectors``) or
     `use_deletion_vectors` says so; otherwise the touched files are rewritten.
 
+    Executors: pyspark, pyarrow and numpy (DVs and rewrites); with the change data feed on, the
+    deleted rows are written by the core's data writer, which needs deltaexplore there.
+
     Returns:
         One row of metrics: operation, version (null for a dry run / no-op), dry_run,
         num_deleted_rows, num_removed_files, num_added_files, num_deletion_vectors_added,
@@ -368,6 +371,9 @@ def update(
 
     With deletion vectors the old rows are marked deleted and the new ones written to new
     files; otherwise every touched file is rewritten.
+
+    Executors: the new rows go through the core's data writer (the table's rules checked per
+    row), so the executors need deltaexplore installed.
 
     Returns:
         One row of metrics (see `delete`; ``num_updated_rows`` counts the rows changed).

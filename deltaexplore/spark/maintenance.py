@@ -131,6 +131,9 @@ def optimize(
     constraints are not evaluated again. Each bin's rows are counted in the new files' footers
     and must equal the bin's live rows before anything is committed.
 
+    Executors: pyspark, pyarrow and numpy; tables with variant or geo columns (the Python
+    writer) need deltaexplore there too.
+
     Args:
         target_size: bytes per output file (default ``delta.targetFileSize`` or 128 MiB).
         partition_filter: only partitions matching this predicate (partition columns only).

@@ -224,7 +224,7 @@ def merge(
                 inserted = _new_rows(plan, decided, "insert") if _has(plan, "insert") else None
                 outputs = [f for f in (updated, inserted) if f is not None]
                 if copied_frame is not None:
-                    outputs.append(copied_frame.select(*_logical(schema)))
+                    outputs.append(copied_frame.select(*_logical(schema, copied_frame.columns)))
                 adds = None
                 if outputs:
                     union = outputs[0]
@@ -368,11 +368,16 @@ def _clause_counts(plan: MergePlan, decided: DataFrame) -> dict[str, int]:
     return {k: int(row[k] or 0) for k in row.asDict()}
 
 
-def _logical(schema: Any, prefix: str = "") -> list[Column]:
-    """The written schema's columns from the target's (new columns null), cast to their types."""
+def _logical(schema: Any, columns: list[str]) -> list[Column]:
+    """The written schema's columns from a frame with `columns` (columns new to the schema null),
+    cast to their types."""
     from pyspark.sql import functions as F
 
-    return [F.col(f"{prefix}`{f.name}`").cast(spark_type(f.type)).alias(f.name) for f in schema.fields]
+    have = {c.lower() for c in columns}
+    return [
+        (F.col(f"`{f.name}`") if f.name.lower() in have else F.lit(None)).cast(spark_type(f.type)).alias(f.name)
+        for f in schema.fields
+    ]
 
 
 def _target_values(plan: MergePlan, frame: DataFrame) -> DataFrame:

@@ -202,7 +202,10 @@ def write(
         WriteRefusedError: schema mismatch, a violated constraint or protocol rule (the table
             is unchanged).
         CommitConflictError: a concurrent commit conflicts.
-        SparkError: the Spark job failed.
+        SparkError: the Spark job failed, or deltaexplore is missing on the executors.
+
+    Executors: the rows are written by the core's data writer inside the Spark tasks, so the
+    executors need deltaexplore installed (a `SparkError` says so when they do not).
     """
     from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -8,13 +8,25 @@ import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltaexplore.inspect import files, partitions
+from deltaexplore.inspect.file_sizes import finish_file_sizes, size_aggregates
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
-from deltaexplore.inspect.formatting import human_bytes
-from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, binary_steps, bytes_text, bytes_tooltip, count_axis, frame
+from deltaexplore.inspect.formatting import human_bytes, partition_names, partition_value_columns
+from deltaexplore.viz._data import (
+    BYTES_LABELS,
+    LABEL_SEPARATION,
+    as_inspect_table,
+    binary_steps,
+    bytes_axis,
+    bytes_text,
+    bytes_tooltip,
+    count_axis,
+    frame,
+)
 
-__all__ = ["file_size_histogram", "partition_skew_chart"]
+__all__ = ["TOP_PARTITIONS", "file_size_histogram", "partition_skew_chart"]
 
 
 def _files(data: Any) -> Any:
@@ -28,26 +40,25 @@ def _partitions(data: Any) -> Any:
 def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> alt.Chart:
     """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins whose files are all small
     coloured as small: under `small_file_bytes` when given, else as `inspect.files()` says
-    (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.files()` output
-    (or any table with `size`) or a Table/Snapshot. Binned with numpy first: the spec holds one
-    row per bin, never per file."""
-    f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
-    sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
-    if small_file_bytes is not None or "is_small" not in f.column_names:
-        is_small = sizes < (small_file_bytes if small_file_bytes is not None else DEFAULT_SMALL_FILE_BYTES)
+    (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.file_sizes()`
+    output (the bins, whichever engine counted them), `inspect.files()` output (or any table
+    with `size`) or a Table/Snapshot. The spec holds one row per bin, never per file."""
+    if isinstance(data, pa.Table) and "bin_start" in data.column_names and "files" in data.column_names:
+        bins = data
     else:
-        is_small = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
-    known = ~np.isnan(sizes)
-    sizes, is_small = sizes[known], is_small[known]
-    exp = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
-    if len(exp):
-        uniq, counts = np.unique(exp, return_counts=True)
-        bytes_per = np.bincount(exp - uniq.min(), weights=sizes)[uniq - uniq.min()]
-        small_per = np.bincount(exp - uniq.min(), weights=is_small)[uniq - uniq.min()]
-    else:
-        uniq, counts, bytes_per, small_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    lo = (2.0**uniq).astype(np.int64)
-    hi = (2.0 ** (uniq + 1)).astype(np.int64)
+        f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
+        sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
+        if small_file_bytes is not None or "is_small" not in f.column_names:
+            is_small = sizes < (small_file_bytes if small_file_bytes is not None else DEFAULT_SMALL_FILE_BYTES)
+        else:
+            is_small = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
+        known = ~np.isnan(sizes)
+        bins = finish_file_sizes(size_aggregates(sizes[known].astype(np.int64), is_small[known]))
+    lo = bins.column("bin_start").to_numpy().astype(np.int64)
+    hi = bins.column("bin_end").to_numpy().astype(np.int64)
+    counts = bins.column("files").to_numpy().astype(np.int64)
+    bytes_per = bins.column("bytes").to_numpy().astype(np.int64)
+    small_per = bins.column("small_files").to_numpy().astype(np.int64)
     labels = [f"{human_bytes(a)}-{human_bytes(b)}" for a, b in zip(lo, hi)]
     small = [bool(n_small == n) for n_small, n in zip(small_per, counts)]
     table = pa.table(
@@ -55,7 +66,7 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             "bin": pa.array(labels, pa.string()),
             "bin_start": pa.array(lo, pa.int64()),
             "files": pa.array(counts, pa.int64()),
-            "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
+            "bytes": pa.array(bytes_per, pa.int64()),
             "small": pa.array(small, pa.bool_()),
             "small_text": pa.array(["yes" if v else "no" for v in small], pa.string()),
             "bytes_text": pa.array([human_bytes(b) for b in bytes_per], pa.string()),
@@ -67,10 +78,9 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
         .encode(
             # each bar's label is where its bin starts (the next bar's start is where it ends)
             x=alt.X(
-                "bin:O",
-                sort=alt.SortField("bin_start"),
+                "bin_start:O",
                 title="file size (each bin up to twice its start)",
-                axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, '-')[0]", labelOverlap=True),
+                axis=alt.Axis(labelAngle=0, labelExpr=BYTES_LABELS, labelOverlap=True, labelSeparation=LABEL_SEPARATION),
             ),
             y=alt.Y("files:Q", title="files", axis=count_axis()),
             color=alt.Color(
@@ -89,51 +99,88 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
     )
 
 
-def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> alt.Chart:
-    """The `top` partitions by `metric` (bytes | files | rows | small_files), the rest summed in
-    one "(N other partitions)" bar; colour shows each partition's share of small files. `data` is
+#: most partitions `partition_skew_chart` draws one bar each for (the rest share one bar)
+TOP_PARTITIONS = 15
+#: the height of one partition's bar and label in px: labels never overlap
+_BAR_STEP = 18
+
+
+def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = TOP_PARTITIONS) -> alt.Chart:
+    """The `top` partitions by `metric` (bytes | files | rows | small_files), one bar each,
+    labelled by their values (the partition columns name the axis), the chart as tall as its
+    bars; beyond `top` the others are one grey bar at their mean per partition ("350 others
+    (mean)", on the same scale as the rest: drawn, never a sum that flattens every other bar;
+    its tooltip has their total). Colour: each partition's share of small files. `data` is
     `inspect.partitions()` output or a Table/Snapshot."""
     p = as_inspect_table(data, ("partition", metric, "files", "small_files"), _partitions, "partition_skew_chart")
     cols = list(dict.fromkeys(["partition", metric, "files", "small_files"] + (["bytes"] if "bytes" in p.column_names else [])))
-    df = frame(p, cols)
-    df = df.sort(metric, descending=True, nulls_last=True)
+    df = frame(p, cols).sort(metric, descending=True, nulls_last=True)
+    keys = df.get_column("partition")
+    names = partition_names(keys.unique().to_list()) or []
+    if names:
+        values = partition_value_columns(keys.to_arrow(), names)
+        label = values[0] if len(names) == 1 else pc.binary_join_element_wise(*values, " / ")
+        df = df.with_columns(pl.Series("label", pl.from_arrow(label), pl.String).fill_null("(null)"))
+    else:
+        df = df.with_columns(
+            pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("label")
+        )
     head, rest = df.head(top), df.slice(top)
+    head = head.with_columns(pl.lit(1).alias("partitions"), pl.lit(False).alias("other"))
     if rest.height:
+        sums = [c for c in df.columns if c not in ("partition", "label")]
         other = rest.select(
-            pl.lit(f"({rest.height} other partitions)").alias("partition"),
-            *[pl.col(c).sum() for c in df.columns if c != "partition"],
+            pl.lit(f"({rest.height:,} others)").alias("partition"),
+            pl.lit(f"{rest.height:,} others (mean)").alias("label"),
+            *[(pl.col(c).sum() / rest.height).alias(c) for c in sums],
+            pl.lit(rest.height).alias("partitions"),
+            pl.lit(True).alias("other"),
         )
         head = pl.concat([head, other.select(head.columns)], how="vertical_relaxed")
-    head = head.with_columns(
-        pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("partition"),
-        (pl.col("small_files") / pl.col("files")).alias("small_share"),
-    )
-    if "bytes" in head.columns:
-        head = bytes_text(head, "bytes")
-    if metric == "bytes":
-        ticks = binary_steps(0, head.get_column("bytes").max() or 0)  # type: ignore[arg-type]
-        axis, scale = alt.Axis(labelExpr=BYTES_LABELS, values=ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+        totals = rest.select(*[pl.col(c).sum().alias(f"{c}_total") for c in sums])
+        head = head.with_columns(
+            *[
+                pl.when(pl.col("other")).then(pl.lit(totals.item(0, f"{c}_total"))).otherwise(pl.col(c)).alias(f"{c}_total")
+                for c in sums
+            ]
+        )
     else:
-        axis, scale = count_axis(), alt.Scale()
+        head = head.with_columns(*[pl.col(c).alias(f"{c}_total") for c in df.columns if c not in ("partition", "label")])
+    head = head.with_columns((pl.col("small_files_total") / pl.col("files_total")).alias("small_share"))
+    if "bytes" in head.columns:
+        head = bytes_text(head.with_columns(pl.col("bytes_total").alias("total_bytes")), "total_bytes")
+    if metric == "bytes":
+        ticks = binary_steps(0, head.get_column("bytes").max() or 0, most=5)  # type: ignore[arg-type]
+        axis, scale = bytes_axis(ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+    else:
+        axis, scale = count_axis(tickCount=5), alt.Scale()
+    small = alt.condition(
+        "datum.other",
+        alt.value("#9d9d9d"),
+        alt.Color(
+            "small_share:Q",
+            title="small files",
+            scale=alt.Scale(domain=[0, 1], scheme="orangered"),
+            legend=alt.Legend(format="%", orient="top", direction="horizontal", gradientLength=120),
+        ),
+    )
+    title = f"partitions by {metric}" + (f" (the {top} largest of {df.height:,})" if rest.height else "")
     return (
-        alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
+        alt.Chart(head.to_arrow(), title=title)
         .mark_bar()
         .encode(
-            y=alt.Y("partition:N", sort=None, title=None),
-            x=alt.X(f"{metric}:Q", title=metric, axis=axis, scale=scale),
-            color=alt.Color(
-                "small_share:Q",
-                title="small files",
-                scale=alt.Scale(domain=[0, 1], scheme="orangered"),
-                legend=alt.Legend(format="%"),
-            ),
+            y=alt.Y("label:N", sort=None, title=" / ".join(names) or None, axis=alt.Axis(labelLimit=200)),
+            x=alt.X(f"{metric}:Q", title=metric + (" (others: their mean)" if rest.height else ""), axis=axis, scale=scale),
+            color=small,
             tooltip=[
-                "partition:N",
-                *([bytes_tooltip("bytes")] if "bytes" in head.columns else []),
-                alt.Tooltip("files:Q", format=","),
-                *([alt.Tooltip(f"{metric}:Q", format=",")] if metric not in ("bytes", "files") else []),
-                alt.Tooltip("small_files:Q", format=",", title="small files"),
-                alt.Tooltip("small_share:Q", format=".0%"),
+                alt.Tooltip("label:N", title=" / ".join(names) or "partition"),
+                alt.Tooltip("partitions:Q", format=","),
+                *([bytes_tooltip("total_bytes", "bytes")] if "bytes" in head.columns else []),
+                alt.Tooltip("files_total:Q", format=",", title="files"),
+                *([alt.Tooltip(f"{metric}_total:Q", format=",", title=metric)] if metric not in ("bytes", "files") else []),
+                alt.Tooltip("small_files_total:Q", format=",", title="small files"),
+                alt.Tooltip("small_share:Q", format=".0%", title="small share"),
             ],
         )
+        .properties(height=alt.Step(_BAR_STEP))
     )

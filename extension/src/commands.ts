@@ -11,6 +11,7 @@ import { Clipboard, Notification, WidgetTracker } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { copyIcon } from '@jupyterlab/ui-components';
+import { TabPanel, Widget } from '@lumino/widgets';
 
 import { deltaTableIcon, ExplorerPanel } from './panel';
 import { DeltaTables, IDeltaTable } from './tables';
@@ -25,6 +26,42 @@ export function pysparkSnippet(location: string): string {
     `df = dxs.read(spark, ${JSON.stringify(location)})  # deletion vectors applied`,
     'df.show()'
   ].join('\n');
+}
+
+/**
+ * Notebook 7's tree page has one main widget, its tab panel (Files, Running, ...): explorer tabs
+ * open there, beside them. None in JupyterLab, where they open in the main dock area.
+ */
+function notebookTree(app: JupyterFrontEnd): TabPanel | null {
+  for (const widget of app.shell.widgets('main')) {
+    if (widget instanceof TabPanel && widget.hasClass('jp-TreePanel')) {
+      return widget;
+    }
+  }
+  return null;
+}
+
+/** Show `panel` (added to the main area first when it is new). */
+function showInMain(app: JupyterFrontEnd, panel: Widget): void {
+  const tree = notebookTree(app);
+  if (tree) {
+    if (!tree.widgets.includes(panel)) {
+      // closed, the tab gives way to the one it was opened from (Files, most likely)
+      const from = tree.currentWidget;
+      panel.disposed.connect(() => {
+        if (from && !from.isDisposed && tree.widgets.includes(from)) {
+          tree.currentWidget = from;
+        }
+      });
+      tree.addWidget(panel);
+    }
+    tree.currentWidget = panel;
+    return;
+  }
+  if (!panel.isAttached) {
+    app.shell.add(panel, 'main', { mode: 'tab-after' });
+  }
+  app.shell.activateById(panel.id);
 }
 
 export function activateCommands(
@@ -72,7 +109,7 @@ export function activateCommands(
       }
       const existing = open.get(table.path);
       if (existing && !existing.isDisposed) {
-        app.shell.activateById(existing.id);
+        showInMain(app, existing);
         return;
       }
       await app.serviceManager.kernelspecs.ready;
@@ -87,9 +124,8 @@ export function activateCommands(
       const key = table.path;
       open.set(key, panel);
       panel.disposed.connect(() => open.delete(key));
-      app.shell.add(panel, 'main', { mode: 'tab-after' });
+      showInMain(app, panel);
       void tracker.add(panel);
-      app.shell.activateById(panel.id);
       await panel.start(); // errors show in the tab, as a short message
     }
   });

@@ -3,9 +3,12 @@
  * server extension (`GET /deltaexplore/tables?path=DIR`, `deltaexplore/labserver.py`), kept
  * per folder, and shown in every file browser as a `data-delta-table` attribute on the item
  * (CSS draws the badge; context-menu selectors and commands test it).
+ *
+ * The server extension says it is there in the page config (`deltaexploreTables`, the route);
+ * without it the feature is off: no request, no badge, nothing in the console.
  */
 import { FileBrowser, IFileBrowserFactory } from '@jupyterlab/filebrowser';
-import { URLExt } from '@jupyterlab/coreutils';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { Contents, ServerConnection } from '@jupyterlab/services';
 
 /** One Delta table folder as the server extension describes it. */
@@ -27,18 +30,28 @@ interface IFolderAnswer {
 /** The attribute a Delta table folder's item carries in the file browser. */
 export const TABLE_ATTRIBUTE = 'data-delta-table';
 
+/** The page config option the server extension sets: its route, relative to the base URL. */
+export const TABLES_OPTION = 'deltaexploreTables';
+
 /** What the server said about each folder shown so far. */
 export class DeltaTables {
   private readonly _tables = new Map<string, IDeltaTable>();
   private readonly _asked = new Map<string, Promise<void>>();
-  private _unavailable = false;
+  private readonly _inFlight = new Set<string>();
+  /** the server extension's route (empty: it is not enabled, the feature is off) */
+  private _route = PageConfig.getOption(TABLES_OPTION);
+
+  /** Whether the server extension is there to ask. */
+  get available(): boolean {
+    return !!this._route;
+  }
 
   /** The table at contents path `path`, if its folder was listed and it is one. */
   get(path: string): IDeltaTable | undefined {
     return this._tables.get(strip(path));
   }
 
-  /** Ask the server about `folder` (once per folder until `forget`). */
+  /** Ask the server about `folder` (once per folder until `refresh`). */
   list(folder: string): Promise<void> {
     const key = strip(folder);
     let pending = this._asked.get(key);
@@ -49,23 +62,35 @@ export class DeltaTables {
     return pending;
   }
 
-  /** Ask again about `folder` next time (its contents changed). */
-  forget(folder: string): void {
-    this._asked.delete(strip(folder));
+  /** Ask again about `folder` (its contents may have changed), unless a request for it is on its way. */
+  refresh(folder: string): Promise<void> {
+    const key = strip(folder);
+    if (!this._inFlight.has(key)) {
+      this._asked.delete(key);
+    }
+    return this.list(key);
   }
 
   private async _fetch(folder: string): Promise<void> {
-    if (this._unavailable) {
+    if (!this._route) {
       return;
     }
+    this._inFlight.add(folder);
+    try {
+      await this._ask(folder);
+    } finally {
+      this._inFlight.delete(folder);
+    }
+  }
+
+  private async _ask(folder: string): Promise<void> {
     const settings = ServerConnection.makeSettings();
-    const url = URLExt.join(settings.baseUrl, 'deltaexplore/tables') + '?path=' + encodeURIComponent(folder);
+    const url = URLExt.join(settings.baseUrl, this._route) + '?path=' + encodeURIComponent(folder);
     let answer: IFolderAnswer;
     try {
       const response = await ServerConnection.makeRequest(url, {}, settings);
       if (response.status === 404 && !(await response.text()).includes('no folder')) {
-        this._unavailable = true; // the server extension is not enabled: no badges, no errors
-        console.warn('deltaexplore: the server extension is not enabled (deltaexplore.labserver)');
+        this._route = ''; // the route went away (a server without the extension): feature off
         return;
       }
       if (!response.ok) {
@@ -109,9 +134,14 @@ interface IListingLike {
 }
 
 const patched = new WeakSet<object>();
+const marked = new WeakSet<FileBrowser>();
 
 /** Mark Delta table folders in `browser` now and whenever its items are drawn again. */
 export function markTables(browser: FileBrowser, tables: DeltaTables): void {
+  if (!tables.available || marked.has(browser)) {
+    return;
+  }
+  marked.add(browser);
   const listing = (browser as unknown as { listing?: IListingLike }).listing;
   if (listing && !patched.has(listing.renderer)) {
     patched.add(listing.renderer);
@@ -131,15 +161,11 @@ export function markTables(browser: FileBrowser, tables: DeltaTables): void {
       }
     };
   }
-  const refresh = () => {
-    void tables.list(browser.model.path).then(() => listing?.update());
-  };
-  browser.model.pathChanged.connect(refresh);
-  browser.model.refreshed.connect(() => {
-    tables.forget(browser.model.path);
-    refresh();
-  });
-  refresh();
+  const show = () => listing?.update();
+  browser.model.pathChanged.connect(() => void tables.list(browser.model.path).then(show));
+  // the listing was fetched again (a poll, a change): so is what the server says of its folders
+  browser.model.refreshed.connect(() => void tables.refresh(browser.model.path).then(show));
+  void tables.list(browser.model.path).then(show);
 }
 
 /** Mark tables in every file browser the factory makes. */

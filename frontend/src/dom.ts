@@ -136,14 +136,53 @@ export function copyButton(text: string | (() => string), label: string): HTMLBu
 
 /** A metric card: a label, a big value, an optional line under it and a status. */
 export function card(label: string, value: Child, sub?: Child, status?: string | null, title?: string): HTMLElement {
+  const line = sub !== undefined && sub !== null && sub !== '' ? h('div', { class: 'dxe-card-sub' }, sub) : null;
+  if (line) {
+    // past three lines the text is cut: then it opens (and closes) on a click or Enter
+    const toggle = () => {
+      if (!line.hasAttribute('aria-expanded')) return;
+      line.setAttribute('aria-expanded', line.getAttribute('aria-expanded') === 'true' ? 'false' : 'true');
+    };
+    line.addEventListener('click', toggle);
+    line.addEventListener('keydown', (ev: KeyboardEvent) => {
+      if (ev.key === 'Enter' || ev.key === ' ') {
+        ev.preventDefault();
+        toggle();
+      }
+    });
+    clamped.observe(line);
+  }
   return h(
     'div',
     { class: `dxe-card${status ? ` dxe-card-${status}` : ''}`, role: 'group', 'aria-label': label, title: title ?? null },
     h('div', { class: 'dxe-card-label' }, label),
     h('div', { class: 'dxe-card-value' }, value),
-    sub !== undefined && sub !== null && sub !== '' ? h('div', { class: 'dxe-card-sub' }, sub) : null,
+    line,
   );
 }
+
+/** Card lines cut at three lines become buttons that open them (and lines that fit stop being). */
+const clamped = new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    const el = target as HTMLElement;
+    if (!el.isConnected) {
+      clamped.unobserve(el); // a card replaced: observed no more
+      continue;
+    }
+    if (el.getAttribute('aria-expanded') === 'true') continue;
+    if (el.scrollHeight > el.clientHeight + 1) {
+      el.setAttribute('aria-expanded', 'false');
+      el.setAttribute('role', 'button');
+      el.tabIndex = 0;
+      el.title = 'show all of it';
+    } else if (el.hasAttribute('aria-expanded')) {
+      el.removeAttribute('aria-expanded');
+      el.removeAttribute('role');
+      el.removeAttribute('tabindex');
+      el.removeAttribute('title');
+    }
+  }
+});
 
 /** A titled section whose body is filled later (`body`), with optional tools on the right. */
 export function section(title: string, ...tools: Child[]): { el: HTMLElement; body: HTMLElement; head: HTMLElement } {
@@ -156,6 +195,17 @@ export function section(title: string, ...tools: Child[]): { el: HTMLElement; bo
 /** A message line: empty states, hints, errors (role alert for errors). */
 export function note(text: Child, kind: 'hint' | 'empty' | 'error' | 'warn' | 'loading' = 'hint'): HTMLElement {
   return h('p', { class: `dxe-note dxe-note-${kind}`, role: kind === 'error' ? 'alert' : null }, text);
+}
+
+/** Which engine computed a tab and why (the tab data's `engine`): a line when it is not the
+ * replayed state (a streaming pass over the log, or Spark jobs), nothing otherwise. */
+export function engineNote(engine: { name?: string; reason?: string } | null | undefined): HTMLElement | null {
+  if (!engine || !engine.name || engine.name === 'local') return null;
+  const label = engine.name === 'spark' ? 'Computed as Spark jobs' : engine.name === 'streaming' ? 'Computed in one streaming pass' : `Computed by ${engine.name}`;
+  const el = note(`${label}: ${engine.reason || ''}`, 'hint');
+  el.classList.add('dxe-engine');
+  el.setAttribute('data-engine', engine.name);
+  return el;
 }
 
 /** Key/value pairs as a definition list. */

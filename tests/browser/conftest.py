@@ -1,4 +1,7 @@
-"""A real JupyterLab server and Debian's chromium (driven by Playwright) for the browser tests.
+"""Real Jupyter servers (JupyterLab, Notebook 7) and Debian's chromium (driven by Playwright) for
+the browser tests. A server is started as a user starts it, with no extension flag: the
+deltaexplore lab and server extensions load because the environment has them installed (the
+development .venv by `make setup`, a wheel by pip).
 
 Nothing is downloaded: chromium comes from the Debian package (`make setup-ui` installs it),
 Playwright only drives it (`executable_path`). When chromium is missing the tests skip and say
@@ -7,19 +10,18 @@ how to install it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from jupyter_servers import Lab, start_server
+
 CHROMIUM = os.environ.get("DELTAEXPLORE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -31,7 +33,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
-TOKEN = "deltaexplore-browser-tests"
 
 
 @pytest.fixture(scope="session")
@@ -44,106 +45,20 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-class Lab:
-    """A running JupyterLab server rooted at `root`."""
-
-    def __init__(self, root: Path, port: int, proc: subprocess.Popen) -> None:
-        self.root = root
-        self.port = port
-        self.proc = proc
-        self.base = f"http://127.0.0.1:{port}"
-
-    def url(self, path: str) -> str:
-        sep = "&" if "?" in path else "?"
-        return f"{self.base}{path}{sep}token={TOKEN}"
-
-    def api(self, path: str) -> dict:
-        req = urllib.request.Request(f"{self.base}{path}", headers={"Authorization": f"token {TOKEN}"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return json.loads(r.read())
-
-
-def _server_port(runtime: Path, proc: subprocess.Popen) -> int | None:
-    """The port the server bound, from the info file it writes once listening (None: not yet)."""
-    info = runtime / f"jpserver-{proc.pid}.json"
-    try:
-        return int(json.loads(info.read_text())["port"])
-    except (OSError, ValueError, KeyError):
-        return None
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterator[Lab]:
+    """JupyterLab of the development environment, as `make demo` starts it (no extension flag)."""
+    server = start_server(tmp_path_factory)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterator[Lab]:
-    root = tmp_path_factory.mktemp("lab")
-    shutil.copy(ROOT / "notebooks" / "demo_tables.py", root / "demo_tables.py")
-    home = tmp_path_factory.mktemp("home")
-    settings = home / "settings"
-    # no news/update pop-ups, no announcement notifications on top of the notebook
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    # start the notebook's kernel without asking
-    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"autoStartDefaultKernel": True})
-    )
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "PYTHONPATH": str(root),
-    }
-    built = ROOT / "extension" / "build"  # the JupyterLab extension (MIME renderer), when built
-    extra = [f"--LabApp.extra_labextensions_path={built}"] if (built / "deltaexplore-jupyterlab").exists() else []
-    log = open(home / "lab.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--port=0",  # the server binds a free port itself and says which in its info file
-            "--ip=127.0.0.1",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
-            "--ServerApp.disable_check_xsrf=True",
-            "--allow-root",
-            "--LabApp.news_url=",
-            "--LabApp.expose_app_in_browser=True",
-            '--ServerApp.jpserver_extensions={"deltaexplore.labserver": True}',  # Delta folders marked
-            *extra,
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=root,
-    )
-    deadline = time.time() + 90
-    while True:
-        port = _server_port(home / "runtime", proc)
-        if port is not None:
-            server = Lab(root, port, proc)
-            try:
-                server.api("/api/status")
-                break
-            except OSError:
-                pass
-        if proc.poll() is not None or time.time() > deadline:
-            log.close()
-            raise RuntimeError(f"JupyterLab did not start: {(home / 'lab.log').read_text()[-3000:]}")
-        time.sleep(0.5)
+def notebook7(tmp_path_factory: pytest.TempPathFactory, chromium_path: str) -> Iterator[Lab]:
+    """Jupyter Notebook 7 of the development environment, as `jupyter notebook` starts it."""
+    server = start_server(tmp_path_factory, app="notebook")
     yield server
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@ axes, grids with rows), the version slider moves by keyboard (JupyterLab's short
 the keys) and by mouse, a pair of history rows opens the diff, a filter applies on Enter, a
 table full of script payloads shows them as text everywhere (cells, tooltips, pickers), no
 console error, no request leaves the machine. Screenshots of every tab, light and dark, go to
-$DELTAEXPLORE_SCREENSHOTS (default tests/browser/screenshots/, not committed).
+$DELTAEXPLORE_SCREENSHOTS (default tests/browser/screenshots/, not committed); the README's
+images are taken of a table the size of a real one (test_explorer_readable.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pyarrow import ipc
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lab_helpers import block_outside, notebook_json, wait_kernel_idle
+from lab_helpers import Watch, drawn_chart, notebook_json, open_tab, settled, wait_kernel_idle
 from xss_table import COLUMN, PART, PAYLOADS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -35,17 +36,6 @@ def shots() -> Path:
     out = Path(os.environ.get("DELTAEXPLORE_SCREENSHOTS") or HERE / "screenshots")
     out.mkdir(parents=True, exist_ok=True)
     return out
-
-
-class Watch:
-    """Console errors, page errors and every request that tried to leave the machine."""
-
-    def __init__(self, page) -> None:
-        self.errors: list[str] = []
-        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-
-        self.outside = block_outside(page)
 
 
 def _open_and_run(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
@@ -76,24 +66,8 @@ def _sales_and_xss(page, lab, name: str, sales_dir: str, xss_dir: str, *, extra:
     explorers = page.locator(".dxe-explorer")
     explorers.nth(1).wait_for(timeout=120_000)
     sales, xss = explorers.nth(0), explorers.nth(1)
-    _settled(page, sales)
+    settled(page, sales)
     return sales, xss
-
-
-def _settled(page, explorer) -> None:
-    """Wait until the kernel answered (no busy explorer) and grids/charts had a frame to draw."""
-    page.wait_for_timeout(150)
-    page.wait_for_function("() => !document.querySelector('.dxe-explorer.dxe-busy')", timeout=120_000)
-    explorer.evaluate("el => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    page.wait_for_timeout(400)
-
-
-def _tab(page, explorer, name: str):
-    explorer.get_by_role("tab", name=name, exact=True).click()
-    _settled(page, explorer)
-    panel = explorer.locator(".dxe-panel:not([hidden])")
-    assert explorer.get_by_role("tab", name=name, exact=True).get_attribute("aria-selected") == "true"
-    return panel
 
 
 def _grid_rows(panel, label: str) -> int:
@@ -116,27 +90,6 @@ def _cut_grids(panel) -> list[str]:
             const widths = [...w.querySelectorAll('.ag-header-cell')].map(c => `${c.getAttribute('col-id')} ${Math.round(c.getBoundingClientRect().width)}`);
             return cut ? `${w.getAttribute('aria-label')}: ${wide.join(', ')}; last header to ${Math.round(right)} of ${Math.round(grid.right)}; columns ${widths.join(', ')}` : null;
         }).filter(x => x)"""
-    )
-
-
-def _chart(panel, index: int = 0):
-    """The index-th chart of a panel, once Vega drew marks and axes into it."""
-    chart = panel.locator(".dxe-chart").nth(index)
-    chart.locator("svg g.role-mark > [aria-roledescription]").first.wait_for(state="attached", timeout=30_000)
-    assert chart.locator("svg g.role-axis").count() >= 2, "a chart without axes"
-    return chart
-
-
-def _docs_shot(explorer, path: Path) -> None:
-    """A screenshot for docs/images: the table's location (a temporary path of the test run)
-    shown as a neutral one, everything else as it is."""
-    explorer.evaluate(
-        """el => el.querySelectorAll('.dxe-uri, .dxe-kv code.dxe-path').forEach(n => {
-            n.dataset.real = n.textContent; n.textContent = n.textContent.replace(/^.*\\/(?=[^/]+$)/, '/data/lake/'); })"""
-    )
-    explorer.screenshot(path=str(path))
-    explorer.evaluate(
-        "el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })"
     )
 
 
@@ -173,47 +126,45 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     assert _version(sales).startswith("7 of 7")
 
     # -- every tab renders ------------------------------------------------------------------
-    panel = _tab(page, sales, "Overview")
+    panel = open_tab(page, sales, "Overview")
     assert panel.locator(".dxe-card").count() >= 6 and "deltaexplore tour: sales by region" in panel.inner_text()
     assert _grid_rows(panel, "schema") == 5
     sales.screenshot(path=str(shots / "light-overview.png"))
     assert _cut_grids(panel) == []
-    panel = _tab(page, sales, "History")
+    panel = open_tab(page, sales, "History")
     assert _grid_rows(panel, "history") == 8
-    _chart(panel)
+    drawn_chart(panel)
     sales.screenshot(path=str(shots / "light-history.png"))
     assert _cut_grids(panel) == []
-    _docs_shot(sales, shots / "docs-explorer-history.png")
-    panel = _tab(page, sales, "Files")
+    panel = open_tab(page, sales, "Files")
     assert _grid_rows(panel, "files") == 9 and _grid_rows(panel, "partitions") == 3
     # a float column keeps its decimals when a value is whole (skew 1.00 next to 0.40, not 1)
     skews = panel.get_by_role("region", name="partitions", exact=True).locator('.ag-cell[col-id="skew"]').all_inner_texts()
     assert sorted(skews) == ["0.40", "1.00", "1.00"]
-    _chart(panel, 0), _chart(panel, 1)
+    drawn_chart(panel, 0), drawn_chart(panel, 1)
     sales.screenshot(path=str(shots / "light-files.png"))
     assert _cut_grids(panel) == []
-    _docs_shot(sales, shots / "docs-explorer-files.png")
-    panel = _tab(page, sales, "Layout")
-    _chart(panel, 0), _chart(panel, 1)
+    panel = open_tab(page, sales, "Layout")
+    drawn_chart(panel, 0), drawn_chart(panel, 1)
     assert _grid_rows(panel, "files by overlap depth") == 9
     sales.screenshot(path=str(shots / "light-layout.png"))
     assert _cut_grids(panel) == []
-    panel = _tab(page, sales, "Deletion vectors")
-    _chart(panel)
+    panel = open_tab(page, sales, "Deletion vectors")
+    drawn_chart(panel)
     assert _grid_rows(panel, "deletion vectors") == 2
     sales.screenshot(path=str(shots / "light-deletion-vectors.png"))
     assert _cut_grids(panel) == []
-    panel = _tab(page, sales, "Diff")
+    panel = open_tab(page, sales, "Diff")
     panel.get_by_text("Version 6 → 7").wait_for(timeout=30_000)
     assert _grid_rows(panel, "changes") >= 4 and _grid_rows(panel, "changed files") == 1
     sales.screenshot(path=str(shots / "light-diff.png"))
     assert _cut_grids(panel) == []
-    panel = _tab(page, sales, "Log health")
-    _chart(panel)
+    panel = open_tab(page, sales, "Log health")
+    drawn_chart(panel)
     assert _grid_rows(panel, "log health") >= 10
     sales.screenshot(path=str(shots / "light-log-health.png"))
     assert _cut_grids(panel) == []
-    panel = _tab(page, sales, "Maintenance")
+    panel = open_tab(page, sales, "Maintenance")
     panel.get_by_role("button", name="Preview OPTIMIZE (compact)").click()
     panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
     sales.screenshot(path=str(shots / "light-maintenance.png"))
@@ -221,7 +172,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     assert _unnamed_controls(sales) == []
 
     # -- a filter applies on Enter, not on every key --------------------------------------------
-    panel = _tab(page, sales, "Files")
+    panel = open_tab(page, sales, "Files")
     box = panel.get_by_role("searchbox", name=re.compile("^files: filter paths"))
     box.fill("region=apac")
     page.wait_for_timeout(600)
@@ -241,7 +192,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     page.wait_for_function(
         "el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
     )
-    _settled(page, sales)
+    settled(page, sales)
     assert sales.is_visible() and heading.is_visible()  # the heading above did not collapse
     assert "OPTIMIZE" in sales.locator(".dxe-commit-line").inner_text()
     assert slider.evaluate("el => el === document.activeElement")  # the DOM was updated in place
@@ -251,7 +202,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     page.wait_for_function(
         "el => el.textContent.startsWith('0 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
     )
-    _settled(page, sales)
+    settled(page, sales)
     assert "CREATE TABLE AS SELECT" in sales.locator(".dxe-commit-line").inner_text()
     assert _grid_rows(sales.locator(".dxe-panel:not([hidden])"), "files") == 3  # the open tab shows version 0
     sales.get_by_role("button", name="next version").click()
@@ -260,7 +211,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     )
 
     # -- two history rows open the diff --------------------------------------------------------
-    panel = _tab(page, sales, "History")
+    panel = open_tab(page, sales, "History")
     grid = panel.get_by_role("region", name="history", exact=True)
     # the version shown (1, moved to while the tab was hidden) is the one row marked current
     marked = grid.evaluate(
@@ -275,33 +226,31 @@ def test_explorer_in_jupyterlab(page, lab, shots):
         )
         grid.locator(f".ag-row[row-index='{index}'] input[type=checkbox]").first.check()
     panel.get_by_role("button", name="Compare 3 → 5").click()
-    _settled(page, sales)
+    settled(page, sales)
     assert sales.get_by_role("tab", name="Diff", exact=True).get_attribute("aria-selected") == "true"
     panel = sales.locator(".dxe-panel:not([hidden])")
     panel.get_by_text("Version 3 → 5").wait_for(timeout=30_000)
     assert "channel" in panel.inner_text()  # the ADD COLUMNS of version 4
     # clicking a commit on the timeline travels to it
-    panel = _tab(page, sales, "History")
-    tick = _chart(panel).locator("svg g.role-mark > [aria-roledescription]").first  # version 7 (the newest is drawn first)
+    panel = open_tab(page, sales, "History")
+    tick = drawn_chart(panel).locator("svg g.role-mark > [aria-roledescription]").first  # version 7 (the newest is drawn first)
     tick.scroll_into_view_if_needed()
-    _settled(page, sales)
+    settled(page, sales)
     where = tick.bounding_box()
     page.mouse.click(where["x"] + where["width"] / 2, where["y"] + where["height"] / 2)
-    _settled(page, sales)
+    settled(page, sales)
     assert not _version(sales).startswith("1 of 7")
 
     # -- dark theme ------------------------------------------------------------------------------
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     sales.get_by_role("button", name="⟳ Refresh").click()  # also: back to the latest version
-    _settled(page, sales)
+    settled(page, sales)
     for name in TABS:
-        panel = _tab(page, sales, name)
+        panel = open_tab(page, sales, name)
         if name in ("History", "Files", "Layout", "Log health"):
-            _chart(panel)
+            drawn_chart(panel)
         sales.screenshot(path=str(shots / f"dark-{name.lower().replace(' ', '-')}.png"))
-        if name == "Layout":
-            _docs_shot(sales, shots / "docs-explorer-layout-dark.png")
     axis_text = sales.locator(".dxe-panel:not([hidden])")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
@@ -311,7 +260,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     xss.scroll_into_view_if_needed()
     seen = ""
     for name in TABS:
-        panel = _tab(page, xss, name)
+        panel = open_tab(page, xss, name)
         if name == "History":
             panel.get_by_role("region", name="history", exact=True).locator(".ag-row").first.click()
             panel.locator(".dxe-detail details summary").click()
@@ -319,7 +268,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
         if name == "Layout":
             picker = panel.get_by_role("combobox", name="layout column")
             picker.select_option(COLUMN)
-            _settled(page, xss)
+            settled(page, xss)
             panel = xss.locator(".dxe-panel:not([hidden])")
             assert COLUMN in picker.inner_text()
         seen += panel.inner_text() + "\n"
@@ -346,7 +295,7 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     assert page.dialogs == []
 
     # -- maintenance: preview, run, and the new version appears ---------------------------------
-    panel = _tab(page, sales, "Maintenance")
+    panel = open_tab(page, sales, "Maintenance")
     panel.get_by_role("button", name="Preview OPTIMIZE (compact)").click()
     panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
     panel.get_by_role("button", name="Run OPTIMIZE (compact)").click()
@@ -372,7 +321,7 @@ def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, la
     )
     live = page.locator(".dxe-explorer").first
     live.wait_for(timeout=120_000)
-    _settled(page, live)
+    settled(page, live)
     assert page.locator(".dx-explorer-static").first.is_hidden()  # live: the summary made way for the explorer
     page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
@@ -397,8 +346,6 @@ def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, la
     assert page.locator("text=Error displaying widget").count() == 0 and page.locator(".dxe-explorer").count() == 0
     assert page.evaluate("() => window.__dx_pwned") is None
     static.screenshot(path=str(shots / "saved-notebook-summary.png"))
-    static.evaluate("el => el.querySelectorAll('.dx-summary-uri').forEach(n => { n.textContent = '/data/lake/xss-saved'; })")
-    static.screenshot(path=str(shots / "docs-explorer-saved-summary.png"))
     assert watch.outside == [], watch.outside
     assert [e for e in watch.errors if "model not found" not in e] == []
 
@@ -463,7 +410,7 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     assert tab.evaluate("el => el === document.activeElement")
 
     # -- history: filters by operation, user and time ----------------------------------------------
-    panel = _tab(page, sales, "History")
+    panel = open_tab(page, sales, "History")
     grid = panel.get_by_role("region", name="history", exact=True)
     count = grid.locator(".dxe-grid-count")
     page.wait_for_function("el => el.textContent === '8 commits'", arg=count.element_handle(), timeout=30_000)
@@ -514,7 +461,7 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     assert history.num_rows == 8 and sorted(history.column("version").to_pylist()) == list(range(8))
 
     # -- a brush across the whole timeline picks the first and last version: the diff opens --------
-    chart = _chart(panel)
+    chart = drawn_chart(panel)
     chart.scroll_into_view_if_needed()
     _drag(page, chart, 0.02, 0.98)
     bar = panel.locator(".dxe-action-bar")
@@ -523,12 +470,12 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     lo, hi = re.match(r"Compare (\d+) → (\d+)", button.inner_text()).groups()  # type: ignore[union-attr]
     assert int(lo) < int(hi)
     button.click()
-    _settled(page, sales)
+    settled(page, sales)
     assert sales.get_by_role("tab", name="Diff", exact=True).get_attribute("aria-selected") == "true"
     sales.locator(".dxe-panel:not([hidden])").get_by_text(f"Version {lo} → {hi}").wait_for(timeout=30_000)
 
     # -- export from a grid whose rows stay in the kernel (files) ------------------------------------
-    panel = _tab(page, sales, "Files")
+    panel = open_tab(page, sales, "Files")
     files = panel.get_by_role("region", name="files", exact=True)
     with page.expect_download() as dl:
         files.get_by_role("button", name="CSV").click()
@@ -542,8 +489,8 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     assert exported.num_rows == 9 and "path" in exported.column_names
 
     # -- layout: whole-number count axes; a file range clicked lists that file; a brush filters ----
-    panel = _tab(page, sales, "Layout")
-    density, ranges = _chart(panel, 0), _chart(panel, 1)
+    panel = open_tab(page, sales, "Layout")
+    density, ranges = drawn_chart(panel, 0), drawn_chart(panel, 1)
     ticks = density.evaluate("c => [...c.querySelectorAll('g.role-axis-label text')].map(t => t.textContent)")
     assert ticks and all(re.fullmatch(r"-?[\d,]+", t) for t in ticks), ticks  # no 0.5 files
     legend = panel.evaluate("p => [...p.querySelectorAll('.dxe-chart g.role-legend text')].map(t => t.textContent)")
@@ -563,7 +510,7 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
     layout_grid.get_by_role("button", name=re.compile("^clear filter")).click()
     page.wait_for_function("el => el.textContent === '9 files'", arg=lcount.element_handle(), timeout=30_000)
     density.scroll_into_view_if_needed()
-    _settled(page, sales)
+    settled(page, sales)
     _drag(page, density, 0.05, 0.5)
     page.wait_for_function("el => /^\\d+ of 9 files$/.test(el.textContent)", arg=lcount.element_handle(), timeout=30_000)
     assert "brushed values" in tag.inner_text()
@@ -571,15 +518,15 @@ def test_selections_filters_exports_and_keys(page, lab, shots, tmp_path):
 
     # -- a chart tooltip with script payloads: text only -----------------------------------------------
     xss.scroll_into_view_if_needed()
-    panel = _tab(page, xss, "History")
-    text = _hover_until(page, _chart(panel), PAYLOADS["img"])  # the operation and user of version 0
+    panel = open_tab(page, xss, "History")
+    text = _hover_until(page, drawn_chart(panel), PAYLOADS["img"])  # the operation and user of version 0
     assert PAYLOADS["img"] in text
     tooltip = page.locator(".dxe-tooltip.dxe-tooltip-visible")
     tags = tooltip.evaluate("t => [...new Set([...t.querySelectorAll('*')].map(e => e.tagName.toLowerCase()))].sort()")
     assert set(tags) <= {"table", "tbody", "tr", "th", "td"}, tags
     xss.screenshot(path=str(shots / "xss-history-tooltip.png"))
-    panel = _tab(page, xss, "Files")
-    text = _hover_until(page, _chart(panel, 1), PART)  # the partition skew chart: partition values
+    panel = open_tab(page, xss, "Files")
+    text = _hover_until(page, drawn_chart(panel, 1), PART)  # the partition skew chart: partition values
     assert PAYLOADS["a"] in text or "plain" in text
     tags = tooltip.evaluate("t => [...new Set([...t.querySelectorAll('*')].map(e => e.tagName.toLowerCase()))].sort()")
     assert set(tags) <= {"table", "tbody", "tr", "th", "td"}, tags
@@ -608,10 +555,10 @@ def test_the_tour_runs_in_jupyterlab(page, lab, shots):
     assert errors.count() == 0, errors.all_inner_texts()[:3]
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=60_000)
-    _settled(page, explorer)
+    settled(page, explorer)
     assert "tour_sales" in explorer.locator(".dxe-title").inner_text() or explorer.locator(".dxe-title").inner_text() == "sales"
-    panel = _tab(page, explorer, "History")
-    _chart(panel)
+    panel = open_tab(page, explorer, "History")
+    drawn_chart(panel)
     page.screenshot(path=str(shots / "tour.png"))
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
@@ -647,7 +594,7 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     _open_and_run(page, lab, "explorer_prepared.ipynb", cells)
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=120_000)
-    _settled(page, explorer)
+    settled(page, explorer)
     tabs = {"History": "history", "Files": "files", "Layout": "layout", "Log health": "health"}
     # built while hidden: charts drawn, grid rows there, the panel kept out of focus and the
     # accessibility tree
@@ -669,7 +616,7 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     )
     for name, tab_id in tabs.items():
         frames.clear()
-        panel = _tab(page, explorer, name)
+        panel = open_tab(page, explorer, name)
         assert panel.get_attribute("data-tab") == tab_id
         assert panel.evaluate("p => !p.inert && !p.hasAttribute('aria-hidden') && !p.classList.contains('dxe-prerender')")
         # nothing asked of the kernel but the tab's name; no data, rows or busy line came back
@@ -695,7 +642,7 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
 
     files_at_0 = dx.open_table(str(lab.root / "sales_prepared")).snapshot(0).num_files
     assert files_at_0 != 9
-    _tab(page, explorer, "Overview")
+    open_tab(page, explorer, "Overview")
     slider = explorer.get_by_role("slider", name="version")
     slider.focus()
     slider.press("Home")
@@ -706,7 +653,7 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     )
     assert _version(explorer).startswith("0 of 7")
     frames.clear()
-    panel = _tab(page, explorer, "Files")
+    panel = open_tab(page, explorer, "Files")
     received = b"".join(p for d, p in frames if d == "received")
     assert b'"files_data"' not in received and b"loading " not in received
     assert _grid_rows(panel, "files") == files_at_0
@@ -730,7 +677,7 @@ def test_follow_shows_new_versions_as_they_land(page, lab, shots):
     _open_and_run(page, lab, "explorer_follow.ipynb", cells)
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=120_000)
-    _settled(page, explorer)
+    settled(page, explorer)
     toggle = explorer.get_by_role("button", name="◉ Follow")
     assert toggle.get_attribute("aria-pressed") == "false"
     toggle.click()
@@ -755,7 +702,7 @@ def test_follow_shows_new_versions_as_they_land(page, lab, shots):
     page.wait_for_function(
         "() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'false'", timeout=30_000
     )
-    _settled(page, explorer)
+    settled(page, explorer)
     ops.write_table(root, rows)  # version 9: nobody follows
     page.wait_for_timeout(1500)  # several polls' worth at 0.2 s: none runs any more
     assert _version(explorer).startswith("8 of 8")

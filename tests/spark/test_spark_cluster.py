@@ -24,9 +24,9 @@ import pytest
 
 import deltaexplore as dx
 
-from .conftest import SPARK_MARKS
-
-pytestmark = [*SPARK_MARKS, pytest.mark.slow]
+# its own group: the cluster and its driver run in processes of their own (no session of the
+# `spark` group's worker), so xdist may run it beside the other Spark tests
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark-cluster"), pytest.mark.slow]
 
 GROWTH_LIMIT_MB = 64
 

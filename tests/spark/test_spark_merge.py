@@ -146,3 +146,15 @@ def test_spark_merge_multiple_matches_dry_run_and_schema_evolution(spark, tmp_pa
     assert "source" in predicate and "target" in predicate and "id" in predicate
     with pytest.raises(dx.WriteRefusedError):
         dxs.merge(spark, uri, src, ["id"], [dx.core.operations.when_matched_update({"nope": "source.v"})])
+
+
+def test_spark_merge_rewrite_with_schema_evolution_copies_rows_with_the_new_column_null(spark, tmp_path):
+    import deltaexplore.spark as dxs
+
+    uri = str(tmp_path / "t")
+    write_table(uri, pa.table({"id": [1, 2, 3], "v": [10, 20, 30]}))  # one file, no deletion vectors
+    src = spark.createDataFrame([(2, 200, "x")], "id long, v long, extra string")
+    m = dxs.merge(spark, uri, src, ["id"], [when_matched_update_all()], schema_mode="merge").to_pylist()[0]
+    assert m["num_target_rows_updated"] == 1 and m["num_target_rows_copied"] == 2 and m["num_target_files_removed"] == 1
+    rows = sorted(dx.open_table(uri).snapshot().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "v": 10, "extra": None}, {"id": 2, "v": 200, "extra": "x"}, {"id": 3, "v": 30, "extra": None}]

@@ -3,8 +3,8 @@
 import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { card, fill, h, note, section } from '../dom';
-import { formatValue, humanBytes, humanCount } from '../format';
+import { card, engineNote, fill, h, note, section } from '../dom';
+import { countNoun, formatValue, humanBytes, humanCount } from '../format';
 import { createGrid } from '../grid';
 
 export function dvTab(ctx: Ctx): Tab {
@@ -14,10 +14,12 @@ export function dvTab(ctx: Ctx): Tab {
     label: 'deletion vectors',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'files with a deletion vector',
+    noun: 'file with a deletion vector',
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
     emptyText: 'No deletion vectors at this version',
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['path', 'deleted_ratio', 'cardinality', 'num_records', 'partition', 'live_rows', 'past_threshold', 'dv_bytes', 'storage', 'dv_path', 'shared_by', 'size'],
     options: {
       // the partition says where the rows were deleted: wide enough to read; the file's size is
       // on the Files tab (hidden here, still in exports): the path keeps room for its name
@@ -41,10 +43,12 @@ export function dvTab(ctx: Ctx): Tab {
   chartSection.body.appendChild(chart.el);
   const gridSection = section('Files with a deletion vector, most deleted first');
   gridSection.body.appendChild(grid.el);
-  const el = h('div', { class: 'dxe-tab-dv' }, summary.el, chartSection.el, gridSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-dv' }, engineLine, summary.el, chartSection.el, gridSection.el);
 
   function draw(): void {
     const data = ctx.model.get('dv_data') || {};
+    fill(engineLine, engineNote(data.engine));
     if (data.version === undefined) {
       fill(cards, note('Loading…', 'loading'));
       return;
@@ -55,7 +59,7 @@ export function dvTab(ctx: Ctx): Tab {
     const s = data.summary || {};
     fill(
       cards,
-      card('Files with a DV', humanCount(data.files_with_dv), `of ${humanCount(s.files)} files`),
+      card('Files with a DV', humanCount(data.files_with_dv), `of ${countNoun(s.files, 'file')}`),
       card('Deleted rows', humanCount(s.deleted_rows), s.rows_in_dv_files ? `${formatValue('ratio', s.deleted_rows / s.rows_in_dv_files)} of the rows of those files` : null),
       card('Past the purge threshold', humanCount(s.past_threshold), 'files worth rewriting (Maintenance → DV purge)', s.past_threshold ? 'warn' : null),
       card('DV files', humanCount(onDisk.length), `${humanBytes(dvFiles.reduce((n, r) => n + Number(r.dv_bytes || 0), 0))} of bitmaps`),

@@ -2,7 +2,7 @@
 // file of the version in a grid whose rows stay in the kernel (sorted and filtered there).
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { fill, h, note, section } from '../dom';
+import { engineNote, fill, h, note, section } from '../dom';
 import { createGrid } from '../grid';
 
 export function filesTab(ctx: Ctx): Tab {
@@ -16,7 +16,7 @@ export function filesTab(ctx: Ctx): Tab {
     label: 'partitions',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'partitions',
+    noun: 'partition',
     height: 260,
     filterPlaceholder: 'filter partitions',
     columns: ['partition', 'files', 'bytes', 'rows', 'live_rows', 'deleted_rows', 'small_files', 'small_bytes', 'dv_files', 'files_without_stats', 'median_file_bytes', 'bytes_share', 'skew'],
@@ -40,7 +40,7 @@ export function filesTab(ctx: Ctx): Tab {
     label: 'files',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'files',
+    noun: 'file',
     height: 440,
     filterPlaceholder: 'filter paths (Enter)',
     columns: ['path', 'partition', 'size', 'num_records', 'deleted_rows', 'live_rows', 'modification_time', 'is_small', 'has_stats', 'dv_storage'],
@@ -56,10 +56,12 @@ export function filesTab(ctx: Ctx): Tab {
   const filesSection = section('Files');
   filesSection.body.appendChild(files.el);
 
-  const el = h('div', { class: 'dxe-tab-files' }, chartsSection.el, partsSection.el, filesSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-files' }, engineLine, chartsSection.el, partsSection.el, filesSection.el);
 
   function draw(): void {
     const data = ctx.model.get('files_data') || {};
+    fill(engineLine, engineNote(data.engine));
     if (data.version === undefined) {
       fill(chartsSection.body, note('Loading…', 'loading'));
       return;

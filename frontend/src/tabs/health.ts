@@ -3,7 +3,7 @@
 import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { fill, h, note, pill, section } from '../dom';
+import { engineNote, fill, h, note, pill, section } from '../dom';
 import { formatValue, metricUnit } from '../format';
 import { createGrid } from '../grid';
 
@@ -12,10 +12,11 @@ export function healthTab(ctx: Ctx): Tab {
   const grid = createGrid({
     label: 'log health',
     rootClass: ctx.rootClass,
-    noun: 'checks',
+    noun: 'check',
     height: 420,
-    columns: ['status', 'section', 'metric', 'shown', 'detail'],
-    options: { shown: { header: 'value', unit: 'text', width: 170 }, detail: { flex: 3 }, metric: { flex: 1.2 } },
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['status', 'metric', 'shown', 'detail', 'section'],
+    options: { shown: { header: 'value', unit: 'text' }, detail: { flex: 3 } },
     rowClass: (r) => (r.status === 'warn' ? 'dxe-row-warn' : r.status === 'error' ? 'dxe-row-error' : null),
   });
   const chart = createChart(ctx.rootClass, { label: 'log size per version', height: 220 });
@@ -23,10 +24,12 @@ export function healthTab(ctx: Ctx): Tab {
   checks.body.append(counts, grid.el);
   const chartSection = section('Log size per version');
   chartSection.body.appendChild(chart.el);
-  const el = h('div', { class: 'dxe-tab-health' }, checks.el, chartSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-health' }, engineLine, checks.el, chartSection.el);
 
   function draw(): void {
     const data = ctx.model.get('health_data') || {};
+    fill(engineLine, engineNote(data.engine));
     if (data.version === undefined) {
       fill(counts, note('Loading…', 'loading'));
       return;
