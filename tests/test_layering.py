@@ -46,6 +46,7 @@ CORE_FLOORS: list[tuple[str, ...]] = [
     ("files", "history", "cdf"),
     ("snapshot",),
     ("table",),
+    ("follow",),  # a table followed as it changes
     ("write",),
     ("operations",),
 ]

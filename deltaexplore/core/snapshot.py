@@ -3,7 +3,8 @@
 A `Snapshot` is the `TableState` of one version (`core.log.state`: protocol, metadata, active
 files, commit times) together with the table it belongs to and the ways to read its files and
 rows: `files()`, `file_stats()`, `scan()`, `to_arrow()`. Immutable: time travel builds another
-snapshot (`Table.snapshot(version)`).
+snapshot (`Table.snapshot(version)`), moved from a snapshot the table holds when that is cheaper
+than reading the version from scratch (`move_snapshot`), with the same content.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import pyarrow as pa
 
 from deltaexplore.core.files import format_files
 from deltaexplore.core.log.segment import LogListing
-from deltaexplore.core.log.state import LogRead, TableState, read_log
+from deltaexplore.core.log.state import LogRead, TableState, move_cost, move_log, read_cost, read_log
+from deltaexplore.core.log.travel import ReplayedFiles
 from deltaexplore.core.protocol.features import CATALOG_FEATURES
 from deltaexplore.core.scan.plan import ScanPlan, plan_scan
 from deltaexplore.core.scan.stats import file_stats
 from deltaexplore.storage import Storage
 
-__all__ = ["CatalogManagedWarning", "Snapshot", "TableHandle", "build_snapshot"]
+__all__ = ["CatalogManagedWarning", "Snapshot", "TableHandle", "build_snapshot", "move_snapshot"]
 
 
 class CatalogManagedWarning(UserWarning):
@@ -48,6 +50,8 @@ class TableHandle(Protocol):
     def latest_version(self) -> int: ...
 
     def snapshot(self, version: int | None = None, *, timestamp: str | dt.datetime | dt.date | int | None = None) -> Snapshot: ...
+
+    def snapshot_from(self, base: Snapshot, version: int | None = None) -> Snapshot: ...
 
     def history(
         self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None
@@ -76,12 +80,42 @@ def build_snapshot(
     return Snapshot(table, log, published_only=published_only)
 
 
+def move_snapshot(table: TableHandle, listing: LogListing, version: int, bases: list[Snapshot]) -> Snapshot | None:
+    """The snapshot of `version` moved from the cheapest of `bases` (`core.log.state.move_log`),
+    `bases`' own snapshot when one is that version read from the same segment; None when no
+    move is cheaper than reading the version from scratch."""
+    best: tuple[int, Snapshot] | None = None
+    for base in bases:
+        if base.table is not table or base.problem is not None:  # a lenient state is never moved
+            continue
+        cost = move_cost(listing, version, base)
+        if cost is not None and (best is None or cost < best[0]):
+            best = (cost, base)
+    if best is None or best[0] > read_cost(listing, version, root=table.uri):
+        return None
+    base = best[1]
+    moved = move_log(table.storage, listing, version, base)
+    if moved is None:
+        return None
+    log, files = moved
+    if base.version == version and log.segment == base.segment:
+        return base
+    return Snapshot(table, log, published_only=base.published_only, files=files)
+
+
 class Snapshot(TableState):
     """The state of a table at one version, with its table and its reads. Immutable."""
 
-    def __init__(self, table: TableHandle, log: LogRead, *, published_only: bool = False) -> None:
-        super().__init__(table.storage, log, published_only=published_only)
+    def __init__(
+        self, table: TableHandle, log: LogRead, *, published_only: bool = False, files: ReplayedFiles | None = None
+    ) -> None:
+        super().__init__(table.storage, log, published_only=published_only, files=files)
         self.table = table
+
+    def refresh(self) -> Snapshot:
+        """The table's latest snapshot, moved from this one: only the commits since are read
+        (or this snapshot itself, when there are none)."""
+        return self.table.snapshot_from(self)
 
     # -- files -------------------------------------------------------------------------------
     def files(self) -> pa.Table:

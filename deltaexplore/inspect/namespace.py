@@ -29,6 +29,7 @@ from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
 from deltaexplore.inspect.schemas import annotate_core
 from deltaexplore.inspect.snapshots import table_of
+from deltaexplore.inspect.timeline import timeline
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -152,6 +153,11 @@ class InspectNamespace:
     def log_health(self, *, version: int | None = None) -> pa.Table:
         """Checks and metrics of the log (see `inspect.log_health.log_health`)."""
         return log_health(self._obj, version=version)
+
+    def timeline(self, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None) -> pa.Table:
+        """Per version: files, bytes, rows, small files, DVs, partitions, schema and protocol
+        changes, from one replay (see `inspect.timeline.timeline`); up to this snapshot."""
+        return timeline(self._obj, start, end, small_file_bytes=small_file_bytes)
 
     def log_files(self) -> pa.Table:
         """Per version: what the log holds (see `inspect.log_health.log_files`)."""

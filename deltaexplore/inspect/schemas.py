@@ -48,6 +48,7 @@ __all__ = [
     "PROTOCOL_VERSIONS_SCHEMA",
     "ROW_TRACKING_SCHEMA",
     "SCHEMAS",
+    "TIMELINE_SCHEMA",
     "TS",
     "TXNS_SCHEMA",
     "VACUUM_SCHEMA",
@@ -624,8 +625,33 @@ def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
 
 
 #: name -> schema of every fixed-schema inspection function
+#: `timeline(start, end)`: one row per version, from one replay of the log.
+TIMELINE_SCHEMA = _s(
+    "timeline",
+    ("version", pa.int64(), "version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    ("files", pa.int64(), "active files", "count"),
+    ("bytes", pa.int64(), "bytes of the active files", "bytes"),
+    (
+        "rows",
+        pa.int64(),
+        "live rows: numRecords minus rows deleted by DVs (a file without numRecords counts 0)",
+        "count",
+    ),
+    ("small_files", pa.int64(), "active files under the small-file threshold (as files())", "count"),
+    ("small_file_share", pa.float64(), "small_files / files (null without files)", "ratio"),
+    ("dv_files", pa.int64(), "active files with a deletion vector", "count"),
+    ("dv_deleted_rows", pa.int64(), "rows deleted by deletion vectors", "count"),
+    ("dv_deleted_ratio", pa.float64(), "dv_deleted_rows / numRecords of the active files (null without rows)", "ratio"),
+    ("partitions", pa.int64(), "partitions with at least one file (null: unpartitioned)", "count"),
+    ("schema_changed", pa.bool_(), "a metaData action of this version changed the schema", "bool"),
+    ("protocol_changed", pa.bool_(), "a protocol action of this version changed the protocol", "bool"),
+)
+
+
 SCHEMAS: dict[str, pa.Schema] = {
     "history": HISTORY_SCHEMA,
+    "timeline": TIMELINE_SCHEMA,
     "commits": COMMITS_SCHEMA,
     "diff": DIFF_SCHEMA,
     "diff_files": DIFF_FILES_SCHEMA,

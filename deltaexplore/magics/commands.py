@@ -154,6 +154,16 @@ def cmd_explore(ctx: Context, argv: list[str]) -> Any:
     return explore(table_named(ctx, args.table), args.version, page_size=ctx.page_size, tab=args.tab)
 
 
+@command("follow", "the explorer following the table as it changes (new versions and their commits)")
+def cmd_follow(ctx: Context, argv: list[str]) -> Any:
+    p = parser("follow", "Open the explorer with Follow on: new versions appear as they land.", version=False)
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls while commits come (backs off to 30 s)")
+    p.add_argument("--tab", default="history", help="tab to open on")
+    args = p.parse_args(argv)
+    table = table_named(ctx, args.table)
+    return explore(table, None, page_size=ctx.page_size, tab=args.tab, follow=True, follow_interval=args.interval)
+
+
 @command("history", "commits, newest first")
 def cmd_history(ctx: Context, argv: list[str]) -> Any:
     p = parser("history", "One row per commit, newest first.", version=False)

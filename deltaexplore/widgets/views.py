@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Hashable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.inspect.streaming import STREAMING_FILES, FilePass, estimated_files, file_pass
 from deltaexplore.spark.inspect import spark_file_pass
 from deltaexplore.widgets.arrow_ipc import to_ipc
+from deltaexplore.widgets.background import THREAD_PREFIX, Background
 from deltaexplore.widgets.sources import RowSource, with_partition_values
 
 if TYPE_CHECKING:
@@ -121,7 +123,8 @@ class TableView:
         self._prepared: dict[tuple[Any, str], Future[Any]] = {}
         #: `prepare` may be called from the kernel's main thread and a subshell's
         self._preparing = threading.Lock()
-        self._worker: ThreadPoolExecutor | None = None
+        #: work ahead of the user, which gives way to the user's requests (`user()`)
+        self.background = Background()
 
     # -- time ------------------------------------------------------------------------------
     @property
@@ -137,6 +140,14 @@ class TableView:
             self.snap = new
             for key in [k for k in self._prepared if k[1] != "history" and k[0] != new.version]:
                 self._prepared.pop(key).cancel()  # the version left: its tabs are not asked for
+            # queued or running jobs of versions the user left stop (at their next pause)
+            self.background.cancel(lambda key: not isinstance(key, tuple) or key[1] == "history" or key[0] == new.version)
+            if self._pending is not None and self._pending[0] != new.version:
+                self._pending = None  # its job was dropped with the other versions'
+
+    def user(self) -> Any:
+        """A context in which a user's request is served: background work waits meanwhile."""
+        return self.background.user()
 
     def snapshot(self, version: int) -> Snapshot:
         """The snapshot at `version`: the one prepared in the background when it is that one,
@@ -145,7 +156,7 @@ class TableView:
         if pending is not None and pending[0] == version:
             self._pending = None
             try:
-                return remember(pending[1].result())
+                return remember(self.background.result(pending[1]))
             except Exception:  # noqa: BLE001 - built again below, where the error reaches the caller
                 pass
         if version == self.snap.version:
@@ -153,12 +164,17 @@ class TableView:
         return _open(self.table, version)
 
     # -- background work, while the user reads the first view ---------------------------------
-    def _background(self, job: Any) -> Future[Any]:
+    def _background(self, job: Any, key: Hashable | None = None) -> Future[Any]:
         """Run `job` on this view's one background thread (jobs run one after the other; most
-        of their time is in Arrow, polars and the stats kernel, which release the GIL)."""
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaexplore-prepare")
-        return self._worker.submit(job)
+        of their time is in Arrow, polars and the stats kernel, which release the GIL). `key`
+        (version, what) lets a move to another version drop it; a job pauses between its
+        stages while the user is served (`pause`)."""
+        return self.background.submit(key if key is not None else object(), job)
+
+    def pause(self) -> None:
+        """Between two stages of a background job: wait while a user's request is served, stop
+        when the job was dropped (a no-op on any other thread)."""
+        self.background.pause()
 
     def prefetch(self, version: int) -> None:
         """Prepare in the background the snapshot at `version` (replay included), so moving
@@ -171,11 +187,13 @@ class TableView:
         if self._pending is None and version >= lo and version not in recent and small_enough:
 
             def build() -> Snapshot:
+                self.pause()
                 snap = self.table.snapshot(version)
+                self.pause()
                 snap.add_actions()
                 return snap
 
-            self._pending = (version, self._background(build))
+            self._pending = (version, self._background(build, (version, "snapshot")))
 
     def prepare(self) -> None:
         """Once the first view is complete: prepare in the background what the user is likely to
@@ -191,20 +209,34 @@ class TableView:
         # with the grids' default orders: their first window, asked for on the kernel's main
         # thread when the tab is built, is then only a take
         def files() -> tuple[dict[str, Any], RowSource, RowSource]:
+            self.pause()
             out, files, parts = self.files(snap)
-            return out, files.warm(), parts.warm()
+            self.pause()
+            files.warm()
+            self.pause()
+            return out, files, parts.warm()
 
         def layout(column: str) -> tuple[dict[str, Any], RowSource]:
+            self.pause()
             out, source = self.layout(column, snap)
+            self.pause()
             return out, source.warm()
+
+        def health() -> dict[str, Any]:
+            self.pause()
+            return self.health(snap)
+
+        def history() -> tuple[dict[str, Any], RowSource]:
+            self.pause()
+            return self.history()
 
         # the cheap tabs first (under a second each at 1M files), then this version's layout
         # tab and the previous version (seconds each): a tab opened while its job still waits
         # computes it at once
         jobs = {
-            (self.listing.latest_version, "history"): self.history,
+            (self.listing.latest_version, "history"): history,
             (snap.version, "files"): files,
-            (snap.version, "health"): lambda: self.health(snap),
+            (snap.version, "health"): health,
         }
         column = self.default_layout_column()
         if column:
@@ -212,7 +244,7 @@ class TableView:
         with self._preparing:
             for key, job in jobs.items():
                 if key not in self._prepared:
-                    self._prepared[key] = self._background(job)
+                    self._prepared[key] = self._background(job, key)
             self.prefetch(snap.version - 1)
 
     def prepared_state(self, key: tuple[Any, str]) -> str:
@@ -227,13 +259,13 @@ class TableView:
         None: nothing prepared, or its job still queued behind others (cancelled: the caller
         computes it at once rather than wait for the whole queue). Called on the background
         thread itself (by the job), it never waits for itself."""
-        if threading.current_thread().name.startswith("deltaexplore-prepare"):
+        if threading.current_thread().name.startswith(THREAD_PREFIX):
             return None
         future = self._prepared.pop(key, None)
         if future is None or future.cancel():
             return None
         try:
-            return future.result()
+            return self.background.result(future)
         except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
             return None
 
