@@ -11,6 +11,8 @@ Everything is vectorized: 1M-file tables stay Arrow columns end to end.
 How the table got there (time):
 
 - `history(limit=None)` -> core `HISTORY_SCHEMA`: one row per commit, newest first.
+- `timeline(start=None, end=None)` -> `TIMELINE_SCHEMA`: per version files, bytes, rows,
+  small-file share, DV ratio, partitions, schema / protocol changes, from one replay.
 - `commit_infos(start=None, end=None)` -> `COMMIT_INFOS_SCHEMA`: who did what when, per commit,
   from its `commitInfo` alone (the head of each commit file): the whole history cheaply.
 - `commits(start=None, end=None, *, checkpoints=False)` -> `COMMITS_SCHEMA`: every action of
@@ -88,6 +90,7 @@ from deltaexplore.inspect.namespace import InspectNamespace
 from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
 from deltaexplore.inspect.schemas import SCHEMAS
+from deltaexplore.inspect.timeline import timeline
 
 __all__ = [
     "FUNCTIONS",
@@ -121,6 +124,7 @@ __all__ = [
     "partitions",
     "reconstructable_versions",
     "row_tracking",
+    "timeline",
     "transactions",
     "vacuum_preview",
 ]
@@ -137,6 +141,7 @@ FUNCTIONS = {
     for name in (
         "overview",
         "history",
+        "timeline",
         "commit_infos",
         "commits",
         "diff",

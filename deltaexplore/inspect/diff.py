@@ -23,18 +23,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import combined, take_rows
+from deltaexplore.core.history import read_protocols
 from deltaexplore.core.log.json_log import read_log_files
-from deltaexplore.core.protocol.features import features_of
+from deltaexplore.core.protocol.features import check_readable, features_of
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
-from deltaexplore.errors import DeltaExploreError
+from deltaexplore.errors import DeltaExploreError, UnsupportedFeatureError
 from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.features import lenient_snapshot
 from deltaexplore.inspect.file_columns import dv_cardinality, dv_ids
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schema_diff import schema_changes
 from deltaexplore.inspect.schemas import DIFF_FILES_SCHEMA, DIFF_SCHEMA
-from deltaexplore.inspect.snapshots import snapshot_of, table_cache, table_of
+from deltaexplore.inspect.snapshots import table_cache, table_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -187,8 +189,8 @@ def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapsho
     if hit is not None and hit[0] == stamp:
         changes, a, b, method = hit[1]
     else:
-        a = snapshot_of(table, lo)
-        b = a if hi == lo else snapshot_of(table, hi)
+        a = lenient_snapshot(table, lo)  # a version deltaexplore cannot read still has files and a protocol
+        b = a if hi == lo else lenient_snapshot(table, hi)
         if lo == hi:
             frame, method = _compare(_side(a, a.add_actions().slice(0, 0)), _side(a, a.add_actions().slice(0, 0))), "same version"
         else:
@@ -362,6 +364,44 @@ def _metadata_rows(a: Snapshot, b: Snapshot) -> list[dict]:
     return out
 
 
+def _protocol_steps(table: Table, older: Snapshot, hi: int) -> list[dict]:
+    """The protocol changes of the commits strictly between two versions (with
+    checkpointProtection a feature may come and go between them): one `protocol` row each,
+    named after its version."""
+    lo = older.version
+    files = _range_files(table, lo, hi) if hi - lo > 1 else None
+    if not files:
+        return []
+    actions = read_protocols(table.storage, table.listing(refresh=False), list(range(lo + 1, hi)))
+    out = []
+    previous = older.protocol
+    for version in sorted(actions):
+        p = actions[version]
+        (r1, w1), (r2, w2) = features_of(previous), features_of(p)
+        before, after = set(r1) | set(w1), set(r2) | set(w2)
+        if p != previous:
+            what = [f"+{f}" for f in sorted(after - before)] + [f"-{f}" for f in sorted(before - after)]
+            try:
+                check_readable(p)
+                note = ""
+            except UnsupportedFeatureError as exc:
+                note = f"; deltaexplore does not read version {version} ({exc.feature})"
+            out.append(
+                _row(
+                    "protocol",
+                    "changed_between",
+                    f"version {version}",
+                    f"{previous.min_reader_version}/{previous.min_writer_version}",
+                    f"{p.min_reader_version}/{p.min_writer_version}",
+                    f"version {version}: protocol {previous.min_reader_version}/{previous.min_writer_version} -> "
+                    f"{p.min_reader_version}/{p.min_writer_version} {' '.join(what)}".rstrip()
+                    + note,
+                )
+            )
+        previous = p
+    return out
+
+
 def _cdf_row(table: Table, a: Snapshot, b: Snapshot) -> dict:
     lo, hi = min(a.version, b.version), max(a.version, b.version)
     if lo == hi:
@@ -404,7 +444,8 @@ def diff(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) ->
     """
     v1, v2 = resolve_versions(obj, v1, v2)
     changes, a, b, _ = _compute(obj, v1, v2)
-    rows = _file_rows(changes) + _metadata_rows(a, b) + [_cdf_row(table_of(obj), a, b)]
+    steps = _protocol_steps(table_of(obj), a if a.version < b.version else b, max(v1, v2))
+    rows = _file_rows(changes) + _metadata_rows(a, b) + steps + [_cdf_row(table_of(obj), a, b)]
     cols = {f.name: [r[f.name] for r in rows] for f in DIFF_SCHEMA}
     return conform(cols, DIFF_SCHEMA)
 

@@ -29,6 +29,7 @@ from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
 from deltaexplore.inspect.schemas import annotate_core
 from deltaexplore.inspect.snapshots import table_of
+from deltaexplore.inspect.timeline import timeline
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -153,6 +154,11 @@ class InspectNamespace:
         """Checks and metrics of the log (see `inspect.log_health.log_health`)."""
         return log_health(self._obj, version=version)
 
+    def timeline(self, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None) -> pa.Table:
+        """Per version: files, bytes, rows, small files, DVs, partitions, schema and protocol
+        changes, from one replay (see `inspect.timeline.timeline`); up to this snapshot."""
+        return timeline(self._obj, start, end, small_file_bytes=small_file_bytes)
+
     def log_files(self) -> pa.Table:
         """Per version: what the log holds (see `inspect.log_health.log_files`)."""
         return log_files(self._obj)
@@ -165,9 +171,10 @@ class InspectNamespace:
         """What VACUUM would delete (see `inspect.retention.vacuum_preview`)."""
         return vacuum_preview(self._obj, retention_hours=retention_hours)
 
-    def features(self, *, version: int | None = None, all_known: bool = False) -> pa.Table:
-        """Protocol features, supported and active (see `inspect.features.features`)."""
-        return features(self._obj, version=version, all_known=all_known)
+    def features(self, *, version: int | None = None, all_known: bool = False, all_versions: bool = False) -> pa.Table:
+        """Protocol features, supported and active; with `all_versions` the protocol of every
+        version (see `inspect.features.features`)."""
+        return features(self._obj, version=version, all_known=all_known, all_versions=all_versions)
 
     def compatibility(self, *, version: int | None = None) -> pa.Table:
         """Which clients can read/write the table (see `inspect.features.compatibility`)."""

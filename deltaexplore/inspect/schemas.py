@@ -45,8 +45,10 @@ __all__ = [
     "LOG_FILES_SCHEMA",
     "METRICS_SCHEMA",
     "PARTITIONS_SCHEMA",
+    "PROTOCOL_VERSIONS_SCHEMA",
     "ROW_TRACKING_SCHEMA",
     "SCHEMAS",
+    "TIMELINE_SCHEMA",
     "TS",
     "TXNS_SCHEMA",
     "VACUUM_SCHEMA",
@@ -180,7 +182,8 @@ DIFF_SCHEMA = _s(
     (
         "change",
         pa.string(),
-        "added | removed | dv_changed | net | changed | renamed | widened | type_changed | nullability | available | unavailable",
+        "added | removed | dv_changed | net | changed | changed_between | renamed | widened | type_changed | nullability "
+        "| available | unavailable",
         "operation",
     ),
     ("name", pa.string(), "what changed: column path, property key, feature, domain, app id ('files' for file totals)", "text"),
@@ -322,6 +325,13 @@ EXPLAIN_SCHEMA = _s(
     ("selected", pa.bool_(), "the scan reads this file", "bool"),
     ("reason", pa.string(), "the part of the predicate that excluded the file, or why it must be read", "text"),
     ("missing_stats", pa.bool_(), "the file lacks statistics for a predicate column (cannot be skipped by stats)", "bool"),
+    (
+        "ignored_stats",
+        pa.string(),
+        "predicate columns whose statistics and partition values skip no file, and why (a collation whose "
+        "statistics this reader cannot match, an interval column)",
+        "text",
+    ),
 )
 
 #: `deletion_vectors()`: one row per active file that has a deletion vector.
@@ -445,6 +455,30 @@ FEATURES_SCHEMA = _s(
     ("deltaexplore_read", pa.bool_(), "deltaexplore reads tables with it", "bool"),
     ("deltaexplore_write", pa.bool_(), "deltaexplore writes tables with it", "bool"),
     ("description", pa.string(), "what it is", "text"),
+    ("handling", pa.string(), "what deltaexplore does with a table that has it", "text"),
+    ("rfc", pa.string(), "where a feature still in flight is specified (delta-io/delta protocol_rfcs/)", "text"),
+)
+
+#: `features(all_versions=True)`: the protocol and feature set of every retained version.
+PROTOCOL_VERSIONS_SCHEMA = _s(
+    "protocol_versions",
+    ("version", pa.int64(), "commit version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    (
+        "change",
+        pa.string(),
+        "created | first retained | upgraded | downgraded | changed | restated (a protocol action "
+        "that changes nothing); null: no protocol action in this commit",
+        "operation",
+    ),
+    ("min_reader_version", pa.int32(), "minReaderVersion", "number"),
+    ("min_writer_version", pa.int32(), "minWriterVersion", "number"),
+    ("reader_features", pa.list_(pa.string()), "reader features in force (legacy versions translated)", "text"),
+    ("writer_features", pa.list_(pa.string()), "writer features in force (legacy versions translated)", "text"),
+    ("added", pa.list_(pa.string()), "features this version's protocol adds", "text"),
+    ("removed", pa.list_(pa.string()), "features this version's protocol drops (checkpointProtection allows it)", "text"),
+    ("readable", pa.bool_(), "deltaexplore reads this version (its own protocol decides)", "bool"),
+    ("blockers", pa.list_(pa.string()), "why not: reader versions or features deltaexplore lacks", "text"),
 )
 
 #: declared client capabilities (`clients.CLIENTS`).
@@ -467,6 +501,8 @@ CLIENT_FEATURES_SCHEMA = _s(
     ("feature", pa.string(), "feature name", "text"),
     ("read", pa.bool_(), "reads tables with the feature", "bool"),
     ("write", pa.bool_(), "writes tables with the feature", "bool"),
+    ("read_evidence", pa.string(), "checked (a test here reads tables with the feature with the real client) | declared", "text"),
+    ("write_evidence", pa.string(), "checked | declared (no write is checked against another client here)", "text"),
 )
 
 #: `compatibility()`: which clients can read and write this table, and why not.
@@ -493,6 +529,7 @@ COLUMN_MAPPING_SCHEMA = _s(
     ("depth", pa.int32(), "0 for top-level columns", "number"),
     ("is_partition", pa.bool_(), "partition column", "bool"),
     ("type_changes", pa.string(), "delta.typeChanges history (JSON) for widened columns", "json"),
+    ("collation", pa.string(), "collation of a string (__COLLATIONS), none for UTF-8 binary order", "text"),
     ("metadata", pa.string(), "other field metadata (JSON): comments, generation expressions, identity, defaults", "json"),
 )
 
@@ -588,8 +625,33 @@ def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
 
 
 #: name -> schema of every fixed-schema inspection function
+#: `timeline(start, end)`: one row per version, from one replay of the log.
+TIMELINE_SCHEMA = _s(
+    "timeline",
+    ("version", pa.int64(), "version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    ("files", pa.int64(), "active files", "count"),
+    ("bytes", pa.int64(), "bytes of the active files", "bytes"),
+    (
+        "rows",
+        pa.int64(),
+        "live rows: numRecords minus rows deleted by DVs (a file without numRecords counts 0)",
+        "count",
+    ),
+    ("small_files", pa.int64(), "active files under the small-file threshold (as files())", "count"),
+    ("small_file_share", pa.float64(), "small_files / files (null without files)", "ratio"),
+    ("dv_files", pa.int64(), "active files with a deletion vector", "count"),
+    ("dv_deleted_rows", pa.int64(), "rows deleted by deletion vectors", "count"),
+    ("dv_deleted_ratio", pa.float64(), "dv_deleted_rows / numRecords of the active files (null without rows)", "ratio"),
+    ("partitions", pa.int64(), "partitions with at least one file (null: unpartitioned)", "count"),
+    ("schema_changed", pa.bool_(), "a metaData action of this version changed the schema", "bool"),
+    ("protocol_changed", pa.bool_(), "a protocol action of this version changed the protocol", "bool"),
+)
+
+
 SCHEMAS: dict[str, pa.Schema] = {
     "history": HISTORY_SCHEMA,
+    "timeline": TIMELINE_SCHEMA,
     "commits": COMMITS_SCHEMA,
     "diff": DIFF_SCHEMA,
     "diff_files": DIFF_FILES_SCHEMA,
@@ -607,6 +669,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "reconstructable_versions": VERSIONS_SCHEMA,
     "vacuum_preview": VACUUM_SCHEMA,
     "features": FEATURES_SCHEMA,
+    "protocol_versions": PROTOCOL_VERSIONS_SCHEMA,
     "compatibility": COMPATIBILITY_SCHEMA,
     "column_mapping": COLUMN_MAPPING_SCHEMA,
     "row_tracking": ROW_TRACKING_SCHEMA,

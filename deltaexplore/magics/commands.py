@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore import inspect
+from deltaexplore.core.protocol.schema import type_text
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import TABLE_KEY, count_noun, human_bytes, human_count
@@ -151,6 +152,16 @@ def cmd_explore(ctx: Context, argv: list[str]) -> Any:
     args = p.parse_args(argv)
 
     return explore(table_named(ctx, args.table), args.version, page_size=ctx.page_size, tab=args.tab)
+
+
+@command("follow", "the explorer following the table as it changes (new versions and their commits)")
+def cmd_follow(ctx: Context, argv: list[str]) -> Any:
+    p = parser("follow", "Open the explorer with Follow on: new versions appear as they land.", version=False)
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls while commits come (backs off to 30 s)")
+    p.add_argument("--tab", default="history", help="tab to open on")
+    args = p.parse_args(argv)
+    table = table_named(ctx, args.table)
+    return explore(table, None, page_size=ctx.page_size, tab=args.tab, follow=True, follow_interval=args.interval)
 
 
 @command("history", "commits, newest first")
@@ -341,8 +352,14 @@ def cmd_schema(ctx: Context, argv: list[str]) -> Any:
     args = p.parse_args(argv)
     snap = table_named(ctx, args.table).snapshot(args.version)
     schema = snap.arrow_schema
+    fields = []
+    for f, delta_field in zip(schema, snap.schema.fields):
+        text = type_text(delta_field)
+        if text != str(delta_field.type):  # collated strings: the collation beside the Arrow type
+            f = f.with_metadata({**(f.metadata or {}), b"delta_type": text.encode()})
+        fields.append(f)
     md = {**(schema.metadata or {}), TABLE_KEY: b"schema", TITLE_KEY: _title("Schema", snap.table, snap.version).encode()}
-    return schema.with_metadata(md)
+    return pa.schema(fields, metadata=md)
 
 
 @command("read", "rows (deletion vectors applied), optionally filtered")
@@ -364,7 +381,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
             ) from exc
         return spark.read(spark.get_spark(), table, version=args.version, columns=cols, where=args.where)
     snap = table.snapshot(args.version)
-    rows = snap.to_arrow(cols, where=args.where)
+    rows = snap.to_arrow(cols, where=args.where, variant="json")  # variants as JSON text, as Spark shows them
     limit = ctx.limit if args.limit is None else args.limit
     rows = rows.slice(0, limit) if limit else rows
     return _named(rows, "Rows", table, snap.version, name="rows")

@@ -660,3 +660,51 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     explorer.screenshot(path=str(shots / "prepared-files-v0.png"))
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
+
+
+def test_follow_shows_new_versions_as_they_land(page, lab, shots):
+    """The Follow toggle in a real kernel: a commit written while the explorer follows appears
+    (the slider's newest version, the commit's summary in the header, whose click travels
+    there); the toggle off stops it; the kernel stays free meanwhile (the poll is on its thread)."""
+    import deltaexplore as dx
+    from deltaexplore.core import operations as ops
+
+    watch = Watch(page)
+    cells = [
+        ("code", "import deltaexplore as dx, demo_tables\nsales = demo_tables.build_sales('sales_follow')"),
+        ("code", "w = dx.explore(sales, follow_interval=0.2)\nw"),
+    ]
+    _open_and_run(page, lab, "explorer_follow.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=120_000)
+    settled(page, explorer)
+    toggle = explorer.get_by_role("button", name="◉ Follow")
+    assert toggle.get_attribute("aria-pressed") == "false"
+    toggle.click()
+    page.wait_for_function("() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'true'", timeout=30_000)
+    root = str(lab.root / "sales_follow")
+    rows = dx.open_table(root).snapshot().to_arrow().slice(0, 3)
+    ops.write_table(root, rows)  # another writer commits version 8
+    commit = explorer.locator(".dxe-follow-commit").first
+    commit.wait_for(timeout=60_000)
+    text = commit.inner_text()
+    assert text.startswith("v8 · WRITE") and "+3 rows" in text and "+1 files" in text, text
+    page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('8 of 8')", timeout=60_000)
+    explorer.screenshot(path=str(shots / "follow.png"))
+    # travel back, then the summary's click returns to the version it names
+    slider = explorer.get_by_role("slider", name="version")
+    slider.focus()
+    slider.press("Home")
+    page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('0 of 8')", timeout=60_000)
+    commit.click()
+    page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('8 of 8')", timeout=60_000)
+    toggle.click()  # off
+    page.wait_for_function(
+        "() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'false'", timeout=30_000
+    )
+    settled(page, explorer)
+    ops.write_table(root, rows)  # version 9: nobody follows
+    page.wait_for_timeout(1500)  # several polls' worth at 0.2 s: none runs any more
+    assert _version(explorer).startswith("8 of 8")
+    assert watch.outside == [], watch.outside
+    assert watch.errors == [], watch.errors

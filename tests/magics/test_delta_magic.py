@@ -220,3 +220,24 @@ def test_run_flag_runs_the_operation(ip, tmp_path):
         maintenance._REGISTERED.clear()
     assert r.title == "OPTIMIZE (compact) · sales" and (r["backend"], r["version_before"], r["version_after"]) == ("local", 7, 8)
     assert dx.open_table(path).snapshot().num_files == 3
+
+
+def test_follow_opens_the_explorer_following_the_table(ip, sales, tmp_path):
+    import shutil
+    import time
+
+    from deltaexplore.core import operations as ops
+
+    uri = str(tmp_path / "sales")
+    shutil.copytree(sales, uri)
+    w = delta(ip, f"follow {uri} --interval 0.05")
+    try:
+        assert isinstance(w, Explorer) and w.follow is True and w.tab == "history" and w._follower.running
+        ops.write_table(uri, dx.open_table(uri).snapshot().to_arrow().slice(0, 1))
+        deadline = time.monotonic() + 20
+        while w.max_version != 8:
+            assert time.monotonic() < deadline, "version 8 never appeared"
+            time.sleep(0.02)
+    finally:
+        w.close()
+    assert not w.follow
