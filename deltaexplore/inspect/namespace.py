@@ -17,7 +17,7 @@ from deltaexplore.inspect.columns import clustering, column_mapping, domain_meta
 from deltaexplore.inspect.commit_infos import commit_infos
 from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
-from deltaexplore.inspect.diff import diff, diff_files, diff_rows
+from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.files import files, partitions
@@ -26,6 +26,7 @@ from deltaexplore.inspect.layout_density import layout_density
 from deltaexplore.inspect.log_health import log_files, log_health
 from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
+from deltaexplore.inspect.row_diff import diff_rows
 from deltaexplore.inspect.schemas import annotate_core
 from deltaexplore.inspect.snapshots import table_of
 
@@ -77,9 +78,16 @@ class InspectNamespace:
         """Per-file changes from v1 to v2 (see `inspect.diff.diff_files`)."""
         return diff_files(self._obj, v1, v2)
 
-    def diff_rows(self, v1: int | None = None, v2: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
-        """Row-level changes from v1 to v2 via the change data feed (see `inspect.diff.diff_rows`)."""
-        return diff_rows(self._obj, v1, v2, columns=columns)
+    def diff_rows(
+        self,
+        v1: int | None = None,
+        v2: int | None = None,
+        *,
+        key: str | list[str] | None = None,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """The rows that truly differ from v1 to v2, from the files that differ (see `inspect.row_diff.diff_rows`)."""
+        return diff_rows(self._obj, v1, v2, key=key, columns=columns)
 
     # -- what is in it -----------------------------------------------------------------------
     def overview(self, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:

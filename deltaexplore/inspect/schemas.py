@@ -51,6 +51,7 @@ __all__ = [
     "VACUUM_SCHEMA",
     "VERSIONS_SCHEMA",
     "annotate_core",
+    "diff_rows_schema",
     "layout_density_schema",
     "layout_schema",
 ]
@@ -574,6 +575,30 @@ def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
         ("max_depth", pa.int64(), "most files containing one single value of the bin: what a point query there reads", "count"),
         ("starts", pa.int64(), "files whose min falls in the bin", "count"),
     )
+
+
+def diff_rows_schema(fields: list[pa.Field], key: list[str] | None) -> pa.Schema:
+    """`diff_rows(v1, v2, key=...)`: the net row changes; `fields` are the compared columns
+    (the newer version's). Unkeyed: `_change`, `_count` and the columns; keyed: `_change`,
+    `_changed_columns`, the key columns, then `before.<c>` / `after.<c>` for every other one.
+    What was read is in the schema metadata (`deltaexplore.diff_rows.files_read`, `bytes_read`)."""
+    head: list[tuple[str, pa.DataType, str, str | None]] = [
+        ("_change", pa.string(), "insert | delete (| update with a key): how the row differs from v1 to v2", "operation")
+    ]
+    if not key:
+        head.append(("_count", pa.int64(), "copies of this row inserted or deleted (rows compare as a multiset)", "count"))
+        base = _s("diff_rows", *head)
+        return tag_schema(pa.schema([*base, *(pa.field(f.name, f.type) for f in fields)]), "diff_rows")
+    head.append(("_changed_columns", pa.list_(pa.string()), "columns whose value differs (updates only)", None))
+    base = _s("diff_rows", *head)
+    keyed = [pa.field(f.name, f.type, metadata={"doc": "key column"}) for f in fields if f.name in key]
+    side = []
+    for f in fields:
+        if f.name in key:
+            continue
+        side.append(pa.field(f"before.{f.name}", f.type, metadata={"doc": f"{f.name} at v1 (null for an insert)"}))
+        side.append(pa.field(f"after.{f.name}", f.type, metadata={"doc": f"{f.name} at v2 (null for a delete)"}))
+    return tag_schema(pa.schema([*base, *keyed, *side]), "diff_rows")
 
 
 #: name -> schema of every fixed-schema inspection function

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from deltaexplore import inspect
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect import row_diff
 from deltaexplore.inspect.formatting import TABLE_KEY, human_bytes
 from deltaexplore.magics.report import Report
 from deltaexplore.widgets import explore, maintenance
@@ -298,14 +299,28 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     p = parser("diff", "Compare two versions from metadata only: %delta diff [TABLE] V1 [V2].", table=False, version=False)
     p.add_argument("items", nargs="*", metavar="[TABLE] V1 [V2]", help="V2 defaults to the latest version")
     p.add_argument("--files", action="store_true", help="one row per changed file")
-    p.add_argument("--rows", action="store_true", help="row-level changes (change data feed)")
+    p.add_argument("--rows", action="store_true", help="the rows that truly differ (read from the files that differ)")
+    p.add_argument(
+        "--key",
+        action="append",
+        default=None,
+        metavar="COLUMN",
+        help="with --rows: pair old and new rows by this key (repeatable)",
+    )
+    p.add_argument("--columns", default=None, metavar="A,B", help="with --rows: compare only these columns")
     args = p.parse_args(argv)
+    if (args.key or args.columns) and not args.rows:
+        p.error("--key and --columns go with --rows")
     ref, versions = _table_and_versions(p, args.items, required=1, most=2)
     table = table_named(ctx, ref)
     v1, v2 = versions[0], (versions[1] if len(versions) > 1 else None)
     span = f"v{v1} → v{v2 if v2 is not None else table.latest_version()}"
     if args.rows:
-        return titled(inspect.diff_rows(table, v1, v2), f"Changed rows · {_short_name(table)} {span}", name="rows")
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+        out = inspect.diff_rows(table, v1, v2, key=args.key, columns=columns)
+        read = row_diff.read_summary(out)
+        note = f"{out.num_rows:,} changed · read {read['files_read']:,} files, {human_bytes(read['bytes_read'])}"
+        return titled(out, f"Changed rows · {_short_name(table)} {span} · {note}", name="diff_rows")
     out = (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
     return titled(out, f"{'Changed files' if args.files else 'Diff'} · {_short_name(table)} {span}")
 

@@ -92,6 +92,14 @@ def test_diff_explain_read_schema(ip, sales):
     delta(ip, f"use {sales}")
     assert delta(ip, "diff 5 6 --files").num_rows == 5  # a number first: versions of the current table
     assert delta(ip, "diff 6 --files").column("change").to_pylist() == ["dv_changed"]  # v6 -> latest (v7)
+    # net rows: --rows reads the files that differ, --key pairs old and new values
+    rows = delta(ip, "diff 6 7 --rows")
+    direct = dx.open_table(sales).inspect.diff_rows(6, 7)
+    assert rows.num_rows == direct.num_rows > 0 and set(rows.column("_change").to_pylist()) == {"delete"}
+    assert "read 1 files" in rows.schema.metadata[b"deltaexplore.title"].decode()
+    keyed = delta(ip, "diff 5 6 --rows --key id --columns region")
+    assert keyed.column_names[:3] == ["_change", "_changed_columns", "id"] and "after.region" in keyed.column_names
+    assert keyed.num_rows == dx.open_table(sales).inspect.diff_rows(5, 6, key="id", columns=["region"]).num_rows
     e = delta(ip, f"explain {sales} --where \"region = 'emea'\"")
     assert e.num_rows == 9 and e.filter(e.column("selected")).num_rows == 1
     assert delta(ip, f"explain {sales} --where \"region = 'emea'\" --selected").num_rows == 1
@@ -166,6 +174,8 @@ def test_config_traitlets_set_defaults(ip, sales):
         ("diff {sales}", "expected 1..2 versions after the table, got 0"),
         ("diff", "expected 1..2 versions after the table, got 0"),
         ("diff {sales} 1 2 3", "expected 1..2 versions after the table, got 3"),
+        ("diff {sales} 1 2 --key id", "--key and --columns go with --rows"),
+        ("diff {sales} 1 2 --rows --key nope", "nope"),
         ("history {sales} --bogus", "unrecognized arguments: --bogus"),
         ("read {sales} -w 'id ==== 1'", ""),
         ("history 'unclosed", "cannot parse the line"),
