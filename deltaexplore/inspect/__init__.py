@@ -60,6 +60,10 @@ Why it is slow, and what to do about it:
   bytes, tombstones and reclaimable bytes, `.crc` validation (status ok | info | warn | error).
 - `log_files()` -> `LOG_FILES_SCHEMA`: per version commit / checkpoint / crc sizes and replay
   cost.
+- `advise(*, columns=None, zorder_by=None, target_size=None, check=False)` -> `ADVICE_SCHEMA`:
+  ranked maintenance (compaction, Z-order, DV purge, checkpoint, log cleanup, VACUUM, stats
+  columns) with the predicted effect; `check=True` -> `ADVICE_CHECK_SCHEMA`: predicted vs
+  measured around the newest OPTIMIZE / REORG.
 
 Errors are `DeltaExploreError` subclasses (`InspectError` for bad arguments).
 """
@@ -70,6 +74,7 @@ import pyarrow as pa
 
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
+from deltaexplore.inspect.advise import advise
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
 from deltaexplore.inspect.commit_infos import commit_infos
@@ -94,6 +99,7 @@ __all__ = [
     "SCHEMAS",
     "InspectError",
     "InspectNamespace",
+    "advise",
     "catalog_status",
     "clustering",
     "column_mapping",
@@ -162,6 +168,7 @@ FUNCTIONS = {
         "domain_metadata",
         "transactions",
         "catalog_status",
+        "advise",
     )
 }
 

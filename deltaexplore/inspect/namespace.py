@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.inspect.advise import advise
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
 from deltaexplore.inspect.commit_infos import commit_infos
@@ -175,6 +176,17 @@ class InspectNamespace:
     def compatibility(self, *, version: int | None = None) -> pa.Table:
         """Which clients can read/write the table (see `inspect.features.compatibility`)."""
         return compatibility(self._obj, version=version)
+
+    def advise(
+        self,
+        *,
+        columns: list[str] | None = None,
+        zorder_by: list[str] | None = None,
+        target_size: int | None = None,
+        check: bool = False,
+    ) -> pa.Table:
+        """Ranked maintenance recommendations and their predicted effect (see `inspect.advise.advise`)."""
+        return advise(self._obj, columns=columns, zorder_by=zorder_by, target_size=target_size, check=check)
 
     def catalog_status(self) -> pa.Table:
         """Published vs ratified commits (see `inspect.catalog.catalog_status`)."""

@@ -316,13 +316,33 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     v1, v2 = versions[0], (versions[1] if len(versions) > 1 else None)
     span = f"v{v1} → v{v2 if v2 is not None else table.latest_version()}"
     if args.rows:
-        columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-        out = inspect.diff_rows(table, v1, v2, key=args.key, columns=columns)
+        out = inspect.diff_rows(table, v1, v2, key=args.key, columns=_names(args.columns))
         read = row_diff.read_summary(out)
         note = f"{out.num_rows:,} changed · read {read['files_read']:,} files, {human_bytes(read['bytes_read'])}"
         return titled(out, f"Changed rows · {_short_name(table)} {span} · {note}", name="diff_rows")
     out = (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
     return titled(out, f"{'Changed files' if args.files else 'Diff'} · {_short_name(table)} {span}")
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+@command("advise", "what maintenance to run, ranked, with its predicted effect (--check: predicted vs measured)")
+def cmd_advise(ctx: Context, argv: list[str]) -> Any:
+    p = parser("advise", "Ranked maintenance advice predicted from the log (nothing is written).")
+    p.add_argument("-c", "--columns", default=None, metavar="A,B", help="columns point queries filter on")
+    p.add_argument("--zorder", default=None, metavar="A,B", help="the what-if of a Z-order by these columns")
+    p.add_argument("--target-bytes", type=int, default=None, help="target file size of compaction and Z-order")
+    p.add_argument("--check", action="store_true", help="the prediction before the newest OPTIMIZE/REORG vs the result")
+    args = p.parse_args(argv)
+    snap = table_named(ctx, args.table).snapshot(args.version)
+    if args.check:
+        out = inspect.advise(snap, check=True, target_size=args.target_bytes)
+        ok = sum(out.column("within").to_pylist())
+        return titled(out, f"Advice checked · {_short_name(snap.table)}: {ok} of {out.num_rows} predictions within tolerance")
+    out = inspect.advise(snap, columns=_names(args.columns), zorder_by=_names(args.zorder), target_size=args.target_bytes)
+    return _named(out, f"Advice ({out.num_rows})", snap.table, snap.version)
 
 
 @command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones, .crc")

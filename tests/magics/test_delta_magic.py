@@ -30,6 +30,7 @@ def test_every_documented_subcommand_exists():
         "vacuum",
         "optimize",
         "read",
+        "advise",
     }
     assert expected <= set(COMMANDS)
 
@@ -229,3 +230,21 @@ def test_run_flag_runs_the_operation(ip, tmp_path):
         maintenance._REGISTERED.clear()
     assert r.title == "OPTIMIZE (compact) · sales" and (r["backend"], r["version_before"], r["version_after"]) == ("local", 7, 8)
     assert dx.open_table(path).snapshot().num_files == 3
+
+
+def test_advise_and_its_check(ip, tmp_path):
+    from deltaexplore.core.operations import optimize, write_table
+
+    path = str(tmp_path / "adv")
+    for i in range(6):
+        write_table(path, pa.table({"id": pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())}))
+    advice = delta(ip, f"advise {path} -c id")
+    assert advice.num_rows >= 1 and advice.column("rank").to_pylist()[0] == 1
+    direct = dx.open_table(path).inspect.advise(columns=["id"])
+    assert advice.column("kind").to_pylist() == direct.column("kind").to_pylist()
+    assert "compaction" in advice.column("kind").to_pylist()
+    assert "Advice" in advice.schema.metadata[b"deltaexplore.title"].decode()
+    optimize(path)
+    checked = delta(ip, f"advise {path} --check")
+    assert set(checked.column("metric").to_pylist()) == {"files", "bytes"} and all(checked.column("within").to_pylist())
+    assert "2 of 2 predictions within tolerance" in checked.schema.metadata[b"deltaexplore.title"].decode()
