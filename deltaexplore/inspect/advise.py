@@ -38,6 +38,7 @@ from deltaexplore.inspect.deletion_vectors import deletion_vectors
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
 from deltaexplore.inspect.layout import clustering_columns, layout, layout_summary, overlap_metrics, point_query_files
+from deltaexplore.inspect.log_health import commits_since_checkpoint
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.retention import vacuum_preview
 from deltaexplore.inspect.schemas import ADVICE_CHECK_SCHEMA, ADVICE_SCHEMA
@@ -446,8 +447,7 @@ def _stats_columns(snap: Snapshot, columns: list[str] | None, n: int, total: int
 
 
 def _checkpoint(snap: Snapshot) -> list[dict[str, Any]]:
-    interval = snap.config.checkpoint_interval if snap.has_metadata else 10
-    since = snap.version - snap.checkpoint_version if snap.checkpoint_version is not None else snap.version + 1
+    since, interval = commits_since_checkpoint(snap)
     if since <= interval:
         return []
     replay = sum(f.size for f in snap.segment.json_files)
