@@ -429,9 +429,16 @@ class Explorer(anywidget.AnyWidget):
 
         self._guard("refresh", reread)
 
+    def _restore_default(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        """RESTORE without a version restores the version the explorer shows."""
+        if op == "restore" and params.get("version") is None:
+            return {**params, "version": int(self.version)}
+        return params
+
     def preview(self, op: str, **params: Any) -> dict[str, Any]:
         """Preview a maintenance operation (shown in the maintenance tab, and returned)."""
         result: dict[str, Any] = {}
+        params = self._restore_default(op, params)
 
         def do() -> None:
             result.update(maintenance.preview(op, self.view, **params))
@@ -443,6 +450,7 @@ class Explorer(anywidget.AnyWidget):
     def run(self, op: str, **params: Any) -> dict[str, Any]:
         """Run a maintenance operation with a progress bar; the explorer then shows the new version."""
         outcome: dict[str, Any] = {}
+        params = self._restore_default(op, params)
 
         def progress(fraction: float, message: str) -> None:
             self.maintenance = {**self.maintenance, "progress": max(0.0, min(1.0, float(fraction))), "message": message}
