@@ -51,8 +51,6 @@ from deltaexplore.core.operations import (
 from deltaexplore.core.scan.data_file import resolve_data_path
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError, MissingDependencyError
-from deltaexplore.inspect.advise import predict_bins
-from deltaexplore.inspect.file_columns import dv_cardinality
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -282,6 +280,8 @@ EXACT_PLAN_MAX_FILES = 200_000
 def _preview_optimize(data: TableView, target: int | None) -> dict[str, Any]:
     if data.snap.num_files > EXACT_PLAN_MAX_FILES:
         return _estimate_optimize(data, target)
+    from deltaexplore.inspect.advise import predict_bins
+
     plan = plan_optimize(data.snap, target_size=target)
     files = plan.files
     size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
@@ -357,6 +357,8 @@ def _preview_purge(data: TableView) -> dict[str, Any]:
 def _preview_restore(data: TableView, version: Any) -> dict[str, Any]:
     """What RESTORE to `version` changes: files that come back and go away, their rows and
     bytes, and whether the files to bring back still exist (VACUUM may have deleted them)."""
+    from deltaexplore.inspect.file_columns import dv_cardinality
+
     table = data.table
     latest = table.latest_version()
     if isinstance(version, bool) or not isinstance(version, int):
