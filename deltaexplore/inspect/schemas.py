@@ -573,7 +573,12 @@ ADVICE_SCHEMA = _s(
     ("reason", pa.string(), "why, in numbers measured on this version", "text"),
     ("action", pa.string(), "the call that does it (a maintenance operation or a property)", "text"),
     ("operation", pa.string(), "the explorer's maintenance operation that runs it (null: none)", "operation"),
-    ("parameters", pa.string(), "its parameters as JSON", "json"),
+    (
+        "parameters",
+        pa.string(),
+        "its parameters as JSON: `widgets.maintenance.run(operation, table, progress, **parameters)`",
+        "json",
+    ),
     ("score", pa.float64(), "expected benefit in [0, 1] (ranks the advice)", "ratio"),
     ("files_before", pa.int64(), "active files now", "count"),
     ("files_after", pa.int64(), "active files predicted after", "count"),

@@ -100,9 +100,11 @@ OPERATIONS: dict[str, Operation] = {
 _REGISTERED: dict[str, tuple[str, Runner]] = {}
 
 
-def _local_optimize(table: Table, *, progress: Progress, target_bytes: int | None = None, **_: Any) -> pa.Table:
-    progress(0.05, "compacting small files (local pyarrow writer)")
-    return optimize(table, target_size=target_bytes)
+def _local_optimize(
+    table: Table, *, progress: Progress, target_bytes: int | None = None, zorder_by: list[str] | None = None, **_: Any
+) -> pa.Table:
+    progress(0.05, "Z-ordering (local pyarrow writer)" if zorder_by else "compacting small files (local pyarrow writer)")
+    return optimize(table, target_size=target_bytes, zorder_by=zorder_by or None)
 
 
 def _local_vacuum(table: Table, *, progress: Progress, retention_hours: float | None = None, **_: Any) -> pa.Table:
@@ -127,7 +129,7 @@ def _local_restore(table: Table, *, progress: Progress, version: int | None = No
 
 #: explorer parameter -> `deltaexplore.spark` keyword, per operation
 _SPARK_PARAMS = {
-    "optimize": {"target_bytes": "target_size"},
+    "optimize": {"target_bytes": "target_size", "zorder_by": "zorder_by"},
     "vacuum": {"retention_hours": "retention_hours"},
     "checkpoint": {},
     "purge": {},

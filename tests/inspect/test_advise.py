@@ -226,3 +226,22 @@ def test_dv_purge_prediction_holds(tmp_path):
 def test_check_needs_a_maintenance_commit(compact):
     with pytest.raises(InspectError, match="nothing to check"):
         compact.inspect.advise(check=True)
+
+
+def test_advice_runs_through_the_maintenance_path(tmp_path):
+    """Each advice's operation and parameters are what the explorer's maintenance runs."""
+    from deltaexplore.widgets import maintenance
+
+    path = str(tmp_path / "run")
+    for i in range(12):
+        write_table(path, _random(4000, i, start=4000 * i))
+    table = dx.open_table(path)
+    target = int(sum(table.snapshot().files().column("size").to_pylist())) // 3
+    advice = _row(advise(table, zorder_by=["id"], target_size=target), "zorder")
+    assert json.loads(advice["parameters"]) == {"zorder_by": ["id"], "target_bytes": target}
+    out = maintenance.run(advice["operation"], table, lambda f, m: None, engine="local", **json.loads(advice["parameters"]))
+    assert out["backend"] == "local" and out["version_after"] == out["version_before"] + 1
+    after = dx.open_table(path)
+    assert json.loads(dict(after.history(1).column("parameters")[0].as_py())["zOrderBy"]) == ["id"]
+    rows = {r["metric"]: r for r in advise(after, check=True, target_size=target).to_pylist()}
+    assert rows["files"]["predicted"] == advice["files_after"] and all(r["within"] for r in rows.values()), rows
