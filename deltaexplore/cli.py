@@ -11,7 +11,7 @@ from deltaexplore.core.protocol.features import features_of
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
 from deltaexplore.core.table import open_table
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect.formatting import human_bytes
+from deltaexplore.inspect.formatting import count_noun, human_bytes, human_count
 
 __all__ = ["main", "summary"]
 
@@ -76,13 +76,13 @@ def summary(uri: str, *, version: int | None = None, commits: int = 5, storage_o
     rows = files.column("num_records").to_pylist()
     known_rows = [r for r in rows if r is not None]
     lines.append(
-        f"files        {files.num_rows} ({human_bytes(snap.size_in_bytes)})"
+        f"files        {human_count(files.num_rows)} ({human_bytes(snap.size_in_bytes)})"
         + (
-            f", {sum(known_rows)} rows" + (" (some files lack stats)" if len(known_rows) < len(rows) else "")
+            f", {count_noun(sum(known_rows), 'row')}" + (" (some files lack stats)" if len(known_rows) < len(rows) else "")
             if known_rows
             else ""
         )
-        + (f", {dv_files} with deletion vectors" if dv_files else "")
+        + (f", {human_count(dv_files)} with deletion vectors" if dv_files else "")
     )
     if snap.checkpoint_version is not None:
         lines.append(f"checkpoint   version {snap.checkpoint_version} ({snap.segment.checkpoint.kind})")  # type: ignore[union-attr]

@@ -54,6 +54,31 @@ function check() {
   console.log(`explorer front end up to date (build ${built.id})`);
 }
 
+/**
+ * Vega's SVG renderer names its gradients and clip paths `gradient_0`, `clip1`, ... from counters
+ * of its module, and the bundle is evaluated once per explorer view: two views on a page drew
+ * `url(#gradient_0)` from one definition, and a legend's gradient vanished when the first view's
+ * definition sat in a hidden tab. The counters get a prefix drawn when the module is evaluated.
+ */
+const uniqueSvgIds = {
+  name: 'unique-svg-ids',
+  setup(b) {
+    b.onLoad({ filter: /vega-scenegraph[\\/]build[\\/]vega-scenegraph\.js$/ }, (args) => {
+      let text = readFileSync(args.path, 'utf8');
+      const patches = [
+        ["'gradient_' + gradient_id++", "'gradient_' + DXE_SVG_PREFIX + gradient_id++"],
+        ["'clip' + clip_id++", "'clip' + DXE_SVG_PREFIX + clip_id++"],
+      ];
+      for (const [from, to] of patches) {
+        if (!text.includes(from)) throw new Error(`vega-scenegraph changed: "${from}" not found (unique-svg-ids)`);
+        text = text.replace(from, to);
+      }
+      text = `const DXE_SVG_PREFIX = Math.random().toString(36).slice(2, 8) + '_';\n${text}`;
+      return { contents: text, loader: 'js' };
+    });
+  },
+};
+
 async function build() {
   const esbuild = await import('esbuild');
   const sources = sourceHash();
@@ -70,6 +95,7 @@ async function build() {
     write: false,
     define: { __DX_BUILD__: JSON.stringify(id), 'process.env.NODE_ENV': '"production"' },
     logLevel: 'warning',
+    plugins: [uniqueSvgIds],
   });
   const css = await esbuild.build({
     entryPoints: [join(HERE, 'src', 'explorer.css')],

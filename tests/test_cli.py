@@ -29,6 +29,26 @@ def test_inspect_demo_table(capsys):
         assert expected in out
 
 
+def test_inspect_counts_with_separators_and_plurals(tmp_path, capsys):
+    """Billions of rows read with separators (the big browser-test table); one row is "1 row"."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))
+    from big_table import build_big
+    from helpers import add, commit_info, metadata, protocol, write_commit
+
+    import deltaexplore as dx
+
+    big = build_big(tmp_path / "big")
+    files = dx.open_table(big).snapshot().files()
+    rows, dvs = sum(files.column("num_records").to_pylist()), files.num_rows - files.column("storage_type").null_count
+    assert rows > 1_000_000_000 and files.num_rows > 1000 and dvs > 1
+    assert main(["inspect", big]) == 0
+    assert f"files        {files.num_rows:,} (" in (out := capsys.readouterr().out)
+    assert f"), {rows:,} rows, {dvs:,} with deletion vectors" in out
+    write_commit(tmp_path / "one", 0, [commit_info("WRITE"), protocol(), metadata(), add("a.parquet", 10, records=1)])
+    assert main(["inspect", str(tmp_path / "one")]) == 0
+    assert "files        1 (10 B), 1 row\n" in capsys.readouterr().out
+
+
 def test_inspect_time_travel(capsys):
     assert main(["inspect", str(DEMO), "--version", "0"]) == 0
     assert "version      0" in capsys.readouterr().out

@@ -28,6 +28,13 @@ operation  commit operation                                      a badge (text: 
 text       anything else                                         as is
 ========== ===================================================== ===========================
 
+Where a column is too narrow for a count, `human_compact` gives three significant digits and a
+unit (``4.78 M``; the exact value belongs in a title and in exports). Paths are shortened by
+`short_path` to what tells files apart (partition directories and the file's unique id), and
+a partition key column (``date=2024-01-01``) is shown as one column of values per partition
+column (`partition_names`, `partition_value_columns`). `count_noun` says ``1 file`` /
+``1,000,200 files``.
+
 Nulls format as ``""`` (`format_value`); the `human_*` helpers take a number and give ``"?"``
 for None (they are used inside sentences). A metrics table (`METRICS_SCHEMA`) has a per-row
 `unit` column (`files`, `bytes`, `ratio`, ...): `metric_unit(word)` maps it to a display unit
@@ -38,10 +45,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltaexplore.errors import InvalidArgumentError
 
@@ -53,8 +62,10 @@ __all__ = [
     "UNITS",
     "UNIT_FROM_KEY",
     "UNIT_KEY",
+    "count_noun",
     "format_value",
     "human_bytes",
+    "human_compact",
     "human_count",
     "human_duration",
     "human_float",
@@ -63,6 +74,10 @@ __all__ = [
     "human_timestamp",
     "json_items",
     "metric_unit",
+    "partition_names",
+    "partition_value_columns",
+    "plural",
+    "short_path",
     "status_level",
     "table_name",
     "tag_schema",
@@ -155,6 +170,56 @@ def human_float(n: float | None) -> str:
     if abs(value) >= 100:
         return f"{value:.1f}"
     return f"{value:.2f}"
+
+
+#: units of `human_compact`: thousand, million, billion, trillion, quadrillion
+_COMPACT_UNITS = ("K", "M", "B", "T", "Q")
+
+
+def human_compact(n: float | None) -> str:
+    """A count in three significant digits and a unit when it has five digits or more:
+    ``4,775,210`` -> ``"4.78 M"`` (``K`` thousand, ``M`` million, ``B`` billion, ``T`` trillion),
+    exact below 10,000 (`human_count`); for columns too narrow for the exact value, which then
+    belongs in the title and the exports. None -> ``"?"``."""
+    if n is None:
+        return "?"
+    value = float(n)
+    if not math.isfinite(value):
+        return _non_finite(value)
+    if abs(value) < 10_000:
+        return human_count(n)
+    scaled, k = value, -1
+    while k < len(_COMPACT_UNITS) - 1 and (k < 0 or abs(float(_fixed3(scaled))) >= 1000):
+        scaled /= 1000
+        k += 1
+    return f"{_fixed3(scaled)} {_COMPACT_UNITS[k]}"
+
+
+def _fixed3(x: float) -> str:
+    """`x` (below 1000 in magnitude, or about to be scaled) with three significant digits."""
+    a = abs(x)
+    return f"{x:.2f}" if a < 10 else f"{x:.1f}" if a < 100 else f"{x:.0f}"
+
+
+def plural(noun: str, n: float) -> str:
+    """`noun` (singular; of a phrase, its first word) for `n` things: ``file`` for 1, else
+    ``files`` (``-y`` -> ``-ies``, ``-s``/``-x``/``-ch``/``-sh`` -> ``-es``): ``file with a
+    deletion vector`` -> ``files with a deletion vector``."""
+    if n == 1:
+        return noun
+    word, sep, rest = noun.partition(" ")
+    if re.search(r"[^aeiou]y$", word):
+        word = word[:-1] + "ies"
+    elif re.search(r"(s|x|ch|sh)$", word):
+        word += "es"
+    else:
+        word += "s"
+    return word + sep + rest
+
+
+def count_noun(n: float | None, noun: str) -> str:
+    """``1 file``, ``1,000,200 files`` (`noun` in the singular, `human_count` for the number)."""
+    return f"{human_count(n)} {plural(noun, n if n is not None else 0)}"
 
 
 def _non_finite(value: float) -> str:
@@ -261,6 +326,65 @@ def truncate_middle(text: str, max_chars: int = 60) -> str:
     head = keep // 2
     tail = keep - head
     return text[:head] + "…" + text[len(text) - tail :]
+
+
+#: a UUID in a file name (the part of a data file's name that tells it apart)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def short_path(path: str) -> str:
+    """A data file's path shortened to what tells it apart from its neighbours: its partition
+    directories (``date=2024-01-01``) and its name up to the first 8 characters of the UUID in
+    it (``part-00002-3f2a8c1e…``: the rest of a name, ``-c000.snappy.parquet``, is what every
+    file shares); other directories (the table's location, random prefixes) become ``…/``.
+    A name without a UUID is kept whole. Show the whole path in a title and copy that."""
+    parts = path.split("/")
+    name, dirs = parts[-1], parts[:-1]
+    kept = [d for d in dirs if "=" in d]
+    head = "…/" if len(kept) < len([d for d in dirs if d]) else ""
+    m = _UUID.search(name)
+    if m is not None:
+        name = name[: m.start()] + m.group(0)[:8] + "…"
+    return head + "".join(f"{d}/" for d in kept) + name
+
+
+def partition_names(keys: list[str | None]) -> list[str] | None:
+    """The partition columns of partition keys ``col=value/col2=value2`` (inspect's `partition`
+    column), when every non-empty key names the same columns in the same order; None when the
+    keys are empty or disagree (a value holding ``/`` or ``=`` can make them)."""
+    names: list[str] | None = None
+    for key in keys:
+        if not key:
+            continue
+        these = [seg.split("=", 1)[0] for seg in key.split("/")]
+        if any("=" not in seg for seg in key.split("/")):
+            return None
+        if names is None:
+            names = these
+        elif these != names:
+            return None
+    return names
+
+
+def partition_value_columns(keys: pa.Array | pa.ChunkedArray, names: list[str]) -> list[pa.Array]:
+    """One string array of values per partition column `names` (in order) from partition keys
+    ``col=value/col2=value2`` (empty keys and keys of other columns give nulls). Each distinct
+    key is parsed once (a million files share a few hundred partitions)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.string())
+    encoded = pc.dictionary_encode(keys.cast(pa.string()))
+    distinct = encoded.dictionary
+    if len(names) == 1:
+        prefix = f"{names[0]}="
+        values = pc.if_else(
+            pc.starts_with(distinct, prefix), pc.utf8_slice_codeunits(distinct, len(prefix)), pa.scalar(None, pa.string())
+        )
+        columns = [values]
+    else:
+        pattern = "^" + "/".join(f"{re.escape(n)}=(?P<p{i}>.*)" for i, n in enumerate(names)) + "$"
+        found = pc.extract_regex(distinct, pattern)
+        columns = [pc.struct_field(found, [i]) for i in range(len(names))]  # null where no match
+    return [c.take(encoded.indices) for c in columns]
 
 
 def status_level(value: Any) -> str | None:

@@ -31,6 +31,7 @@ from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.core.scan.stats_columns import physical_path, stats_columns
 from deltaexplore.errors import ColumnNotFoundError, DeltaExploreError
 from deltaexplore.inspect.file_columns import file_partitions
+from deltaexplore.inspect.formatting import count_noun, human_count
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import LAYOUT_SUMMARY_SCHEMA, layout_schema
 from deltaexplore.inspect.snapshots import snapshot_cache, snapshot_of
@@ -491,7 +492,7 @@ def _skipping(e: dict[str, Any], num_indexed: int, listed: bool) -> tuple[str, s
         return ("partial" if k else "none"), f"writers skip statistics for it ({why})"
     if k == 0:
         return "none", "no file has min/max statistics for it"
-    return "partial", f"{files - k} of {files} files lack min/max statistics for it"
+    return "partial", f"{human_count(files - k)} of {count_noun(files, 'file')} lack min/max statistics for it"
 
 
 def clustering_view(snap: Snapshot) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.file_columns import dv_cardinality, file_partitions
 from deltaexplore.inspect.files import files as files_table
 from deltaexplore.inspect.files import small_file_threshold
-from deltaexplore.inspect.formatting import human_bytes
+from deltaexplore.inspect.formatting import count_noun, human_bytes
 from deltaexplore.inspect.log_health import metric, metrics_table
 from deltaexplore.inspect.snapshots import snapshot_of
 
@@ -98,7 +98,7 @@ def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, small_file_bytes: i
             status="info" if records is None else "warn" if no_stats else "ok",
             detail=uncounted
             if records is None
-            else f"{no_stats} files have no statistics: their rows are not counted"
+            else f"{count_noun(no_stats, 'file')} without statistics: their rows are not counted"
             if no_stats
             else "",
         )

@@ -585,7 +585,7 @@ ADVICE_SCHEMA = _s(
     ("bytes_before", pa.int64(), "bytes now (data files; log files for log advice)", "bytes"),
     ("bytes_after", pa.int64(), "bytes predicted after", "bytes"),
     ("bytes_rewritten", pa.int64(), "the cost: bytes read and written again", "bytes"),
-    ("columns", pa.list_(pa.string()), "columns whose point queries are measured", None),
+    ("columns", pa.list_(pa.string()), "columns whose point queries are measured", "json"),
     ("mean_depth_before", pa.float64(), "mean overlap depth of the columns' files now (layout_summary avg_depth)", "number"),
     ("mean_depth_after", pa.float64(), "mean overlap depth predicted after", "number"),
     ("max_depth_before", pa.int64(), "max overlap depth now", "count"),
@@ -643,7 +643,7 @@ def diff_rows_schema(fields: list[pa.Field], key: list[str] | None) -> pa.Schema
         head.append(("_count", pa.int64(), "copies of this row inserted or deleted (rows compare as a multiset)", "count"))
         base = _s("diff_rows", *head)
         return tag_schema(pa.schema([*base, *(pa.field(f.name, f.type) for f in fields)]), "diff_rows")
-    head.append(("_changed_columns", pa.list_(pa.string()), "columns whose value differs (updates only)", None))
+    head.append(("_changed_columns", pa.list_(pa.string()), "columns whose value differs (updates only)", "json"))
     base = _s("diff_rows", *head)
     keyed = [pa.field(f.name, f.type, metadata={"doc": "key column"}) for f in fields if f.name in key]
     side = []

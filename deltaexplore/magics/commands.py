@@ -25,7 +25,7 @@ from deltaexplore import inspect
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect import row_diff
-from deltaexplore.inspect.formatting import TABLE_KEY, human_bytes
+from deltaexplore.inspect.formatting import TABLE_KEY, count_noun, human_bytes, human_count
 from deltaexplore.magics.report import Report
 from deltaexplore.widgets import explore, maintenance
 from deltaexplore.widgets.tables import TITLE_KEY, titled
@@ -252,10 +252,9 @@ def cmd_explain(ctx: Context, argv: list[str]) -> Any:
     if args.chart:
         return _chart("explain_funnel", out, predicate=args.where)
     read = int(pc.sum(out.column("selected")).as_py() or 0) if out.num_rows else 0
+    reads = f"reads {human_count(read)} of {count_noun(out.num_rows, 'file')}"
     out = out.filter(out.column("selected")) if args.selected else out
-    return titled(
-        out, f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} reads {read} of {out.num_rows} files"
-    )
+    return titled(out, f"Explain · {_short_name(snap.table)} @ v{snap.version}: {args.where} {reads}")
 
 
 @command("dv", "deletion vectors: per-file deleted rows, ratio, storage, sharing")
@@ -318,7 +317,8 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     if args.rows:
         out = inspect.diff_rows(table, v1, v2, key=args.key, columns=_names(args.columns))
         read = row_diff.read_summary(out)
-        note = f"{out.num_rows:,} changed · read {read['files_read']:,} files, {human_bytes(read['bytes_read'])}"
+        files = count_noun(read["files_read"], "file")
+        note = f"{count_noun(out.num_rows, 'changed row')} · read {files}, {human_bytes(read['bytes_read'])}"
         return titled(out, f"Changed rows · {_short_name(table)} {span} · {note}", name="diff_rows")
     out = (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
     return titled(out, f"{'Changed files' if args.files else 'Diff'} · {_short_name(table)} {span}")
@@ -342,7 +342,7 @@ def cmd_advise(ctx: Context, argv: list[str]) -> Any:
         ok = sum(out.column("within").to_pylist())
         return titled(out, f"Advice checked · {_short_name(snap.table)}: {ok} of {out.num_rows} predictions within tolerance")
     out = inspect.advise(snap, columns=_names(args.columns), zorder_by=_names(args.zorder), target_size=args.target_bytes)
-    return _named(out, f"Advice ({out.num_rows})", snap.table, snap.version)
+    return _named(out, f"Advice ({count_noun(out.num_rows, 'recommendation')})", snap.table, snap.version)
 
 
 @command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones, .crc")
@@ -454,7 +454,7 @@ def _maintenance(name: str, description: str, extra: Callable[[_Parser], Any]) -
                 total = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
                 return titled(
                     files,
-                    f"VACUUM (dry run) · {_short_name(table)}: {files.num_rows} files, {human_bytes(total)}"
+                    f"VACUUM (dry run) · {_short_name(table)}: {count_noun(files.num_rows, 'file')}, {human_bytes(total)}"
                     f" · --run would use {backend}",
                 )
             return Report(f"{label} · {_short_name(table)}", maintenance.preview(name, TableView(table), **params), note=note)

@@ -146,8 +146,10 @@ def get_spark(
     """
     require_pyspark()
     active = active_session()
-    if active is not None and (remote is None or is_connect(active)):
-        return active
+    if active is not None:
+        connected = is_connect(active)
+        if (remote is None and master is None) or (remote is not None and connected) or (master is not None and not connected):
+            return active  # the session asked for (a `master` never gets an active Connect session)
     remote = remote or (os.environ.get("SPARK_REMOTE") if master is None else None)
     if remote:
         return _connect(remote, app_name, config or {})

@@ -18,17 +18,20 @@ from deltaexplore.inspect.formatting import human_bytes
 
 __all__ = [
     "BYTES_LABELS",
+    "LABEL_SEPARATION",
     "MAX_POINTS",
     "VizError",
     "as_inspect_table",
     "binary_steps",
     "binary_ticks",
     "bucket_versions",
+    "bytes_axis",
     "bytes_text",
     "bytes_tooltip",
     "count_axis",
     "count_legend",
     "frame",
+    "spaced_axis",
 ]
 
 #: a Vega label expression showing a byte count in binary units (1.5 KiB, 20 MiB), as the
@@ -88,14 +91,47 @@ def binary_steps(lo: float, hi: float, most: int = 7) -> list[int]:
     return [int(lo), int(hi)]
 
 
+#: the least space between two axis labels in px (Vega hides labels that would come closer)
+LABEL_SEPARATION = 8
+
+
+#: the label of a count's tick: none at a fraction (Vega's `tickMinStep` still puts a tick at 0.5
+#: over a domain of 0 to 1, which ",d" would label "1" beside the real 1)
+WHOLE_LABELS = "datum.value % 1 ? '' : datum.label"
+
+
 def count_axis(**kwargs: Any) -> alt.Axis:
-    """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated."""
-    return alt.Axis(format=",d", tickMinStep=1, **kwargs)
+    """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated,
+    labels that would overlap left out."""
+    return alt.Axis(
+        **{
+            "format": ",d",
+            "labelExpr": WHOLE_LABELS,
+            "tickMinStep": 1,
+            "labelOverlap": True,
+            "labelSeparation": LABEL_SEPARATION,
+            **kwargs,
+        }
+    )
+
+
+def spaced_axis(**kwargs: Any) -> alt.Axis:
+    """An axis whose labels that would overlap (or come closer than `LABEL_SEPARATION`) are
+    left out."""
+    return alt.Axis(**{"labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs})
+
+
+def bytes_axis(ticks: list[int], **kwargs: Any) -> alt.Axis:
+    """The axis of byte counts at `ticks` (`binary_steps`, `binary_ticks`) labelled in binary
+    units, labels that would overlap left out."""
+    return alt.Axis(
+        **{"labelExpr": BYTES_LABELS, "values": ticks, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs}
+    )
 
 
 def count_legend(**kwargs: Any) -> alt.Legend:
     """The legend of a colour scale over a count: whole-number labels only (one value reads '2')."""
-    return alt.Legend(format=",d", tickMinStep=1, **kwargs)
+    return alt.Legend(**{"format": ",d", "labelExpr": WHOLE_LABELS, "tickMinStep": 1, **kwargs})
 
 
 def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:

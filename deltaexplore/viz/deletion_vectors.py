@@ -10,7 +10,16 @@ import polars as pl
 import pyarrow as pa
 
 from deltaexplore.inspect import deleted_rows, deletion_vectors, files
-from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, count_legend, decimal_ticks, frame
+from deltaexplore.viz._data import (
+    LABEL_SEPARATION,
+    MAX_POINTS,
+    VizError,
+    as_inspect_table,
+    count_legend,
+    decimal_ticks,
+    frame,
+    spaced_axis,
+)
 
 __all__ = ["deleted_rows_heatmap", "dv_density_chart"]
 
@@ -43,9 +52,9 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
                     "num_records:Q",
                     title="rows in file",
                     scale=alt.Scale(type="symlog", domain=[0, ticks[-1]]),
-                    axis=alt.Axis(values=ticks, format=",d"),
+                    axis=alt.Axis(values=ticks, format=",d", labelOverlap=True, labelSeparation=LABEL_SEPARATION),
                 ),
-                y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+                y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=spaced_axis(format="%"), scale=alt.Scale(domain=[0, 1])),
                 size=alt.Size(
                     "cardinality:Q",
                     title="rows deleted",

@@ -8,13 +8,24 @@ import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltaexplore.inspect import files, partitions
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
-from deltaexplore.inspect.formatting import human_bytes
-from deltaexplore.viz._data import BYTES_LABELS, as_inspect_table, binary_steps, bytes_text, bytes_tooltip, count_axis, frame
+from deltaexplore.inspect.formatting import human_bytes, partition_names, partition_value_columns
+from deltaexplore.viz._data import (
+    BYTES_LABELS,
+    LABEL_SEPARATION,
+    as_inspect_table,
+    binary_steps,
+    bytes_axis,
+    bytes_text,
+    bytes_tooltip,
+    count_axis,
+    frame,
+)
 
-__all__ = ["file_size_histogram", "partition_skew_chart"]
+__all__ = ["TOP_PARTITIONS", "file_size_histogram", "partition_skew_chart"]
 
 
 def _files(data: Any) -> Any:
@@ -67,10 +78,9 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
         .encode(
             # each bar's label is where its bin starts (the next bar's start is where it ends)
             x=alt.X(
-                "bin:O",
-                sort=alt.SortField("bin_start"),
+                "bin_start:O",
                 title="file size (each bin up to twice its start)",
-                axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, '-')[0]", labelOverlap=True),
+                axis=alt.Axis(labelAngle=0, labelExpr=BYTES_LABELS, labelOverlap=True, labelSeparation=LABEL_SEPARATION),
             ),
             y=alt.Y("files:Q", title="files", axis=count_axis()),
             color=alt.Color(
@@ -89,51 +99,88 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
     )
 
 
-def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = 40) -> alt.Chart:
-    """The `top` partitions by `metric` (bytes | files | rows | small_files), the rest summed in
-    one "(N other partitions)" bar; colour shows each partition's share of small files. `data` is
+#: most partitions `partition_skew_chart` draws one bar each for (the rest share one bar)
+TOP_PARTITIONS = 15
+#: the height of one partition's bar and label in px: labels never overlap
+_BAR_STEP = 18
+
+
+def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = TOP_PARTITIONS) -> alt.Chart:
+    """The `top` partitions by `metric` (bytes | files | rows | small_files), one bar each,
+    labelled by their values (the partition columns name the axis), the chart as tall as its
+    bars; beyond `top` the others are one grey bar at their mean per partition ("350 others
+    (mean)", on the same scale as the rest: drawn, never a sum that flattens every other bar;
+    its tooltip has their total). Colour: each partition's share of small files. `data` is
     `inspect.partitions()` output or a Table/Snapshot."""
     p = as_inspect_table(data, ("partition", metric, "files", "small_files"), _partitions, "partition_skew_chart")
     cols = list(dict.fromkeys(["partition", metric, "files", "small_files"] + (["bytes"] if "bytes" in p.column_names else [])))
-    df = frame(p, cols)
-    df = df.sort(metric, descending=True, nulls_last=True)
+    df = frame(p, cols).sort(metric, descending=True, nulls_last=True)
+    keys = df.get_column("partition")
+    names = partition_names(keys.unique().to_list()) or []
+    if names:
+        values = partition_value_columns(keys.to_arrow(), names)
+        label = values[0] if len(names) == 1 else pc.binary_join_element_wise(*values, " / ")
+        df = df.with_columns(pl.Series("label", pl.from_arrow(label), pl.String).fill_null("(null)"))
+    else:
+        df = df.with_columns(
+            pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("label")
+        )
     head, rest = df.head(top), df.slice(top)
+    head = head.with_columns(pl.lit(1).alias("partitions"), pl.lit(False).alias("other"))
     if rest.height:
+        sums = [c for c in df.columns if c not in ("partition", "label")]
         other = rest.select(
-            pl.lit(f"({rest.height} other partitions)").alias("partition"),
-            *[pl.col(c).sum() for c in df.columns if c != "partition"],
+            pl.lit(f"({rest.height:,} others)").alias("partition"),
+            pl.lit(f"{rest.height:,} others (mean)").alias("label"),
+            *[(pl.col(c).sum() / rest.height).alias(c) for c in sums],
+            pl.lit(rest.height).alias("partitions"),
+            pl.lit(True).alias("other"),
         )
         head = pl.concat([head, other.select(head.columns)], how="vertical_relaxed")
-    head = head.with_columns(
-        pl.when(pl.col("partition") == "").then(pl.lit("(unpartitioned)")).otherwise(pl.col("partition")).alias("partition"),
-        (pl.col("small_files") / pl.col("files")).alias("small_share"),
-    )
-    if "bytes" in head.columns:
-        head = bytes_text(head, "bytes")
-    if metric == "bytes":
-        ticks = binary_steps(0, head.get_column("bytes").max() or 0)  # type: ignore[arg-type]
-        axis, scale = alt.Axis(labelExpr=BYTES_LABELS, values=ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+        totals = rest.select(*[pl.col(c).sum().alias(f"{c}_total") for c in sums])
+        head = head.with_columns(
+            *[
+                pl.when(pl.col("other")).then(pl.lit(totals.item(0, f"{c}_total"))).otherwise(pl.col(c)).alias(f"{c}_total")
+                for c in sums
+            ]
+        )
     else:
-        axis, scale = count_axis(), alt.Scale()
+        head = head.with_columns(*[pl.col(c).alias(f"{c}_total") for c in df.columns if c not in ("partition", "label")])
+    head = head.with_columns((pl.col("small_files_total") / pl.col("files_total")).alias("small_share"))
+    if "bytes" in head.columns:
+        head = bytes_text(head.with_columns(pl.col("bytes_total").alias("total_bytes")), "total_bytes")
+    if metric == "bytes":
+        ticks = binary_steps(0, head.get_column("bytes").max() or 0, most=5)  # type: ignore[arg-type]
+        axis, scale = bytes_axis(ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+    else:
+        axis, scale = count_axis(tickCount=5), alt.Scale()
+    small = alt.condition(
+        "datum.other",
+        alt.value("#9d9d9d"),
+        alt.Color(
+            "small_share:Q",
+            title="small files",
+            scale=alt.Scale(domain=[0, 1], scheme="orangered"),
+            legend=alt.Legend(format="%", orient="top", direction="horizontal", gradientLength=120),
+        ),
+    )
+    title = f"partitions by {metric}" + (f" (the {top} largest of {df.height:,})" if rest.height else "")
     return (
-        alt.Chart(head.to_arrow(), title=f"partitions by {metric}")
+        alt.Chart(head.to_arrow(), title=title)
         .mark_bar()
         .encode(
-            y=alt.Y("partition:N", sort=None, title=None),
-            x=alt.X(f"{metric}:Q", title=metric, axis=axis, scale=scale),
-            color=alt.Color(
-                "small_share:Q",
-                title="small files",
-                scale=alt.Scale(domain=[0, 1], scheme="orangered"),
-                legend=alt.Legend(format="%"),
-            ),
+            y=alt.Y("label:N", sort=None, title=" / ".join(names) or None, axis=alt.Axis(labelLimit=200)),
+            x=alt.X(f"{metric}:Q", title=metric + (" (others: their mean)" if rest.height else ""), axis=axis, scale=scale),
+            color=small,
             tooltip=[
-                "partition:N",
-                *([bytes_tooltip("bytes")] if "bytes" in head.columns else []),
-                alt.Tooltip("files:Q", format=","),
-                *([alt.Tooltip(f"{metric}:Q", format=",")] if metric not in ("bytes", "files") else []),
-                alt.Tooltip("small_files:Q", format=",", title="small files"),
-                alt.Tooltip("small_share:Q", format=".0%"),
+                alt.Tooltip("label:N", title=" / ".join(names) or "partition"),
+                alt.Tooltip("partitions:Q", format=","),
+                *([bytes_tooltip("total_bytes", "bytes")] if "bytes" in head.columns else []),
+                alt.Tooltip("files_total:Q", format=",", title="files"),
+                *([alt.Tooltip(f"{metric}_total:Q", format=",", title=metric)] if metric not in ("bytes", "files") else []),
+                alt.Tooltip("small_files_total:Q", format=",", title="small files"),
+                alt.Tooltip("small_share:Q", format=".0%", title="small share"),
             ],
         )
+        .properties(height=alt.Step(_BAR_STEP))
     )

@@ -3,6 +3,7 @@ and which versions can still be read."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import altair as alt
@@ -10,19 +11,21 @@ import polars as pl
 
 from deltaexplore.inspect import history, reconstructable_versions
 from deltaexplore.viz._data import (
-    BYTES_LABELS,
+    LABEL_SEPARATION,
     MAX_POINTS,
     VizError,
     as_inspect_table,
     binary_steps,
     bucket_versions,
+    bytes_axis,
     bytes_text,
     bytes_tooltip,
     count_axis,
     frame,
+    spaced_axis,
 )
 
-__all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "versions_chart"]
+__all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "time_axis", "versions_chart"]
 
 _METRICS = {
     "files": ("files_added", "files_removed"),
@@ -78,7 +81,7 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
     if metric == "bytes":
         values = agg.get_column("bytes")
         ticks = binary_steps(values.min() or 0, values.max() or 0)  # type: ignore[arg-type]
-        axis, scale = alt.Axis(labelExpr=BYTES_LABELS, values=ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+        axis, scale = bytes_axis(ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
     else:
         axis, scale = count_axis(), alt.Scale()
     title = f"{metric} added (+) and removed (-) per version" + (f" (ranges of {width} versions)" if width > 1 else "")
@@ -86,7 +89,7 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
         alt.Chart(agg.to_arrow(), title=title)
         .mark_bar()
         .encode(
-            x=alt.X("version:Q", title="version", axis=alt.Axis(format="d")),
+            x=alt.X("version:Q", title="version", axis=spaced_axis(format="d")),
             y=alt.Y(f"{metric}:Q", title=metric, axis=axis, scale=scale),
             color=alt.Color("change:N", scale=alt.Scale(domain=["added", "removed"], range=["#4c78a8", "#e45756"])),
             tooltip=[
@@ -136,12 +139,7 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bo
         alt.Chart(df.to_arrow(), title="operations over time")
         .mark_tick(thickness=2)
         .encode(
-            x=alt.X(
-                "timestamp:T",
-                title="commit time",
-                axis=alt.Axis(format=_time_format(df), labelOverlap=True, tickCount=8),
-                scale=alt.Scale(padding=10),
-            ),
+            x=alt.X("timestamp:T", title="commit time", axis=time_axis(df.get_column("timestamp")), scale=alt.Scale(padding=10)),
             y=alt.Y("operation:N", title=None),
             color=alt.Color("operation:N", legend=None),
             tooltip=[
@@ -159,20 +157,61 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bo
     return chart
 
 
-def _time_format(df: pl.DataFrame) -> str:
-    """One label format for the whole time axis, by the span it covers (Vega's default mixes
-    '12:30' with '01 AM' and '2024' on one axis)."""
-    ts = df.get_column("timestamp")
-    lo, hi = ts.min(), ts.max()
-    span = (hi - lo).total_seconds() if lo is not None and hi is not None else 0  # type: ignore[operator,union-attr]
-    day = 86_400
-    if span <= 2 * day:
-        return "%H:%M"
-    if span <= 120 * day:
-        return "%b %d"
-    if span <= 4 * 365 * day:
-        return "%b %Y"
-    return "%Y"
+#: time axis steps, finest first: (unit, its length in ms, steps, label format)
+_TIME_STEPS: tuple[tuple[str, int, tuple[int, ...], str], ...] = (
+    ("millisecond", 1, (1, 2, 5, 10, 20, 50, 100, 200, 250, 500), "%H:%M:%S.%L"),
+    ("second", 1000, (1, 2, 5, 10, 15, 30), "%H:%M:%S"),
+    ("minute", 60_000, (1, 2, 5, 10, 15, 30), "%H:%M"),
+    ("hour", 3_600_000, (1, 2, 3, 6, 12), "%H:%M"),
+    ("day", 86_400_000, (1, 2), "%b %d"),
+    ("week", 7 * 86_400_000, (1, 2), "%b %d"),
+    ("month", 30 * 86_400_000, (1, 2, 3, 6), "%b %Y"),
+    ("year", 365 * 86_400_000, (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000), "%Y"),
+)
+
+
+def time_axis(times: pl.Series, most: int = 7) -> alt.Axis:
+    """A time axis for `times` whose ticks step by one unit chosen from their span: milliseconds
+    for commits within a second ... years across decades, at most `most` ticks, every label in
+    one format that tells them apart (``10:33:28.250``, ``10:33:20``, ``10:30``, ``Nov 27``,
+    ``Nov 2026``, ``2026``; hours of more than a day carry the day). The ticks are given as
+    values (UTC steps): Vega's own choice mixes formats on one axis, and a fixed ``%H:%M``
+    labelled seven ticks "10:33" for commits within a minute."""
+    ms = times.cast(pl.Datetime("ms")).cast(pl.Int64).drop_nulls()
+    lo, hi = (int(ms.min()), int(ms.max())) if ms.len() else (0, 0)  # type: ignore[arg-type]
+    span = hi - lo
+    common: dict[str, Any] = {"labelOverlap": True, "labelSeparation": LABEL_SEPARATION}
+    if span <= 0:
+        return alt.Axis(format="%Y-%m-%d %H:%M:%S", values=[lo] if ms.len() else [], **common)
+    for unit, size, steps, fmt in _TIME_STEPS:
+        for step in steps:
+            if span / (size * step) <= most - 1:
+                if unit in ("hour", "minute") and span >= 43_200_000:
+                    fmt = "%b %d %H:%M"  # hours of more than one day
+                elif unit in ("day", "week") and span > 300 * 86_400_000:
+                    fmt = "%b %d %Y"
+                return alt.Axis(format=fmt, values=_time_ticks(lo, hi, unit, size, step), **common)
+    return alt.Axis(format="%Y", **common)
+
+
+def _time_ticks(lo: int, hi: int, unit: str, size: int, step: int) -> list[int]:
+    """Epoch ms of the ticks in [lo, hi] every `step` `unit`s (calendar months and years)."""
+    if unit not in ("month", "year"):
+        width = size * step
+        return list(range(-(-lo // width) * width, hi + 1, width))
+    start = datetime.fromtimestamp(lo / 1000, UTC)
+    months = step * (12 if unit == "year" else 1)
+    index = start.year * 12 + start.month - 1
+    index = -(-index // months) * months  # the first whole step at or after lo
+    out: list[int] = []
+    while True:
+        t = datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+        tick = int(t.timestamp() * 1000)
+        if tick > hi:
+            return out
+        if tick >= lo:
+            out.append(tick)
+        index += months
 
 
 def _every(df: pl.DataFrame) -> str:
@@ -210,7 +249,7 @@ def versions_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         alt.Chart(df.to_arrow(), title="readable versions" + (f" (ranges of {width})" if width > 1 else ""))
         .mark_tick(thickness=3, size=30)
         .encode(
-            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            x=alt.X("version:Q", axis=spaced_axis(format="d")),
             color=alt.Color("status:N", scale=alt.Scale(domain=domain, range=["#54a24b", "#f58518", "#e45756", "#9d9d9d"])),
             tooltip=[alt.Tooltip("version:Q", format="d"), "status:N", "versions:Q"],
         )

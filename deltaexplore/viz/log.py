@@ -9,14 +9,15 @@ import polars as pl
 
 from deltaexplore.inspect import log_files
 from deltaexplore.viz._data import (
-    BYTES_LABELS,
     MAX_POINTS,
     as_inspect_table,
     binary_ticks,
     bucket_versions,
+    bytes_axis,
     bytes_text,
     bytes_tooltip,
     frame,
+    spaced_axis,
 )
 
 __all__ = ["log_health_chart"]
@@ -54,12 +55,12 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
         alt.Chart(long.to_arrow(), title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(point=True, interpolate="step-after")
         .encode(
-            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            x=alt.X("version:Q", axis=spaced_axis(format="d")),
             y=alt.Y(
                 "bytes:Q",
                 title="bytes",
                 scale=alt.Scale(type="symlog", constant=1024, domain=[0, ticks[-1]]),
-                axis=alt.Axis(labelExpr=BYTES_LABELS, values=ticks),
+                axis=bytes_axis(ticks),
             ),
             color=alt.Color(
                 "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])

@@ -27,6 +27,12 @@ def _human(n: int | None) -> str:
     return human_bytes(n)
 
 
+def _files(n: int) -> str:
+    from deltaexplore.inspect.formatting import count_noun
+
+    return count_noun(n, "file")
+
+
 def summary_json(table: Any, version: int | None = None, *, snapshot: Any = None) -> dict[str, Any]:
     """A small JSON-safe summary: location, version, time, protocol, partitioning, schema, files, bytes."""
     snap = snapshot if snapshot is not None else table.snapshot(version)
@@ -97,7 +103,7 @@ def table_mimebundle(table: Any, include: Any = None, exclude: Any = None) -> di
         msg = f"Delta table {table.uri}: {exc}"
         return {"text/plain": msg, "text/html": f"<pre>{html.escape(msg)}</pre>"}
     bundle: dict[str, Any] = {
-        "text/plain": f"Delta table {table.uri} at version {summary['version']} ({summary['num_files']} files)",
+        "text/plain": f"Delta table {table.uri} at version {summary['version']} ({_files(summary['num_files'])})",
         "text/html": summary_html(summary),
         MIME_TYPE: summary,
     }

@@ -23,13 +23,36 @@ import pyarrow.csv as pacsv
 
 from deltaexplore.core.arrow import take_rows
 from deltaexplore.errors import InvalidArgumentError
-from deltaexplore.inspect.formatting import unit_of
+from deltaexplore.inspect.formatting import partition_names, partition_value_columns, unit_of
 from deltaexplore.widgets.arrow_ipc import normalize
 
-__all__ = ["RowSource", "parse_filter", "parse_sort"]
+__all__ = ["PARTITION_VALUE_PREFIX", "RowSource", "parse_filter", "parse_sort", "with_partition_values"]
 
 #: most rows one window request may ask for
 MAX_WINDOW = 5000
+#: name prefix of the columns `with_partition_values` adds (`partition:date`)
+PARTITION_VALUE_PREFIX = "partition:"
+#: field metadata key naming the partition column a column holds the values of
+PARTITION_COLUMN_KEY = b"partition_column"
+
+
+def with_partition_values(table: pa.Table, names: list[str] | None = None) -> pa.Table:
+    """`table` with one string column per partition column (`partition:<name>`, its values)
+    split from its `partition` keys (``date=2024-01-01/region=emea``): a grid shows the values
+    under the column's name, not the ``date=`` every row shares. `names` are the table's
+    partition columns; None: read from the keys (`formatting.partition_names`). A table
+    without a `partition` column, or unpartitioned, is returned as it is."""
+    if "partition" not in table.column_names:
+        return table
+    keys = table.column("partition")
+    if names is None:
+        names = partition_names(pc.unique(keys).to_pylist())
+    if not names:
+        return table
+    for name, values in zip(names, partition_value_columns(keys, names)):
+        meta = {b"unit": b"text", b"doc": f"value of the partition column {name}".encode(), PARTITION_COLUMN_KEY: name.encode()}
+        table = table.append_column(pa.field(f"{PARTITION_VALUE_PREFIX}{name}", pa.string(), metadata=meta), values)
+    return table
 
 
 def parse_sort(sort: Any, columns: list[str]) -> tuple[tuple[str, bool], ...]:
@@ -91,9 +114,15 @@ class RowSource:
 
     def describe(self) -> dict[str, Any]:
         """What the browser needs before asking for rows: the size, the columns (name, display
-        unit, doc) and the code."""
+        unit, doc, and for a column of partition values its partition column) and the code."""
         fields = [
-            {"name": f.name, "unit": unit_of(f), "doc": (f.metadata or {}).get(b"doc", b"").decode(), "type": str(f.type)}
+            {
+                "name": f.name,
+                "unit": unit_of(f),
+                "doc": (f.metadata or {}).get(b"doc", b"").decode(),
+                "type": str(f.type),
+                **({"partition_column": md.decode()} if (md := (f.metadata or {}).get(PARTITION_COLUMN_KEY)) else {}),
+            }
             for f in self.table.schema
         ]
         return {"total": self.total, "code": self.code, "name": self.name, "fields": fields}

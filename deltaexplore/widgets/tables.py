@@ -3,8 +3,10 @@
 A `pyarrow.Table` whose schema is tagged as a deltaexplore table (`formatting.TABLE_KEY`, set by
 `deltaexplore.inspect.schemas` and by `%delta`) is shown formatted by its columns' display
 units (`inspect.formatting`): bytes, counts, local times (UTC in the title), status pills,
-operation badges, JSON as key/value chips, paths shortened in the middle (full text in the
-title). At most `max_rows` rows are shown, with the total; columns empty in every shown row
+operation badges, JSON as key/value chips, paths shortened to what tells files apart
+(`formatting.short_path`: partition directories and the file's id; the whole path in the
+title), a partition key column as one column of values per partition column (as the explorer
+shows them). At most `max_rows` rows are shown, with the total; columns empty in every shown row
 are left out and named in the footer. Metrics tables (overview, log health) are shown as a
 report: one line per metric, grouped by section, the value in its row's unit.
 
@@ -34,6 +36,7 @@ __all__ = [
     "report_html",
     "report_text",
     "schema_html",
+    "split_partitions",
     "table_html",
     "table_text",
     "titled",
@@ -81,7 +84,6 @@ _NUMERIC_UNITS = {"bytes", "count", "version", "duration_ms", "ratio", "number"}
 _LAST_COLUMNS = ("stats", "raw", "commit_info")
 #: tables of user data (rows, schemas): every column is shown, numbers as they are
 _USER_DATA = ("rows", "schema")
-_PATH_CHARS = 56
 _TEXT_CHARS = 96
 _WRAP_CHARS = 60
 _JSON_CHIPS = 4
@@ -222,7 +224,10 @@ def _cell(unit: str, value: Any, tz: tzinfo | None, *, raw_numbers: bool = False
     if unit == "operation":
         return "", f'<span class="dx-badge">{_e(value)}</span>'
     if unit == "path":
-        return "", _truncated(str(value), _PATH_CHARS, middle=True, cls="dx-mono")
+        text = str(value)
+        short = fmt.short_path(text)
+        title = f' title="{_e(text)}"' if short != text else ""
+        return "", f'<span class="dx-mono"{title}>{_e(short)}</span>'
     if unit == "json" or isinstance(value, (dict, list)):
         items = fmt.json_items(value)
         raw = value if isinstance(value, str) else fmt.format_value("json", value)
@@ -236,12 +241,31 @@ def _cell(unit: str, value: Any, tz: tzinfo | None, *, raw_numbers: bool = False
 
 
 # -- tables -------------------------------------------------------------------------------------
+def split_partitions(table: pa.Table) -> pa.Table:
+    """`table` with its `partition` key column (``date=2024-01-01/region=emea``) replaced by one
+    column of values per partition column, named after it (as the explorer's grids show them),
+    when the keys of its rows name the same columns; else `table` itself."""
+    if "partition" not in table.column_names or table.num_rows == 0:
+        return table
+    keys = table.column("partition")
+    names = fmt.partition_names(keys.to_pylist())
+    if not names:
+        return table
+    at = table.column_names.index("partition")
+    out = table.remove_column(at)
+    for k, (name, values) in enumerate(zip(names, fmt.partition_value_columns(keys, names))):
+        label = name if name not in table.column_names else f"{name} (partition)"
+        meta = {fmt.UNIT_KEY: b"text", b"doc": f"value of the partition column {name}".encode()}
+        out = out.add_column(at + k, pa.field(label, pa.string(), metadata=meta), values)
+    return out.replace_schema_metadata(table.schema.metadata)
+
+
 def _caption(title: str, sub: str) -> str:
     return f'<div class="dx-cap"><span class="dx-title">{_e(title)}</span><span class="dx-sub">{_e(sub)}</span></div>'
 
 
 def _shape(n_rows: int, n_cols: int) -> str:
-    return f"{fmt.human_count(n_rows)} row{'' if n_rows == 1 else 's'} × {n_cols} column{'' if n_cols == 1 else 's'}"
+    return f"{fmt.count_noun(n_rows, 'row')} × {fmt.count_noun(n_cols, 'column')}"
 
 
 def _wrap(body: str) -> str:
@@ -257,7 +281,8 @@ def table_html(
         body = _metrics_body(table, title or _title_of(schema), max_rows, tz)
         return _wrap(body) if style else f'<div class="dx-out">{body}</div>'
     title = title or _title_of(schema)
-    shown = table.slice(0, max_rows)
+    shown = split_partitions(table.slice(0, max_rows))
+    schema = shown.schema
     rows = shown.to_pylist()
     user_data = fmt.table_name(schema) in _USER_DATA
     fields = [f for f in schema if f.name not in _LAST_COLUMNS] + [f for f in schema if f.name in _LAST_COLUMNS]
@@ -291,7 +316,7 @@ def table_html(
         )
     if empty:
         names = ", ".join(empty[:12]) + (f", … ({len(empty) - 12} more)" if len(empty) > 12 else "")
-        foot.append(f"{len(empty)} empty column{'' if len(empty) == 1 else 's'} not shown: {names}")
+        foot.append(f"{fmt.human_count(len(empty))} empty {fmt.plural('column', len(empty))} not shown: {names}")
     footer = f'<div class="dx-foot">{_e(" · ".join(foot))}</div>' if foot else ""
     body = (
         _caption(title, _shape(table.num_rows, table.num_columns))
@@ -348,7 +373,7 @@ def _metrics_body(table: pa.Table, title: str, max_rows: int, tz: tzinfo | None)
     more = table.num_rows - len(rows)
     foot = f'<div class="dx-foot">{fmt.human_count(more)} more rows</div>' if more > 0 else ""
     problems = [r for r in table.select(["status"]).to_pylist() if fmt.status_level(r["status"]) in ("warn", "error")]
-    sub = f"{table.num_rows} metrics" + (f" · {len(problems)} to look at" if problems else " · no warnings")
+    sub = fmt.count_noun(table.num_rows, "metric") + (f" · {len(problems)} to look at" if problems else " · no warnings")
     head = "<th>metric</th><th>value</th><th>status</th><th>detail</th>"
     return (
         _caption(title, sub)
@@ -388,7 +413,12 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
     schema = table.schema
     title = title or _title_of(schema)
     lines = [f"{title}: {_shape(table.num_rows, table.num_columns)}"]
-    rows = table.slice(0, max_rows).to_pylist()
+    if not _is_metrics(schema):
+        shown = split_partitions(table.slice(0, max_rows))
+        schema = shown.schema
+    else:
+        shown = table.slice(0, max_rows)
+    rows = shown.to_pylist()
     if _is_metrics(schema):
         for r in rows:
             number, word = r.get("number"), r.get("unit")
@@ -445,7 +475,8 @@ def _text_cell(unit: str, value: Any, *, floating: bool = False) -> str:
     if floating and _float_number(unit, value):
         return fmt.human_float(value)
     if unit == "path" and isinstance(value, str):
-        return fmt.truncate_middle(value, 40)
+        short = fmt.short_path(value)  # too long for a text column: the name (partitions have a column)
+        return short if len(short) <= 40 or "/" not in short else "…/" + short.rsplit("/", 1)[1]
     return fmt.format_value(unit, value).replace("\n", " ")
 
 

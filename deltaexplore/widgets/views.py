@@ -25,7 +25,7 @@ from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.widgets.arrow_ipc import to_ipc
-from deltaexplore.widgets.sources import RowSource
+from deltaexplore.widgets.sources import RowSource, with_partition_values
 
 if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
@@ -333,15 +333,16 @@ class TableView:
             "has_stats",
             "dv_storage",
         ]
+        names = list(snap.partition_columns)
         files_source = RowSource(
-            files.select([c for c in shown if c in files.column_names]),
+            with_partition_values(files.select([c for c in shown if c in files.column_names]), names),
             search_columns=("path",),
             default_sort=(("size", True),),  # one numeric key: 1M rows sort in milliseconds
             code=self._code("files()", snap.version),
             name=f"files_v{snap.version}",
         )
         parts_source = RowSource(
-            parts.drop_columns(["partition_values"]),
+            with_partition_values(parts.drop_columns(["partition_values"]), names),
             search_columns=("partition",),
             code=self._code("partitions()", snap.version),
             name=f"partitions_v{snap.version}",
@@ -422,7 +423,7 @@ class TableView:
         for name in positions.column_names:  # hidden: what a brush over the density chart filters on
             shown = shown.append_column(name, positions.column(name))
         source = RowSource(
-            shown,
+            with_partition_values(shown, list(snap.partition_columns)),
             search_columns=("path", "partition"),
             default_sort=(("overlap_depth", True),),  # one numeric key: 1M rows sort in milliseconds
             code=self._code(f"layout({column!r})", snap.version),
@@ -455,21 +456,24 @@ class TableView:
             "chart": chart_spec(viz.dv_density_chart(dv)) if dv.num_rows else None,
         }
         source = RowSource(
-            dv.select(
-                [
-                    "path",
-                    "partition",
-                    "num_records",
-                    "cardinality",
-                    "live_rows",
-                    "deleted_ratio",
-                    "past_threshold",
-                    "storage",
-                    "dv_path",
-                    "dv_bytes",
-                    "shared_by",
-                    "size",
-                ]
+            with_partition_values(
+                dv.select(
+                    [
+                        "path",
+                        "partition",
+                        "num_records",
+                        "cardinality",
+                        "live_rows",
+                        "deleted_ratio",
+                        "past_threshold",
+                        "storage",
+                        "dv_path",
+                        "dv_bytes",
+                        "shared_by",
+                        "size",
+                    ]
+                ),
+                list(snap.partition_columns),
             ),
             search_columns=("path", "partition"),
             default_sort=(("deleted_ratio", True), ("path", False)),
@@ -489,19 +493,21 @@ class TableView:
         files = inspect.diff_files(self.table, v1, v2)
         out = {"from": v1, "to": v2, "changes": to_ipc(changes)}
         source = RowSource(
-            files.select(
-                [
-                    "change",
-                    "path",
-                    "partition",
-                    "size",
-                    "num_records",
-                    "rows_delta",
-                    "deleted_before",
-                    "deleted_after",
-                    "modification_time",
-                ]
-            ),
+            with_partition_values(
+                files.select(
+                    [
+                        "change",
+                        "path",
+                        "partition",
+                        "size",
+                        "num_records",
+                        "rows_delta",
+                        "deleted_before",
+                        "deleted_after",
+                        "modification_time",
+                    ]
+                ),
+            ),  # partition columns read from the keys: the two versions may be partitioned differently
             search_columns=("path", "partition"),
             default_sort=(("change", False), ("path", False)),
             code=f"dx.open_table({self.table.uri!r}).inspect.diff_files({v1}, {v2})",

@@ -251,6 +251,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
 
   function drawHeader(): void {
     title.textContent = String(model.get('title') || model.get('uri') || 'Delta table');
+    title.title = title.textContent;
     uri.textContent = String(model.get('uri') || '');
     uri.title = String(model.get('uri') || '');
     const data = model.get('overview_data') || {};

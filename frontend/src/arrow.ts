@@ -8,6 +8,8 @@ export interface FieldInfo {
   unit: string;
   doc: string;
   type: string;
+  /** a column of partition values: the partition column's name (rows from the kernel) */
+  partition_column?: string;
 }
 
 export type Row = Record<string, unknown>;

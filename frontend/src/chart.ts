@@ -57,8 +57,24 @@ function cacheKey(config: Record<string, unknown>, height?: number): string {
   return `${height ?? ''}|${JSON.stringify(config)}`;
 }
 
+/** Vega-Lite's warnings, but the one a chart as tall as its bars always gives ("Dropping fit-y":
+ * it is as tall as its bars by design, and as wide as its container). */
+const vlLogger = {
+  level() {
+    return this;
+  },
+  warn(...args: unknown[]) {
+    if (!/Dropping "fit-y"/.test(String(args[0]))) console.warn(...args);
+  },
+  info() {},
+  debug() {},
+  error(...args: unknown[]) {
+    console.error(...args);
+  },
+};
+
 function compileSpec(spec: Record<string, unknown>, config: Record<string, unknown>, height: number | undefined, label: string): any {
-  return measure(`chart-compile:${label}`, () => compile(responsive(spec, height) as any, { config: config as any }).spec);
+  return measure(`chart-compile:${label}`, () => compile(responsive(spec, height) as any, { config: config as any, logger: vlLogger as any }).spec);
 }
 
 // specs carry their data inline: anything asking the loader for a URL is refused
@@ -231,6 +247,8 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
         return;
       }
       result = r;
+      // the room kept while drawing goes: a chart as tall as its bars may be shorter
+      el.style.minHeight = '';
       if (opts.onClick) {
         const cb = opts.onClick;
         r.addEventListener('click', (_e: unknown, item: any) => {

@@ -136,14 +136,53 @@ export function copyButton(text: string | (() => string), label: string): HTMLBu
 
 /** A metric card: a label, a big value, an optional line under it and a status. */
 export function card(label: string, value: Child, sub?: Child, status?: string | null, title?: string): HTMLElement {
+  const line = sub !== undefined && sub !== null && sub !== '' ? h('div', { class: 'dxe-card-sub' }, sub) : null;
+  if (line) {
+    // past three lines the text is cut: then it opens (and closes) on a click or Enter
+    const toggle = () => {
+      if (!line.hasAttribute('aria-expanded')) return;
+      line.setAttribute('aria-expanded', line.getAttribute('aria-expanded') === 'true' ? 'false' : 'true');
+    };
+    line.addEventListener('click', toggle);
+    line.addEventListener('keydown', (ev: KeyboardEvent) => {
+      if (ev.key === 'Enter' || ev.key === ' ') {
+        ev.preventDefault();
+        toggle();
+      }
+    });
+    clamped.observe(line);
+  }
   return h(
     'div',
     { class: `dxe-card${status ? ` dxe-card-${status}` : ''}`, role: 'group', 'aria-label': label, title: title ?? null },
     h('div', { class: 'dxe-card-label' }, label),
     h('div', { class: 'dxe-card-value' }, value),
-    sub !== undefined && sub !== null && sub !== '' ? h('div', { class: 'dxe-card-sub' }, sub) : null,
+    line,
   );
 }
+
+/** Card lines cut at three lines become buttons that open them (and lines that fit stop being). */
+const clamped = new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    const el = target as HTMLElement;
+    if (!el.isConnected) {
+      clamped.unobserve(el); // a card replaced: observed no more
+      continue;
+    }
+    if (el.getAttribute('aria-expanded') === 'true') continue;
+    if (el.scrollHeight > el.clientHeight + 1) {
+      el.setAttribute('aria-expanded', 'false');
+      el.setAttribute('role', 'button');
+      el.tabIndex = 0;
+      el.title = 'show all of it';
+    } else if (el.hasAttribute('aria-expanded')) {
+      el.removeAttribute('aria-expanded');
+      el.removeAttribute('role');
+      el.removeAttribute('tabindex');
+      el.removeAttribute('title');
+    }
+  }
+});
 
 /** A titled section whose body is filled later (`body`), with optional tools on the right. */
 export function section(title: string, ...tools: Child[]): { el: HTMLElement; body: HTMLElement; head: HTMLElement } {

@@ -281,3 +281,61 @@ export function signed(unit: 'count' | 'bytes', n: number | null | undefined): s
   const text = unit === 'bytes' ? humanBytes(Math.abs(n)) : humanCount(Math.abs(n));
   return n > 0 ? `+${text}` : n < 0 ? `−${text}` : text;
 }
+
+/** Units of `humanCompact`: thousand, million, billion, trillion, quadrillion. */
+const COMPACT_UNITS = ['K', 'M', 'B', 'T', 'Q'];
+
+function fixed3(x: number): string {
+  const a = Math.abs(x);
+  return a < 10 ? fixed(x, 2) : a < 100 ? fixed(x, 1) : fixed(x, 0);
+}
+
+/** A count in three significant digits and a unit when it has five digits or more
+ * (`4,775,210` -> `4.78 M`), exact below 10,000: for a column too narrow for the exact value,
+ * which then goes in the title and the exports (as `human_compact` in Python). */
+export function humanCompact(n: number | null | undefined): string {
+  if (n === null || n === undefined) return '?';
+  if (!Number.isFinite(n)) return nonFinite(n);
+  if (Math.abs(n) < 10_000) return humanCount(n);
+  let scaled = n;
+  let k = -1;
+  while (k < COMPACT_UNITS.length - 1 && (k < 0 || Math.abs(Number(fixed3(scaled))) >= 1000)) {
+    scaled /= 1000;
+    k += 1;
+  }
+  return `${fixed3(scaled)} ${COMPACT_UNITS[k]}`;
+}
+
+/** `noun` (singular; of a phrase, its first word) for `n` things: `file` for 1, else `files`
+ * (-y -> -ies; -s, -x, -ch, -sh -> -es), as `plural` in Python. */
+export function plural(noun: string, n: number): string {
+  if (n === 1) return noun;
+  const space = noun.indexOf(' ');
+  let word = space < 0 ? noun : noun.slice(0, space);
+  const rest = space < 0 ? '' : noun.slice(space);
+  if (/[^aeiou]y$/.test(word)) word = `${word.slice(0, -1)}ies`;
+  else if (/(s|x|ch|sh)$/.test(word)) word = `${word}es`;
+  else word = `${word}s`;
+  return word + rest;
+}
+
+/** `1 file`, `1,000,200 files` (as `count_noun` in Python). */
+export function countNoun(n: number | null | undefined, noun: string): string {
+  return `${humanCount(n)} ${plural(noun, n ?? 0)}`;
+}
+
+const UUID = /[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}/;
+
+/** A data file's path shortened to what tells it apart: its partition directories and its name
+ * up to the first 8 characters of the UUID in it (`date=2024-01-01/part-00002-3f2a8c1e…`);
+ * other directories become `…/` (as `short_path` in Python). The whole path goes in a title. */
+export function shortPath(path: string): string {
+  const parts = path.split('/');
+  let name = parts[parts.length - 1];
+  const dirs = parts.slice(0, -1);
+  const kept = dirs.filter((d) => d.includes('='));
+  const head = kept.length < dirs.filter((d) => d).length ? '…/' : '';
+  const m = UUID.exec(name);
+  if (m) name = `${name.slice(0, m.index)}${m[0].slice(0, 8)}…`;
+  return head + kept.map((d) => `${d}/`).join('') + name;
+}

@@ -13,6 +13,7 @@ import {
   ColumnApiModule,
   RenderApiModule,
   RowApiModule,
+  RowAutoHeightModule,
   ScrollApiModule,
   ClientSideRowModelModule,
   ColumnAutoSizeModule,
@@ -35,8 +36,9 @@ import {
 } from 'ag-grid-community';
 
 import { decode, toArrowFile, type FieldInfo, type Row, type Rows } from './arrow';
-import { badge, copyButton, h, later, measure, pill } from './dom';
-import { formatValue, humanCount, humanFloat, jsonItems, relativeTime, statusLevel, timestampTitle, truncateMiddle } from './format';
+import { ColumnWidths, decide, exactCount, fontsOf, nameOnly, textWidth, type ColumnSpec, type Decision, type Fonts } from './columns';
+import { badge, copyButton, fill, h, later, measure, pill } from './dom';
+import { formatValue, humanBytes, humanCompact, humanCount, humanFloat, jsonItems, plural, relativeTime, shortPath, statusLevel, timestampTitle, truncateMiddle } from './format';
 import type { Rpc } from './model';
 
 ModuleRegistry.registerModules([
@@ -50,6 +52,7 @@ ModuleRegistry.registerModules([
   ColumnAutoSizeModule,
   LocaleModule,
   RowApiModule,
+  RowAutoHeightModule,
   RenderApiModule,
   ScrollApiModule,
   ColumnApiModule,
@@ -110,7 +113,7 @@ export interface GridOptionsLite {
   /** a filter box over the source's search columns; Enter applies it */
   filterPlaceholder?: string;
   emptyText?: string;
-  /** what the rows are called in the count: "files" */
+  /** what a row is called in the count, in the singular: "file" */
   noun?: string;
   /** extra controls in the toolbar */
   tools?: HTMLElement[];
@@ -157,32 +160,35 @@ const ROW_PX = 30;
 const HEADER_PX = 32;
 const NUMERIC = new Set(['bytes', 'count', 'version', 'number', 'ratio', 'duration_ms']);
 
-/** A header's width in px (12 px, weight 600) with the cell's padding and room for a sort arrow. */
-function headerPx(name: string): number {
-  return Math.round(40 + name.length * 7.2);
+/** Chips of a JSON value that fit `width` px (the rest counted in a "+N" chip; all of them in
+ * the title): a chip is never cut at the cell's edge. */
+function chipsFitting(items: Array<[string, string]>, width: number, fonts: Fonts | null): Array<[string, string]> {
+  if (!fonts) return items.slice(0, 8).map(([k, v]) => [k, truncateMiddle(v, 48)]);
+  const keyFont = fonts.pill.replace('600 ', '');
+  const valueFont = fonts.mono.replace('11.5px', '11px');
+  const out: Array<[string, string]> = [];
+  let used = 0;
+  for (let i = 0; i < items.length && i < 8; i++) {
+    const [k, v] = items[i];
+    let value = truncateMiddle(v, 48);
+    const key = textWidth(k, keyFont) + 12;
+    const more = i + 1 < items.length ? 36 : 0; // room for the "+N" chip after it
+    let w = key + textWidth(value, valueFont) + 16;
+    if (used + w + more > width) {
+      if (i > 0) break;
+      // the first chip alone is too wide: its value shortened in the middle to fit, or no chip
+      const chars = Math.floor(((width - more - key - 16) / Math.max(textWidth(value, valueFont), 1)) * value.length);
+      if (chars < 4) break;
+      value = truncateMiddle(v, chars);
+      w = width - more;
+    }
+    out.push([k, value]);
+    used += w;
+  }
+  return out;
 }
 
-/**
- * A column's width by display unit. Values of a known width (numbers, times, versions, flags,
- * badges) get a fixed width, as wide as their header; text, paths and JSON share the rest of the
- * grid (`flex`) down to a floor that keeps them readable, so a grid as wide as a notebook
- * (~1300 px) shows every column without a horizontal scrollbar and a wider one gives the room
- * to the paths. Only a grid narrower than the floors scrolls sideways.
- */
-function widthFor(unit: string, name: string): Partial<ColDef> {
-  if (unit === 'path') return { flex: 3, minWidth: 200 };
-  if (unit === 'json') return { flex: 2, minWidth: 180 };
-  if (unit === 'timestamp') return { width: 166, minWidth: 140 };
-  if (unit === 'operation') return { width: 140, minWidth: 110 };
-  if (unit === 'status') return { width: Math.max(88, headerPx(name)), minWidth: 80 };
-  if (unit === 'bool') return { width: Math.max(72, headerPx(name)), minWidth: 64 };
-  if (unit === 'version') return { width: Math.max(80, headerPx(name)), minWidth: 64 };
-  // wide enough for the header (600 weight) and its sort arrow: "overlap depth" is not cut
-  if (NUMERIC.has(unit)) return { width: Math.max(88, Math.min(180, headerPx(name))), minWidth: 72 };
-  return { flex: 1, minWidth: Math.max(96, Math.min(150, headerPx(name) - 20)) };
-}
-
-function renderer(unit: string): ((p: ICellRendererParams) => HTMLElement) | undefined {
+function renderer(unit: string, decision: Decision | undefined, fonts: Fonts | null): ((p: ICellRendererParams) => HTMLElement) | undefined {
   switch (unit) {
     case 'status':
       return (p) => (p.value === null || p.value === undefined ? h('span') : pill(statusLevel(p.value) ?? 'info', String(p.value)));
@@ -197,24 +203,37 @@ function renderer(unit: string): ((p: ICellRendererParams) => HTMLElement) | und
           formatValue('timestamp', p.value),
         );
       };
+    case 'count':
+      // compact (4.78 M) when the column is short of room: the exact count in the title
+      return (p) => {
+        if (typeof p.value !== 'number') return h('span', null, formatValue('count', p.value));
+        if (decision?.compact) return h('span', { class: 'dxe-compact', title: exactCount(p.value) }, humanCompact(p.value));
+        return h('span', null, humanCount(p.value));
+      };
+    case 'bytes':
+      return (p) => (typeof p.value === 'number' ? h('span', { title: `${humanCount(p.value)} bytes` }, humanBytes(p.value)) : h('span', null, formatValue('bytes', p.value)));
     case 'path':
       return (p) => {
         if (p.value === null || p.value === undefined || p.value === '') return h('span');
         const text = String(p.value);
-        // the end of a path (the file name) is what people look for: the box is right-to-left so
-        // an overflow is cut (with an ellipsis) at the start; <bdi> keeps the text itself in order
-        return h('span', { class: 'dxe-path-cell' }, h('span', { class: 'dxe-path', title: text }, h('bdi', null, text)), copyButton(text, 'copy path'));
+        // what tells files apart (partition directories, the file's id); in a narrow column the
+        // name alone (the partition has its own column); the whole path in the title and the copy
+        let shown = shortPath(text);
+        const room = p.column ? p.column.getActualWidth() - (fonts?.cellPad ?? 20) - 28 : Infinity;
+        if (decision?.compact || (fonts && textWidth(shown, fonts.mono) > room)) shown = nameOnly(shown);
+        return h('span', { class: 'dxe-path-cell' }, h('span', { class: 'dxe-path', title: text }, h('bdi', null, shown)), copyButton(text, 'copy path'));
       };
     case 'json':
       return (p) => {
         const items = jsonItems(p.value);
-        if (!items) return h('span', { class: 'dxe-json-text' }, formatValue('json', p.value));
+        if (!items) return h('span', { class: 'dxe-json-text', title: formatValue('json', p.value) }, formatValue('json', p.value));
         const title = items.map(([k, v]) => `${k}=${v}`).join('\n');
+        const shown = chipsFitting(items, p.column ? p.column.getActualWidth() - 22 : 400, fonts);
         return h(
           'span',
           { class: 'dxe-chips', title },
-          items.slice(0, 8).map(([k, v]) => h('span', { class: 'dxe-chip' }, h('span', { class: 'dxe-chip-k' }, k), h('span', { class: 'dxe-chip-v' }, truncateMiddle(v, 48)))),
-          items.length > 8 ? h('span', { class: 'dxe-chip dxe-chip-more' }, `+${items.length - 8}`) : null,
+          shown.map(([k, v]) => h('span', { class: 'dxe-chip' }, h('span', { class: 'dxe-chip-k' }, k), h('span', { class: 'dxe-chip-v' }, v))),
+          items.length > shown.length ? h('span', { class: 'dxe-chip dxe-chip-more' }, `+${items.length - shown.length}`) : null,
         );
       };
     case 'bool':
@@ -227,30 +246,39 @@ function renderer(unit: string): ((p: ICellRendererParams) => HTMLElement) | und
   }
 }
 
-function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
-  const unit = opt.unit ?? f.unit;
+function columnDef(spec: ColumnSpec, opt: ColumnOptions, decision: Decision | undefined, fonts: Fonts | null): ColDef {
+  const { field: f, unit } = spec;
+  const compact = decision?.compact ?? false;
   const def: ColDef = {
     field: f.name,
     colId: f.name,
-    headerName: opt.header ?? f.name.replace(/_/g, ' '),
-    headerTooltip: f.doc ? `${f.name}: ${f.doc}` : f.name,
+    headerName: spec.header,
+    headerTooltip: `${f.doc ? `${f.name}: ${f.doc}` : f.name}${compact ? ' (rounded to 3 digits where the column is narrow: a value’s title holds it exactly)' : ''}`,
     sortable: true,
     resizable: true,
-    hide: opt.hide,
+    hide: decision ? decision.hide : opt.hide,
     pinned: opt.pinned,
-    ...widthFor(unit, opt.header ?? f.name),
   };
-  if (opt.width) {
-    def.width = opt.width;
-    delete def.flex;
+  if (decision?.width !== undefined) {
+    def.width = decision.width;
+    def.minWidth = Math.min(decision.width, 60);
+    def.flex = null; // null clears a flex set before (undefined would keep it)
+  } else {
+    // before the first fit (no width known yet): share the grid
+    def.flex = opt.flex ?? 1;
+    def.minWidth = opt.minWidth ?? 72;
   }
-  if (opt.flex) def.flex = opt.flex;
-  if (opt.minWidth) def.minWidth = opt.minWidth;
-  const render = renderer(unit);
+  const render = renderer(unit, decision, fonts);
   if (render) def.cellRenderer = render;
   else if (unit === 'number' && /^(double|float|halffloat)/i.test(f.type))
     def.valueFormatter = (p: ValueFormatterParams) => (typeof p.value === 'number' ? humanFloat(p.value) : formatValue(unit, p.value));
   else def.valueFormatter = (p: ValueFormatterParams) => formatValue(unit, p.value);
+  if (unit === 'text') def.tooltipValueGetter = (p) => (p.value === null || p.value === undefined ? null : formatValue(unit, p.value));
+  if (decision?.wrap) {
+    // long text (a check's advice, an engine with its version) wraps: never cut mid-number
+    def.wrapText = true;
+    def.autoHeight = true;
+  }
   const classes: string[] = [];
   if (NUMERIC.has(unit)) {
     classes.push('dxe-num');
@@ -268,12 +296,6 @@ function columnDef(f: FieldInfo, opt: ColumnOptions = {}): ColDef {
     return (a as number) < (b as number) ? -1 : 1;
   };
   return def;
-}
-
-/** "files" for 1 -> "file" (the first word of the noun; "properties" -> "property"). */
-export function plural(noun: string, n: number): string {
-  if (n !== 1) return noun;
-  return noun.replace(/^(\w+?)(ies|s)\b/, (_m, stem: string, end: string) => (end === 'ies' ? `${stem}y` : stem));
 }
 
 function sameFields(a: FieldInfo[], b: FieldInfo[]): boolean {
@@ -303,6 +325,16 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   const exportCsv = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', title: `Download ${opts.label} as CSV` }, 'CSV');
   const exportArrow = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', title: `Download ${opts.label} as an Arrow IPC file` }, 'Arrow');
   const codeBtn = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', title: 'Copy the Python that returns this table', hidden: true }, 'Copy code');
+  // the column chooser: columns hidden to fit the width (or by the user), shown again on demand
+  const chooserList = h('div', { class: 'dxe-chooser-list', role: 'group', 'aria-label': `${opts.label}: columns shown` });
+  const fitButton = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', title: 'forget the columns picked: show what fits the width' }, 'Fit to width');
+  const chooserLabel = h('span', null, 'Columns');
+  const chooser = h(
+    'details',
+    { class: 'dxe-chooser' },
+    h('summary', { class: 'dxe-btn dxe-btn-small', title: 'show or hide columns' }, chooserLabel),
+    h('div', { class: 'dxe-chooser-menu' }, chooserList, fitButton),
+  );
   const toolbar = h(
     'div',
     { class: 'dxe-grid-toolbar', role: 'toolbar', 'aria-label': `${opts.label} tools` },
@@ -312,6 +344,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     status,
     h('span', { class: 'dxe-spacer' }),
     opts.tools || [],
+    chooser,
     h('span', { class: 'dxe-btn-group', role: 'group', 'aria-label': 'export' }, h('span', { class: 'dxe-btn-group-label' }, 'Export'), exportCsv, exportArrow),
     codeBtn,
   );
@@ -327,22 +360,153 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
   let sortModel: Array<[string, string]> = [];
   let generation = 0;
 
-  const noun = opts.noun ?? 'rows';
+  const noun = opts.noun ?? 'row';
   const setCount = (n: number | null, total?: number) => {
     if (n === null) count.textContent = '';
     else if (total !== undefined && total !== n) count.textContent = `${humanCount(n)} of ${humanCount(total)} ${plural(noun, total)}`;
     else count.textContent = `${humanCount(n)} ${plural(noun, n)}`;
   };
 
-  const colDefs = (): ColDef[] => {
+  // -- columns: which, how wide, which hidden (columns.ts decides) ---------------------------
+  let specs: ColumnSpec[] = [];
+  let decisions = new Map<string, Decision>();
+  let fonts: Fonts | null = null;
+  const widths = new ColumnWidths();
+  const choice = new Map<string, boolean>(); // the user's: shown (true) or hidden (false)
+  const resized = new Map<string, number>(); // widths the user dragged
+
+  /** The grid's columns in order of importance: the tab's list (a `partition` entry stands for
+   * the partition value columns when the rows carry them), else every field. */
+  const columnSpecs = (): ColumnSpec[] => {
     const byName = new Map(fields.map((f) => [f.name, f]));
-    let names = opts.columns ? opts.columns.filter((c) => byName.has(c)) : fields.map((f) => f.name);
+    const partitions = fields.filter((f) => f.partition_column);
+    let names = opts.columns ? opts.columns.flatMap((c) => (c === 'partition' && partitions.length ? partitions.map((f) => f.name) : [c])) : fields.map((f) => f.name);
+    names = names.filter((c) => byName.has(c));
+    if (!opts.columns && partitions.length) names = names.filter((c) => c !== 'partition');
     if (opts.hideEmpty && mode === 'rows' && rows && rows.rows.length) {
       const all = rows.rows;
       names = names.filter((n) => all.some((r) => r[n] !== null && r[n] !== undefined && r[n] !== '' && r[n] !== '{}'));
     }
-    return names.map((n) => columnDef(byName.get(n) as FieldInfo, opts.options?.[n]));
+    return names.map((n, i) => {
+      const f = byName.get(n) as FieldInfo;
+      const o = opts.options?.[n] ?? {};
+      const unit = o.unit ?? f.unit;
+      return {
+        name: n,
+        field: f,
+        unit,
+        header: o.header ?? (f.partition_column || f.name.replace(/_/g, ' ')),
+        // never hidden: the first column (a partition's values in the partitions grid), the
+        // first path (what a row is) and pinned columns
+        essential:
+          i === 0 ||
+          (f.partition_column !== undefined && i < partitions.length) ||
+          (unit === 'path' && names.findIndex((m) => (opts.options?.[m]?.unit ?? byName.get(m)?.unit) === 'path') === i) ||
+          Boolean(o.pinned),
+        width: o.width,
+        minWidth: o.minWidth,
+        flex: o.flex,
+        partition: Boolean(f.partition_column),
+      };
+    });
   };
+
+  const colDefs = (): ColDef[] => {
+    specs = columnSpecs();
+    return specs.map((sp) => columnDef(sp, opts.options?.[sp.name] ?? {}, decisions.get(sp.name), fonts));
+  };
+
+  const scrollbar = (() => {
+    let w: number | null = null;
+    return () => {
+      if (w === null) {
+        const probe = h('div', { style: 'position:absolute;top:-200px;width:100px;height:50px;overflow:scroll' });
+        document.body.appendChild(probe);
+        w = probe.offsetWidth - probe.clientWidth;
+        probe.remove();
+      }
+      return w;
+    };
+  })();
+
+  /** Re-decide the columns for the grid's width and the rows seen; apply what changed. */
+  const fit = () => {
+    if (!api || !specs.length) return;
+    const width = gridEl.clientWidth;
+    if (!width) return;
+    fonts = fontsOf(gridEl);
+    const total = mode === 'source' ? source?.total ?? 0 : api.getDisplayedRowCount();
+    const height = gridEl.clientHeight || fitHeight(total);
+    // the vertical scrollbar's strip (AG Grid's own, also when the system's scrollbars overlay):
+    // the body is that much narrower than the header
+    const strip = gridEl.querySelector('.ag-body-vertical-scroll') as HTMLElement | null;
+    const overflows = HEADER_PX + total * ROW_PX > height - 2 || (strip !== null && strip.offsetWidth > 0 && !strip.classList.contains('ag-hidden'));
+    const vertical = overflows ? Math.max(strip?.offsetWidth ?? 0, scrollbar(), 16) : 0;
+    const selection = api.getColumn('ag-Grid-SelectionColumn')?.getActualWidth() ?? 0;
+    const room = width - 2 - vertical - selection;
+    // columns a tab hides by default count as hidden by the user until the chooser shows them
+    const chosen = new Map(choice);
+    for (const sp of specs) if (opts.options?.[sp.name]?.hide && !chosen.has(sp.name)) chosen.set(sp.name, false);
+    const next = decide(specs, widths, fonts, room, chosen, resized, mode === 'rows');
+    const changed = specs.filter((sp) => JSON.stringify(next.get(sp.name)) !== JSON.stringify(decisions.get(sp.name)));
+    const shownKey = specs.map((sp) => `${sp.name}:${next.get(sp.name)?.hide ? 0 : 1}`).join(',');
+    if (shownKey !== chooserKey) drawChooser(next, shownKey);
+    if (!changed.length) return;
+    decisions = next;
+    api.setGridOption('columnDefs', specs.map((sp) => columnDef(sp, opts.options?.[sp.name] ?? {}, decisions.get(sp.name), fonts)));
+    api.refreshCells({ force: true, columns: changed.map((sp) => sp.name) });
+  };
+  let fitQueued = false;
+  const queueFit = () => {
+    if (fitQueued) return;
+    fitQueued = true;
+    requestAnimationFrame(() => {
+      fitQueued = false;
+      fit();
+    });
+  };
+  /** Rows arrived (a window from the kernel, or rows in the browser): widths follow them. */
+  const observeRows = (r: Row[]) => {
+    if (!fonts) fonts = fontsOf(gridEl);
+    widths.observe(specs, r, fonts);
+    queueFit();
+  };
+  const resizes = new ResizeObserver(() => queueFit());
+  resizes.observe(gridEl);
+  fitButton.addEventListener('click', () => {
+    choice.clear();
+    resized.clear();
+    fit();
+  });
+
+  let chooserKey = '';
+  const chooserText = (next: Map<string, Decision>) => {
+    const hidden = specs.filter((sp) => next.get(sp.name)?.hide).length;
+    return hidden ? `Columns (${humanCount(hidden)} hidden)` : 'Columns';
+  };
+  function drawChooser(next: Map<string, Decision>, key: string): void {
+    chooserKey = key;
+    const boxes_ = [...chooserList.querySelectorAll('input')];
+    if (boxes_.length === specs.length && boxes_.every((b, i) => b.dataset.col === specs[i].name)) {
+      // the same columns: the boxes follow (the list stays, and the focus in it)
+      for (const b of boxes_) b.checked = !next.get(b.dataset.col as string)?.hide;
+      chooserLabel.textContent = chooserText(next);
+      return;
+    }
+    chooserLabel.textContent = chooserText(next);
+    chooser.hidden = specs.length < 2;
+    const boxes = specs.map((sp) => {
+      const box = h('input', { type: 'checkbox', 'data-col': sp.name });
+      box.checked = !next.get(sp.name)?.hide;
+      box.disabled = sp.essential;
+      box.addEventListener('change', () => {
+        choice.set(sp.name, box.checked);
+        fit();
+      });
+      return h('label', { class: 'dxe-chooser-item', title: sp.field.doc || sp.name }, box, sp.header);
+    });
+    fill(chooserList, boxes);
+  }
 
   const baseOptions = (): GridOptions => ({
     theme: gridTheme,
@@ -369,6 +533,9 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
       if (ev && ev.key === 'Enter' && e.data && opts.onRowClick) opts.onRowClick(e.data as Row);
     },
     getRowClass: opts.rowClass ? (p) => (p.data ? opts.rowClass?.(p.data as Row) ?? undefined : undefined) : undefined,
+    onColumnResized: (e) => {
+      if (e.finished && e.source === 'uiColumnResized') for (const c of e.columns || []) resized.set(c.getColId(), c.getActualWidth());
+    },
     onSortChanged: () => {
       if (!api) return;
       sortModel = api
@@ -422,6 +589,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
           const decoded = measure(`rows-decode:${opts.label}`, () => decode(reply.buffers[0]));
           const total = Number(reply.content.total);
           measure(`rows-draw:${opts.label}`, () => p.successCallback(decoded ? decoded.rows : [], total));
+          if (decoded) observeRows(decoded.rows);
           setCount(total, filter.text || filter.ranges ? info.total : undefined);
           status.textContent = '';
         })
@@ -446,6 +614,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     api?.destroy();
     api = null;
     gridEl.replaceChildren();
+    widths.reset();
+    decisions = new Map();
     status.textContent = '';
     status.classList.remove('dxe-grid-error');
     if (mode === 'rows' && rows) {
@@ -454,6 +624,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
       api = createGrid(gridEl, { ...baseOptions(), rowModelType: 'clientSide', rowData: shown });
       const all = outOf ?? rows.rows.length;
       setCount(shown.length, shown.length !== all ? all : undefined);
+      observeRows(shown.slice(0, 500));
     } else if (mode === 'source' && source) {
       gridEl.style.height = `${fitHeight(source.total)}px`;
       const o: GridOptions = {
@@ -470,6 +641,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
       };
       api = createGrid(gridEl, o);
       setCount(source.total);
+      queueFit();
     } else {
       gridEl.style.height = '';
       setCount(null);
@@ -557,6 +729,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
         api.setGridOption('rowData', shown);
         const all = of ?? r.rows.length;
         setCount(shown.length, shown.length !== all ? all : undefined);
+        observeRows(shown.slice(0, 500));
         return;
       }
       build();
@@ -595,6 +768,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     selected: selectedRows,
     destroy() {
       generation += 1;
+      resizes.disconnect();
       api?.destroy();
       api = null;
     },

@@ -1,5 +1,6 @@
 """What the browser tests share: a notebook file from cells, keeping requests on the machine
-(and watching the console), waiting for a notebook's kernel, an explorer's tabs and charts."""
+(and watching the console), waiting for a notebook's kernel, an explorer's tabs and charts,
+screenshots for docs/images."""
 
 from __future__ import annotations
 
@@ -49,6 +50,19 @@ def block_outside(page) -> list[str]:
 
     page.route("**/*", handle)
     return escaped
+
+
+def docs_shot(explorer, path) -> None:
+    """A screenshot for docs/images: the table's location (a temporary path of the test run)
+    shown as a neutral one, everything else as it is."""
+    explorer.evaluate(
+        """el => el.querySelectorAll('.dxe-uri, .dxe-kv code.dxe-path').forEach(n => {
+            n.dataset.real = n.textContent; n.textContent = n.textContent.replace(/^.*\\/(?=[^/]+$)/, '/data/lake/'); })"""
+    )
+    explorer.screenshot(path=str(path))
+    explorer.evaluate(
+        "el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })"
+    )
 
 
 def wait_kernel_idle(page) -> None:

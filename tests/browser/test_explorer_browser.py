@@ -3,7 +3,8 @@ axes, grids with rows), the version slider moves by keyboard (JupyterLab's short
 the keys) and by mouse, a pair of history rows opens the diff, a filter applies on Enter, a
 table full of script payloads shows them as text everywhere (cells, tooltips, pickers), no
 console error, no request leaves the machine. Screenshots of every tab, light and dark, go to
-$DELTAEXPLORE_SCREENSHOTS (default tests/browser/screenshots/, not committed).
+$DELTAEXPLORE_SCREENSHOTS (default tests/browser/screenshots/, not committed); the README's
+images are taken of a table the size of a real one (test_explorer_readable.py).
 """
 
 from __future__ import annotations
@@ -92,19 +93,6 @@ def _cut_grids(panel) -> list[str]:
     )
 
 
-def _docs_shot(explorer, path: Path) -> None:
-    """A screenshot for docs/images: the table's location (a temporary path of the test run)
-    shown as a neutral one, everything else as it is."""
-    explorer.evaluate(
-        """el => el.querySelectorAll('.dxe-uri, .dxe-kv code.dxe-path').forEach(n => {
-            n.dataset.real = n.textContent; n.textContent = n.textContent.replace(/^.*\\/(?=[^/]+$)/, '/data/lake/'); })"""
-    )
-    explorer.screenshot(path=str(path))
-    explorer.evaluate(
-        "el => el.querySelectorAll('[data-real]').forEach(n => { n.textContent = n.dataset.real; delete n.dataset.real; })"
-    )
-
-
 def _version(explorer) -> str:
     return explorer.locator(".dxe-version-out").inner_text()
 
@@ -148,7 +136,6 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     drawn_chart(panel)
     sales.screenshot(path=str(shots / "light-history.png"))
     assert _cut_grids(panel) == []
-    _docs_shot(sales, shots / "docs-explorer-history.png")
     panel = open_tab(page, sales, "Files")
     assert _grid_rows(panel, "files") == 9 and _grid_rows(panel, "partitions") == 3
     # a float column keeps its decimals when a value is whole (skew 1.00 next to 0.40, not 1)
@@ -157,7 +144,6 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     drawn_chart(panel, 0), drawn_chart(panel, 1)
     sales.screenshot(path=str(shots / "light-files.png"))
     assert _cut_grids(panel) == []
-    _docs_shot(sales, shots / "docs-explorer-files.png")
     panel = open_tab(page, sales, "Layout")
     drawn_chart(panel, 0), drawn_chart(panel, 1)
     assert _grid_rows(panel, "files by overlap depth") == 9
@@ -265,8 +251,6 @@ def test_explorer_in_jupyterlab(page, lab, shots):
         if name in ("History", "Files", "Layout", "Log health"):
             drawn_chart(panel)
         sales.screenshot(path=str(shots / f"dark-{name.lower().replace(' ', '-')}.png"))
-        if name == "Layout":
-            _docs_shot(sales, shots / "docs-explorer-layout-dark.png")
     axis_text = sales.locator(".dxe-panel:not([hidden])")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
@@ -362,8 +346,6 @@ def test_a_saved_explorer_reopened_without_its_kernel_shows_its_summary(page, la
     assert page.locator("text=Error displaying widget").count() == 0 and page.locator(".dxe-explorer").count() == 0
     assert page.evaluate("() => window.__dx_pwned") is None
     static.screenshot(path=str(shots / "saved-notebook-summary.png"))
-    static.evaluate("el => el.querySelectorAll('.dx-summary-uri').forEach(n => { n.textContent = '/data/lake/xss-saved'; })")
-    static.screenshot(path=str(shots / "docs-explorer-saved-summary.png"))
     assert watch.outside == [], watch.outside
     assert [e for e in watch.errors if "model not found" not in e] == []
 

@@ -217,3 +217,48 @@ def test_samples_cover_every_unit_and_format() -> None:
     assert {u for u, _ in fmt.SAMPLES} == set(fmt.UNITS)
     for unit, value in fmt.SAMPLES:
         assert isinstance(fmt.format_value(unit, value, tz=UTC), str)
+
+
+def test_compact_counts_keep_three_significant_digits() -> None:
+    f = fmt.human_compact
+    assert [f(n) for n in (0, 7, 9_999, -9_999)] == ["0", "7", "9,999", "-9,999"]  # exact below 10,000
+    assert f(10_000) == "10.0 K" and f(12_345) == "12.3 K" and f(123_456) == "123 K"
+    assert f(4_775_210) == "4.78 M" and f(-31_030_000) == "-31.0 M" and f(2_130_471_111) == "2.13 B"
+    assert f(999_949) == "1.00 M" and f(999_499) == "999 K"  # a rounding up to 1000 takes the next unit
+    assert f(1_000_200_000_000) == "1.00 T" and f(None) == "?" and f(float("inf")) == "∞"
+    for n in (10_000, 12_345, 4_775_210, 999_949, 2_130_471_111, 98_765_432_101):  # exact to 0.5%
+        number, unit = f(n).split()
+        assert abs(float(number) * 1000 ** ("KMBT".index(unit) + 1) - n) <= 0.005 * n
+
+
+def test_plurals_and_separators() -> None:
+    assert fmt.count_noun(1, "file") == "1 file"
+    assert fmt.count_noun(1_000_200, "file") == "1,000,200 files"
+    assert fmt.count_noun(0, "property") == "0 properties"
+    assert fmt.count_noun(2, "fix") == "2 fixes" and fmt.count_noun(3, "day") == "3 days"
+    assert fmt.plural("file with a deletion vector", 2) == "files with a deletion vector"
+
+
+def test_short_paths_keep_what_tells_files_apart() -> None:
+    s = fmt.short_path
+    spark = "date=2026-11-27/part-00002-3f2a8c1e-7b4d-4c3a-9f2e-1a2b3c4d5e6f-c000.snappy.parquet"
+    assert s(spark) == "date=2026-11-27/part-00002-3f2a8c1e…"
+    assert s("region=emea/day=2024-01-01/part-9a8b7c6d-7b4d-4c3a-9f2e-1a2b3c4d5e6f.c000.zstd.parquet") == (
+        "region=emea/day=2024-01-01/part-9a8b7c6d…"
+    )
+    # directories that are not partitions (the location, random prefixes) are left out, and say so
+    assert s("s3://bucket/t/Ab/part-00000-3f2a8c1e-7b4d-4c3a-9f2e-1a2b3c4d5e6f.c000.zstd.parquet") == ("…/part-00000-3f2a8c1e…")
+    assert s("deletion_vector_3f2a8c1e-7b4d-4c3a-9f2e-1a2b3c4d5e6f.bin") == "deletion_vector_3f2a8c1e…"
+    assert s("x=1/plain.parquet") == "x=1/plain.parquet" and s("") == ""  # no UUID: the name whole
+
+
+def test_partition_keys_become_one_column_of_values_per_partition_column() -> None:
+    keys = pa.array(["region=emea/day=2024-01-01", "region=a/b=c/day=2024-01-02", None, "", "other=1"])
+    region, day = fmt.partition_value_columns(keys, ["region", "day"])
+    assert region.to_pylist() == ["emea", "a/b=c", None, None, None]
+    assert day.to_pylist() == ["2024-01-01", "2024-01-02", None, None, None]
+    (only,) = fmt.partition_value_columns(pa.chunked_array([["date=2024-01-01", "date=x=y", ""]]), ["date"])
+    assert only.to_pylist() == ["2024-01-01", "x=y", None]
+    assert fmt.partition_names(["region=emea/day=1", "", None, "region=amer/day=2"]) == ["region", "day"]
+    assert fmt.partition_names(["a=1", "b=2"]) is None  # keys that disagree are not split
+    assert fmt.partition_names(["a=1/x"]) is None and fmt.partition_names(["", None]) is None

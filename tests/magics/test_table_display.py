@@ -75,8 +75,10 @@ def test_cells_are_humanised_by_unit(ip, sales, shown):
     assert re.search(r'title="[\d,]+ bytes">[\d.]+ KiB<', html)
     files_html, _ = shown(delta(ip, f"files {sales}"))
     path = delta(ip, f"files {sales}").column("path")[0].as_py()
-    short = fmt.truncate_middle(path, 56)
-    assert short != path and f'title="{path}">{short}<' in files_html
+    short = fmt.short_path(path)  # region=amer/part-00004-d4541352…: what tells the file apart
+    assert short != path and short.startswith("region=") and f'title="{path}">{short}<' in files_html
+    # the partition key: one column of values named after the partition column
+    assert ">region</th>" in files_html and ">partition</th>" not in files_html and "<td><span>amer</span></td>" in files_html
     health_html, _ = shown(delta(ip, f"overview {sales}"))
     assert '<span class="dx-pill warn">warn</span>' in health_html and "22.5%" in health_html
 

@@ -73,11 +73,12 @@ def connect_server(tmp_path_factory):
 
 
 @pytest.fixture
-def spark_connect(connect_server, monkeypatch):
+def spark_connect(spark, connect_server, monkeypatch):
     """A Spark Connect session (as a Connect client process has it: pyspark in Connect mode).
 
-    The client session lives for the test only, so that tests of the classic session in the
-    same process never see it as the active session."""
+    The classic session starts first (pyspark refuses a classic session in Connect mode) and the
+    client session lives for the test only, so that tests of the classic session in the same
+    process never see it as the active session."""
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 

@@ -121,6 +121,8 @@ def start_connect_server(workdir: Path, *, python: str = sys.executable, master:
         "spark.sql.session.timeZone=UTC",
         "--conf",
         "spark.sql.execution.arrow.pyspark.enabled=true",
+        "--conf",
+        "spark.connect.progress.reportInterval=100ms",  # default 2 s: a warm test query finishes before any report
     ]
     return _start("spark-connect", cmd, workdir, python, port, f"sc://{HOST}:{port}")
 

@@ -41,7 +41,8 @@ def connect_mode() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def remote(connect_server):
+def remote(spark, connect_server):
+    """A Connect session for the module; the classic `spark` session is started first."""
     with connect_mode():
         from pyspark.sql.connect.session import SparkSession as RemoteSession
 
@@ -217,7 +218,7 @@ def test_progress_on_connect_reports_through_the_progress_handler(remote):
     seen: list[tuple[float, str]] = []
     with connect_mode():
         with report_progress_to(lambda f, m: seen.append((f, m))), progress(remote, "count on Connect") as p:
-            remote.range(0, 2_000_000, numPartitions=4).selectExpr("sum(id)").collect()
+            remote.range(0, 40_000_000, numPartitions=4).selectExpr("sum(hash(id, id * 7))").collect()  # long enough for reports
     assert p.summary.tasks >= 4 and p.summary.jobs >= 1
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0

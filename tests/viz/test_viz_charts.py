@@ -85,7 +85,7 @@ def test_operations_and_versions_charts(hist):
 
 def test_file_size_histogram_bins(parted):
     _, mark, enc, rows = spec(viz.file_size_histogram(parted, small_file_bytes=256))
-    assert mark == "bar" and enc["x"]["field"] == "bin"
+    assert mark == "bar" and enc["x"]["field"] == "bin_start" and "TiB" in enc["x"]["axis"]["labelExpr"]  # 16 MiB, not 16.0
     by_bin = {r["bin_start"]: r for r in rows}
     # sizes 100, 300, 1000, 50: bins 64-128, 256-512, 512-1024, 32-64
     assert sorted(by_bin) == [32, 64, 256, 512]
@@ -114,10 +114,90 @@ def test_file_size_histogram_small_files_follow_the_inspection(tmp_path):
 
 
 def test_partition_skew_chart(parted):
-    _, mark, enc, rows = spec(viz.partition_skew_chart(parted, top=2))
-    assert mark == "bar" and enc["x"]["field"] == "bytes" and enc["y"]["field"] == "partition"
-    assert [r["partition"] for r in rows] == ["date=2024-01-02", "date=2024-01-01", "(1 other partitions)"]
-    assert [r["bytes"] for r in rows] == [1000, 400, 50]
+    d, mark, enc, rows = spec(viz.partition_skew_chart(parted, top=2))
+    assert mark == "bar" and enc["x"]["field"] == "bytes" and enc["y"]["field"] == "label"
+    # the values label the bars, the partition column names the axis; the rest: one bar, drawn
+    assert enc["y"]["title"] == "date" and [r["label"] for r in rows] == ["2024-01-02", "2024-01-01", "1 others (mean)"]
+    assert [r["bytes"] for r in rows] == [1000, 400, 50] and [r["partitions"] for r in rows] == [1, 1, 1]
+    assert d["height"] == {"step": 18}  # as tall as its bars: labels never overlap
+
+
+def _partitions_table(n: int, columns: tuple[str, ...] = ("date",)) -> pa.Table:
+    rng = np.random.default_rng(n)
+    keys = ["/".join(f"{c}={c[0]}{i:05d}" for c in columns) for i in range(n)]
+    size = rng.integers(1, 1 << 40, n)
+    return pa.table(
+        {
+            "partition": keys,
+            "files": rng.integers(1, 5000, n),
+            "bytes": size,
+            "rows": size // 900,
+            "small_files": rng.integers(0, 3, n),
+        }
+    )
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 365, 10_000])
+def test_partition_skew_chart_stays_legible_from_1_to_10000_partitions(n):
+    """At most 16 bars whatever the count: the 15 largest, and the rest as one bar at their mean
+    (on the scale of the others: drawn, never a sum that flattens them), with their totals."""
+    parts = _partitions_table(n)
+    d, _, _, rows = spec(viz.partition_skew_chart(parts))
+    assert len(rows) == min(n, 16) and len({r["label"] for r in rows}) == len(rows)
+    largest = sorted(parts.column("bytes").to_pylist(), reverse=True)
+    assert [r["bytes"] for r in rows[:15]] == largest[:15]
+    if n > 15:
+        other = rows[-1]
+        assert other["label"] == f"{n - 15:,} others (mean)" and other["partitions"] == n - 15
+        assert other["bytes"] == pytest.approx(sum(largest[15:]) / (n - 15)) and other["bytes_total"] == sum(largest[15:])
+        assert 0 < other["bytes"] <= largest[0] and d["title"] == f"partitions by bytes (the 15 largest of {n:,})"
+    svg = viz.to_svg(viz.partition_skew_chart(parts))
+    shown = {r["label"] for r in rows}
+    labels = next(axis for axis in _axis_labels(svg) if shown & set(axis))
+    assert sorted(labels) == sorted(shown)  # every bar labelled, none hidden for want of room
+
+
+def test_partition_skew_chart_of_two_partition_columns():
+    _, _, enc, rows = spec(viz.partition_skew_chart(_partitions_table(40, ("region", "day"))))
+    assert enc["y"]["title"] == "region / day" and rows[0]["label"].startswith("r") and " / d" in rows[0]["label"]
+
+
+def _axis_labels(svg: str) -> list[list[str]]:
+    """The labels of each axis of a chart rendered to SVG (vl-convert), in drawing order."""
+    groups = re.findall(r'role-axis-label".*?</g>', svg, re.S)
+    return [re.findall(r">([^<>]+)</text>", g) for g in groups]
+
+
+@pytest.mark.parametrize(
+    ("gap_ms", "unit"),
+    [
+        (130, r"\d\d:\d\d:\d\d\.\d{3}"),  # commits within a second
+        (7_000, r"\d\d:\d\d:\d\d"),
+        (9 * 60_000, r"\d\d:\d\d"),
+        (4 * 3_600_000, r"[A-Z][a-z]{2} \d\d \d\d:\d\d"),
+        (86_400_000, r"[A-Z][a-z]{2} \d\d"),
+        (61 * 86_400_000, r"[A-Z][a-z]{2} \d{4}"),
+        (800 * 86_400_000, r"\d{4}"),  # across years
+    ],
+)
+def test_time_axes_choose_their_unit_from_the_span(gap_ms, unit):
+    """Seven commits `gap_ms` apart: every tick label in one format fine enough to tell them
+    apart, none repeated (a fixed "%H:%M" labelled seven ticks "10:33" within a minute)."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 11, 27, 10, 33, 28, 250000, tzinfo=UTC)
+    times = [t0 + timedelta(milliseconds=gap_ms * i) for i in range(7)]
+    h = pa.table(
+        {"version": list(range(7)), "timestamp": pa.array(times, pa.timestamp("ms", tz="UTC")), "operation": ["WRITE"] * 7}
+    )
+    chart = viz.operations_chart(h).properties(width=900)
+    axis = chart.to_dict()["encoding"]["x"]["axis"]
+    assert 2 <= len(axis["values"]) <= 7 and axis["labelOverlap"] is True
+    labels = _axis_labels(viz.to_svg(chart))[0]
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    assert all(re.fullmatch(unit, x) for x in labels), labels
+    one = viz.operations_chart(h.slice(0, 1)).to_dict()["encoding"]["x"]["axis"]
+    assert len(one["values"]) == 1 and one["format"] == "%Y-%m-%d %H:%M:%S"  # one commit: its date and time
 
 
 def test_layout_chart(parted, hist):
@@ -137,8 +217,12 @@ def test_layout_chart(parted, hist):
             "overlap_depth": pa.array(np.ones(n, np.int64)),
         }
     )
-    _, _, _, rows = spec(viz.layout_chart(lay, max_files=300))
+    d, _, _, rows = spec(viz.layout_chart(lay, max_files=300))
     assert len(rows) == 300 and sum(r["files"] for r in rows) == n
+    assert "(30,000 files in 300 groups)" in d["title"] and rows[0]["path"] == "100 files"  # separators
+    few = lay.slice(0, 301).set_column(3, "rank", pa.array(np.argsort(np.argsort(lo[:301])), pa.int64()))
+    _, _, _, rows = spec(viz.layout_chart(few, max_files=300))
+    assert {r["path"] for r in rows if r["files"] == 1} == {"1 file"}  # a group of one
     s = pa.table(
         {"path": ["a", "b"], "min": ["apple", "kiwi"], "max": ["melon", "zebra"], "rank": [0, 1], "overlap_depth": [2, 2]}
     )
@@ -148,6 +232,68 @@ def test_layout_chart(parted, hist):
     assert d["title"].endswith("(overlap depth 2 everywhere)") and enc["color"]["legend"] is None
     d, _, enc, _ = spec(viz.layout_chart(s.set_column(4, "overlap_depth", pa.array([1, 2]))))
     assert "everywhere" not in d["title"] and enc["color"]["legend"]["format"] == ",d"
+
+
+def test_value_axes_span_the_values_not_zero_to_them(tmp_path):
+    """Ids from 7 billion: both layout charts' value axes start near the smallest value (an axis
+    from 0 left 70% of the chart empty)."""
+    from helpers import add, commit_info, metadata, protocol, write_commit
+    from inspect_tables import T0, stats
+
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    lows = [7_000_000_000 + i * 200_000_000 for i in range(11)]
+    write_commit(
+        tmp_path,
+        0,
+        [
+            commit_info("WRITE", T0),
+            protocol(1, 2),
+            metadata(schema=schema),
+            *(add(f"f{i}.parquet", 100, stats=stats(10, lo, lo + 150_000_000)) for i, lo in enumerate(lows)),
+        ],
+        mtime_ms=T0,
+    )
+    t = dx.open_table(str(tmp_path))
+    for chart in (viz.layout_density_chart(t, "id"), viz.layout_chart(t.inspect.layout("id"), "id")):
+        ticks = [float(x.replace(",", "")) for x in _axis_labels(viz.to_svg(chart))[0]]
+        assert len(ticks) >= 2 and min(ticks) >= 6_000_000_000, ticks
+
+
+@pytest.mark.parametrize("n", [1, 1_000_000])
+def test_file_charts_stay_legible_from_1_to_1m_files(n):
+    """File sizes, file ranges and deleted rows per file over 1 and a million files: a bounded
+    number of marks that still count every file, and drawn (vl-convert) with no axis label cut
+    short or repeated."""
+    rng = np.random.default_rng(n)
+    sizes = rng.lognormal(27, 1.5, n).astype(np.int64) + 1
+    lo = rng.integers(0, 10**12, n)
+    paths = pa.array([f"part-{i:05d}.parquet" for i in range(n)]) if n < 1000 else pa.array(np.char.add("f", np.arange(n).astype(str)))
+    files = pa.table({"path": paths, "size": sizes, "is_small": sizes < (128 << 20)})
+    lay = pa.table(
+        {
+            "path": paths,
+            "min": pa.array(lo, pa.int64()),
+            "max": pa.array(lo + rng.integers(0, 10**9, n), pa.int64()),
+            "rank": pa.array(np.argsort(np.argsort(lo, kind="stable")), pa.int64()),
+            "overlap_depth": pa.array(rng.integers(1, 4, n), pa.int64()),
+        }
+    )
+    records = rng.integers(1, 5_000_000, n)
+    deleted = rng.integers(0, 1000, n)
+    dvs = pa.table(
+        {"path": paths, "num_records": records, "cardinality": deleted, "deleted_ratio": deleted / records, "past_threshold": deleted > 500}
+    )
+    counted = {
+        "file sizes": (viz.file_size_histogram(files), "files"),
+        "file ranges": (viz.layout_chart(lay, "id"), "files"),
+        "deleted rows": (viz.dv_density_chart(dvs), "files" if n > 2000 else None),
+    }
+    for what, (chart, count) in counted.items():
+        _, _, _, rows = spec(chart)
+        assert 1 <= len(rows) <= 2000, what
+        assert sum(r[count] for r in rows) == n if count else len(rows) == n, what
+        for labels in _axis_labels(viz.to_svg(chart)):
+            assert labels and len(set(labels)) == len(labels) and not any(x.endswith("…") for x in labels), (what, labels)
 
 
 def test_explain_funnel(parted):

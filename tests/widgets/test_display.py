@@ -94,3 +94,32 @@ def test_a_float_column_keeps_its_decimals_when_a_value_is_whole():
     assert ">1.00<" in html and ">0.40<" in html and ">4<" in html
     text = table_text(t)
     assert "1.00" in text and "0.40" in text and " 4" in text and "4.00" not in text
+
+
+def test_partitions_and_paths_read_as_in_the_explorer():
+    """The `%delta` tables follow the explorer's rules: a partition key column becomes one column
+    of values per partition column (named after it), a path shows what tells the file apart
+    (its partition directories and id; the whole path in the title), in HTML and in text."""
+    from deltaexplore.inspect import formatting as fmt
+    from deltaexplore.inspect.schemas import FILES_SCHEMA
+    from deltaexplore.widgets.tables import split_partitions, table_html, table_text
+
+    path = "region=emea/day=2024-01-01/part-00003-3f2a8c1e-7b4d-4c3a-9f2e-1a2b3c4d5e6f-c000.snappy.parquet"
+    t = pa.table(
+        {
+            "path": [path, "region=amer/day=2024-01-02/x.parquet"],
+            "partition": ["region=emea/day=2024-01-01", "region=amer/day=2024-01-02"],
+            "size": [10, 20],
+        }
+    ).cast(pa.schema([FILES_SCHEMA.field("path"), FILES_SCHEMA.field("partition"), FILES_SCHEMA.field("size")]))
+    split = split_partitions(t)
+    assert split.column_names == ["path", "region", "day", "size"]
+    assert split.column("day").to_pylist() == ["2024-01-01", "2024-01-02"]
+    html = table_html(t)
+    assert ">region</th>" in html and ">day</th>" in html and ">partition</th>" not in html
+    assert f'title="{path}">{fmt.short_path(path)}<' in html and "region=emea/day=2024-01-01/part-00003-3f2a8c1e…" in html
+    text = table_text(t)
+    assert "region" in text.splitlines()[1] and "part-00003-3f2a8c1e…" in text and path not in text
+    # keys naming other columns row by row are left as they are
+    odd = pa.table({"partition": ["a=1", "b=2"]})
+    assert split_partitions(odd) is odd

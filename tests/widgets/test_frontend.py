@@ -191,3 +191,22 @@ def test_the_browser_decodes_what_the_kernel_sends(tmp_path):
     units = {f["name"]: f["unit"] for f in got["fields"]}
     assert units == {"i": "count", "s": "text", "b": "bool", "f": "number", "ts": "timestamp", "m": "json", "u": "count"}
     assert got["fields"][0]["doc"] == "an <i>integer</i>"
+
+
+@needs_node
+def test_typescript_and_python_agree_on_compact_counts_plurals_and_short_paths(tmp_path):
+    counts = [0, 7, 9_999, 10_000, 12_345, 99_950, 999_499, 999_949, 4_775_210, -31_030_000, 2_130_471_111, 1e15, 1e18, 12.5]
+    assert _ts_map(tmp_path, "(x) => m.humanCompact(x)", counts) == [formatting.human_compact(x) for x in counts]
+    nouns = [[n, w] for n in (0, 1, 2, 1_000_200) for w in ("file", "property", "fix", "day", "file with a deletion vector")]
+    assert _ts_map(tmp_path, "([n, w]) => m.countNoun(n, w)", nouns) == [formatting.count_noun(n, w) for n, w in nouns]
+    paths = [
+        "date=2026-11-27/part-00002-3f2a8c1e-7b4d-4c3a-9f2e-1a2b3c4d5e6f-c000.snappy.parquet",
+        "region=emea/day=2024-01-01/part-9a8b7c6d-7b4d-4c3a-9f2e-1a2b3c4d5e6f.c000.zstd.parquet",
+        "s3://bucket/t/Ab/part-00000-3F2A8C1E-7b4d-4c3a-9f2e-1a2b3c4d5e6f.c000.zstd.parquet",
+        "/abs/dir/x=1/file.parquet",
+        "deletion_vector_3f2a8c1e-7b4d-4c3a-9f2e-1a2b3c4d5e6f.bin",
+        "plain.parquet",
+        "",
+        "<i>p</i>=<a href=x>/<img src=x onerror=1>.parquet",
+    ]
+    assert _ts_map(tmp_path, "(x) => m.shortPath(x)", paths) == [formatting.short_path(p) for p in paths]

@@ -53,3 +53,24 @@ def test_windows_of_a_chunked_table_match_pyarrow(sort, text, start, end):
     assert rows.column("path").to_pylist() == whole.column("path").to_pylist()[start:end]
     exported, _, _ = source.export("csv", sort=sort, filter={"text": text} if text else None)
     assert pacsv.read_csv(io.BytesIO(exported)).column("path").to_pylist() == whole.column("path").to_pylist()
+
+
+def test_partition_keys_become_a_sortable_column_per_partition_column():
+    """A grid's source carries one column of values per partition column (`partition:<name>`,
+    its name in the field's metadata), sortable and exported like any other."""
+    from deltaexplore.widgets.sources import with_partition_values
+
+    keys = ["region=emea/day=2024-01-02", "region=amer/day=2024-01-01", "region=emea/day=2024-01-01"]
+    table = pa.table({"path": ["a", "b", "c"], "partition": keys, "size": [3, 2, 1]})
+    source = RowSource(with_partition_values(table, ["region", "day"]), search_columns=("path",))
+    fields = {f["name"]: f for f in source.describe()["fields"]}
+    assert fields["partition:region"]["partition_column"] == "region" and "partition_column" not in fields["path"]
+    _, rows = source.window(0, 3, sort=[["partition:day", "asc"], ["partition:region", "desc"]])
+    assert rows.column("path").to_pylist() == ["c", "b", "a"]
+    assert rows.column("partition:region").to_pylist() == ["emea", "amer", "emea"]
+    data, _, _ = source.export("csv", sort=[["partition:day", "desc"]])
+    assert b'"partition:region","partition:day"' in data.splitlines()[0]
+    # read from the keys when not given; an unpartitioned table is left as it is
+    assert with_partition_values(table).column_names == source.table.column_names
+    plain = pa.table({"path": ["a"], "partition": [""]})
+    assert with_partition_values(plain, []) is plain and with_partition_values(plain) is plain

@@ -4,8 +4,8 @@
 import { decode, type Row } from '../arrow';
 import type { Ctx, Tab } from '../context';
 import { card, fill, h, note, section } from '../dom';
-import { formatValue, humanCount, signed } from '../format';
-import { createGrid, plural } from '../grid';
+import { countNoun, formatValue, humanCount, signed } from '../format';
+import { createGrid } from '../grid';
 import { setState } from '../model';
 
 /** Most versions listed in a picker; beyond, the picker is a number box (with the version's
@@ -83,9 +83,12 @@ export function diffTab(ctx: Ctx): Tab {
   const changes = createGrid({
     label: 'changes',
     rootClass: ctx.rootClass,
-    noun: 'changes',
+    noun: 'change',
     height: 300,
-    columns: ['section', 'change', 'name', 'before', 'after', 'files', 'bytes', 'rows', 'detail'],
+    // in order of importance (the last are hidden first when the grid is narrow); columns empty
+    // in every row (before/after of a diff of files only) are left out
+    columns: ['section', 'change', 'name', 'files', 'bytes', 'rows', 'before', 'after', 'detail'],
+    hideEmpty: true,
     options: { detail: { flex: 3 }, before: { unit: 'text' }, after: { unit: 'text' }, change: { unit: 'text', width: 120, cellClass: (v) => `dxe-change-${String(v)}` }, section: { width: 120 } },
     rowClass: (r) => `dxe-row-${String(r.change)}`,
     emptyText: 'Nothing changed',
@@ -94,11 +97,11 @@ export function diffTab(ctx: Ctx): Tab {
     label: 'changed files',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'files',
+    noun: 'file',
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
     emptyText: 'No file changed',
-    columns: ['change', 'path', 'partition', 'size', 'num_records', 'rows_delta', 'deleted_before', 'deleted_after', 'modification_time'],
+    columns: ['change', 'path', 'partition', 'size', 'rows_delta', 'num_records', 'deleted_before', 'deleted_after', 'modification_time'],
     options: {
       change: { unit: 'text', width: 110, pinned: 'left', cellClass: (v) => `dxe-change-${String(v)}` },
       num_records: { header: 'records' },
@@ -173,7 +176,7 @@ export function diffTab(ctx: Ctx): Tab {
       card('Files added', signed('count', Number(added?.files ?? 0)), `${formatValue('bytes', added?.bytes ?? 0)}`, null),
       card('Files removed', signed('count', -Number(removed?.files ?? 0)), `${formatValue('bytes', removed?.bytes ?? 0)}`, null),
       card('Rows', signed('count', net?.rows as number | null), net?.rows === null ? 'unknown: files without stats' : 'live rows, net', null),
-      card('Bytes', signed('bytes', net?.bytes as number | null), dvChanged && Number(dvChanged.files) ? `${humanCount(Number(dvChanged.files))} ${plural('files', Number(dvChanged.files))} got a new deletion vector` : 'net', null),
+      card('Bytes', signed('bytes', net?.bytes as number | null), dvChanged && Number(dvChanged.files) ? `${countNoun(Number(dvChanged.files), 'file')} got a new deletion vector` : 'net', null),
       card('Schema', humanCount(schema.length), schema.length ? schema.slice(0, 3).map((r) => `${r.change} ${r.name}`).join(', ') : 'unchanged', schema.length ? 'info' : null),
       card('Properties & protocol', humanCount(props.length + proto.length), props.length + proto.length ? [...props, ...proto].slice(0, 3).map((r) => `${r.change} ${r.name}`).join(', ') : 'unchanged', proto.length ? 'warn' : null),
       card('Change data feed', cdf?.change === 'available' ? 'yes' : 'no', String(cdf?.detail ?? ''), null, String(cdf?.detail ?? '')),

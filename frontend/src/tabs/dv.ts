@@ -4,7 +4,7 @@ import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
 import { card, fill, h, note, section } from '../dom';
-import { formatValue, humanBytes, humanCount } from '../format';
+import { countNoun, formatValue, humanBytes, humanCount } from '../format';
 import { createGrid } from '../grid';
 
 export function dvTab(ctx: Ctx): Tab {
@@ -14,10 +14,12 @@ export function dvTab(ctx: Ctx): Tab {
     label: 'deletion vectors',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'files with a deletion vector',
+    noun: 'file with a deletion vector',
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
     emptyText: 'No deletion vectors at this version',
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['path', 'deleted_ratio', 'cardinality', 'num_records', 'partition', 'live_rows', 'past_threshold', 'dv_bytes', 'storage', 'dv_path', 'shared_by', 'size'],
     options: {
       // the partition says where the rows were deleted: wide enough to read; the file's size is
       // on the Files tab (hidden here, still in exports): the path keeps room for its name
@@ -55,7 +57,7 @@ export function dvTab(ctx: Ctx): Tab {
     const s = data.summary || {};
     fill(
       cards,
-      card('Files with a DV', humanCount(data.files_with_dv), `of ${humanCount(s.files)} files`),
+      card('Files with a DV', humanCount(data.files_with_dv), `of ${countNoun(s.files, 'file')}`),
       card('Deleted rows', humanCount(s.deleted_rows), s.rows_in_dv_files ? `${formatValue('ratio', s.deleted_rows / s.rows_in_dv_files)} of the rows of those files` : null),
       card('Past the purge threshold', humanCount(s.past_threshold), 'files worth rewriting (Maintenance → DV purge)', s.past_threshold ? 'warn' : null),
       card('DV files', humanCount(onDisk.length), `${humanBytes(dvFiles.reduce((n, r) => n + Number(r.dv_bytes || 0), 0))} of bitmaps`),

@@ -12,10 +12,11 @@ export function healthTab(ctx: Ctx): Tab {
   const grid = createGrid({
     label: 'log health',
     rootClass: ctx.rootClass,
-    noun: 'checks',
+    noun: 'check',
     height: 420,
-    columns: ['status', 'section', 'metric', 'shown', 'detail'],
-    options: { shown: { header: 'value', unit: 'text', width: 170 }, detail: { flex: 3 }, metric: { flex: 1.2 } },
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['status', 'metric', 'shown', 'detail', 'section'],
+    options: { shown: { header: 'value', unit: 'text' }, detail: { flex: 3 } },
     rowClass: (r) => (r.status === 'warn' ? 'dxe-row-warn' : r.status === 'error' ? 'dxe-row-error' : null),
   });
   const chart = createChart(ctx.rootClass, { label: 'log size per version', height: 220 });

@@ -8,7 +8,7 @@ import { decode, type Row, type Rows } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
 import { badge, copyButton, fill, h, kv, note, section } from '../dom';
-import { formatValue, humanBytes, humanCount, humanDuration, jsonItems, relativeTime, timestampTitle, toMillis } from '../format';
+import { countNoun, formatValue, humanBytes, humanCount, humanDuration, jsonItems, relativeTime, timestampTitle, toMillis } from '../format';
 import { createGrid } from '../grid';
 import type { IRowNode } from 'ag-grid-community';
 
@@ -110,7 +110,7 @@ export function historyTab(ctx: Ctx): Tab {
   const grid = createGrid({
     label: 'history',
     rootClass: ctx.rootClass,
-    noun: 'commits',
+    noun: 'commit',
     height: 380,
     selection: 'multiple',
     hideEmpty: true,
@@ -184,7 +184,7 @@ export function historyTab(ctx: Ctx): Tab {
       go.addEventListener('click', () => ctx.compare(picked[0], picked[1]));
       parts.push(h('span', null, `Versions ${picked[0]} and ${picked[1]} checked.`), go);
     } else if (picked.length > 2) {
-      parts.push(h('span', null, `${picked.length} commits checked: check exactly two to compare them.`));
+      parts.push(h('span', null, `${countNoun(picked.length, 'commit')} checked: check exactly two to compare them.`));
     } else if (brushed && commits) {
       const inRange = commits.rows
         .filter((r) => {
@@ -197,7 +197,7 @@ export function historyTab(ctx: Ctx): Tab {
         const hi = Math.max(...inRange);
         const go = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' }, `Compare ${lo} → ${hi}`);
         go.addEventListener('click', () => ctx.compare(lo, hi));
-        parts.push(h('span', null, `${inRange.length} commits in the brushed range.`), go);
+        parts.push(h('span', null, `${countNoun(inRange.length, 'commit')} in the brushed range.`), go);
       } else {
         parts.push(h('span', null, inRange.length === 1 ? `One commit (version ${inRange[0]}) in the brushed range.` : 'No commit in the brushed range.'));
       }
@@ -358,7 +358,7 @@ export function historyTab(ctx: Ctx): Tab {
       return;
     }
     commits = decode(data.commits);
-    timelineSection.head.querySelector('h3')!.textContent = `Timeline · ${humanCount(commits?.rows.length ?? 0)} commits`;
+    timelineSection.head.querySelector('h3')!.textContent = `Timeline · ${countNoun(commits?.rows.length ?? 0, 'commit')}`;
     const ops = new Map<string, number>();
     const users = new Map<string, number>();
     for (const r of commits?.rows ?? []) {

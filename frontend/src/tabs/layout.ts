@@ -6,7 +6,7 @@ import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
 import { card, fill, h, note, pill, section } from '../dom';
-import { formatValue, humanCount } from '../format';
+import { countNoun, formatValue, humanCount, plural } from '../format';
 import { createGrid } from '../grid';
 import { setState } from '../model';
 
@@ -15,6 +15,14 @@ interface Bin {
   x2: number;
   position_lo: number;
   position_hi: number;
+}
+
+/** A bound of the column as text: whole numbers with separators (exact: digits grouped as
+ * written, never through a float), other values as they are. */
+function bound(value: unknown): string {
+  if (value === null || value === undefined) return '–';
+  const text = String(value);
+  return /^-?\d{4,}$/.test(text) ? text.replace(/\B(?=(\d{3})+(?!\d))/g, ',') : text;
 }
 
 function qualityStatus(q: number | null | undefined): string | null {
@@ -53,7 +61,7 @@ export function layoutTab(ctx: Ctx): Tab {
         const start = Math.min(...hit.map((b2) => b2.position_lo));
         const endExcl = Math.max(...hit.map((b2) => b2.position_hi));
         const end = integral ? endExcl - 1 : endExcl;
-        grid.setFilter({ ranges: { max_position: [start, 1e300], min_position: [-1e300, end] } }, `overlapping the brushed values (${hit.length} bins)`);
+        grid.setFilter({ ranges: { max_position: [start, 1e300], min_position: [-1e300, end] } }, `overlapping the brushed values (${countNoun(hit.length, 'bin')})`);
       },
     },
   });
@@ -73,10 +81,11 @@ export function layoutTab(ctx: Ctx): Tab {
     label: 'files by overlap depth',
     rootClass: ctx.rootClass,
     rpc: ctx.rpc,
-    noun: 'files',
+    noun: 'file',
     height: 360,
     filterPlaceholder: 'filter paths (Enter)',
-    columns: ['path', 'partition', 'min', 'max', 'overlap_depth', 'overlapping_files', 'rank', 'size', 'num_records', 'truncated'],
+    // in order of importance (the last are hidden first when the grid is narrow)
+    columns: ['path', 'overlap_depth', 'min', 'max', 'partition', 'overlapping_files', 'rank', 'size', 'num_records', 'truncated'],
     options: {
       overlap_depth: { header: 'overlap depth' },
       overlapping_files: { header: 'overlapping' },
@@ -128,11 +137,11 @@ export function layoutTab(ctx: Ctx): Tab {
     fill(
       cards,
       card('Skipping', pill(summary.skipping === 'stats' || summary.skipping === 'partition' ? 'ok' : summary.skipping === 'partial' ? 'warn' : 'error', String(summary.skipping ?? '–')), (summary.reason as string) || `${summary.type}`),
-      card('Stats coverage', formatValue('ratio', summary.coverage), `${humanCount(summary.files_with_min_max as number)} of ${humanCount(summary.files as number)} files`, (summary.coverage as number) < 1 ? 'warn' : null),
+      card('Stats coverage', formatValue('ratio', summary.coverage), `${humanCount(summary.files_with_min_max as number)} of ${countNoun(summary.files as number, 'file')}`, (summary.coverage as number) < 1 ? 'warn' : null),
       card('Clustering quality', q === null || q === undefined ? '–' : formatValue('number', Math.round(q * 1000) / 1000), '1: disjoint ranges · 0: every file overlaps every other', qualityStatus(q)),
-      card('Worst point query', `${humanCount(summary.max_depth as number)} files`, 'the most files one value lies in (max overlap depth)', (summary.max_depth as number) > 10 ? 'warn' : null),
-      card('Typical point query', `${formatValue('number', summary.avg_depth)} files`, 'mean overlap depth'),
-      card('Values', `${summary.min ?? '–'} … ${summary.max ?? '–'}`, summary.truncated_files ? `${humanCount(summary.truncated_files as number)} files with truncated bounds` : null, summary.truncated_files ? 'info' : null),
+      card('Worst point query', countNoun(summary.max_depth as number, 'file'), 'the most files one value lies in (max overlap depth)', (summary.max_depth as number) > 10 ? 'warn' : null),
+      card('Typical point query', `${formatValue('number', summary.avg_depth)} ${plural('file', summary.avg_depth as number)}`, 'mean overlap depth'),
+      card('Values', [h('span', { class: 'dxe-nowrap' }, bound(summary.min)), ' ', h('span', { class: 'dxe-nowrap' }, 'to ', bound(summary.max))], summary.truncated_files ? `${countNoun(summary.truncated_files as number, 'file')} with truncated bounds` : null, summary.truncated_files ? 'info' : null),
     );
     const spec = data.density_chart;
     bins = [];

@@ -3,7 +3,7 @@
 // only moves forward, and the operation's metrics when it is done.
 import type { Ctx, Tab } from '../context';
 import { fill, h, kv, note, pill } from '../dom';
-import { formatValue, humanBytes, humanCount, jsonItems } from '../format';
+import { countNoun, formatValue, humanBytes, jsonItems } from '../format';
 
 /** A display unit for a preview/result key (`bytes_to_free` -> bytes, `files_after` -> count). */
 export function keyUnit(key: string): string {
@@ -83,7 +83,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
       if (m.preview.bytes_to_free !== undefined || m.preview.bytes_to_rewrite !== undefined) {
         const b = m.preview.bytes_to_free ?? m.preview.bytes_to_rewrite;
         const f = m.preview.files_to_delete ?? m.preview.files_to_rewrite;
-        parts.push(note(`${humanCount(f)} files, ${humanBytes(b)}.`, 'hint'));
+        parts.push(note(`${countNoun(f, 'file')}, ${humanBytes(b)}.`, 'hint'));
       }
     }
     const run = h('button', { type: 'button', class: `dxe-btn ${op.destructive ? 'dxe-btn-danger' : 'dxe-btn-primary'}`, disabled: !op.available || !!m.running }, `Run ${op.label}`);

@@ -3,7 +3,7 @@
 import { decode, type Row } from '../arrow';
 import type { Ctx, Tab } from '../context';
 import { card, copyButton, fill, h, kv, note, section } from '../dom';
-import { formatValue, humanBytes, humanCount, metricUnit, statusLevel } from '../format';
+import { countNoun, formatValue, humanBytes, metricUnit, statusLevel } from '../format';
 import { createGrid } from '../grid';
 
 interface Metric {
@@ -36,7 +36,7 @@ export function overviewTab(ctx: Ctx): Tab {
   const schemaGrid = createGrid({
     label: 'schema',
     rootClass: ctx.rootClass,
-    noun: 'fields',
+    noun: 'field',
     height: 320,
     filterPlaceholder: 'filter columns',
     columns: ['column', 'type', 'nullable', 'is_partition', 'metadata', 'physical_path', 'field_id'],
@@ -44,7 +44,7 @@ export function overviewTab(ctx: Ctx): Tab {
   });
   const schema = section('Schema');
   schema.body.appendChild(schemaGrid.el);
-  const propsGrid = createGrid({ label: 'properties', rootClass: ctx.rootClass, noun: 'properties', height: 260, emptyText: 'No table properties' });
+  const propsGrid = createGrid({ label: 'properties', rootClass: ctx.rootClass, noun: 'property', height: 260, emptyText: 'No table properties' });
   const props = section('Properties');
   props.body.appendChild(propsGrid.el);
   const problems = h('div');
@@ -120,7 +120,7 @@ export function overviewTab(ctx: Ctx): Tab {
       kv([
         ['name', m.get('table.name')?.value || '(no name)'],
         ['description', m.get('table.description')?.value || null],
-        ['location', h('span', { class: 'dxe-path-cell' }, h('code', { class: 'dxe-path' }, uri), copyButton(uri, 'copy location'))],
+        ['location', h('span', { class: 'dxe-path-cell' }, h('code', { class: 'dxe-path dxe-location', title: uri }, uri), copyButton(uri, 'copy location'))],
         ['table id', m.get('table.table_id')?.value || null],
         ['version', `${data.version}${cp !== null && cp !== undefined ? ` · last checkpoint at ${cp}` : ' · no checkpoint yet'}`],
         ['protocol', `reader v${shown(m.get('protocol.reader_version'))}, writer v${shown(m.get('protocol.writer_version'))}`],
@@ -156,7 +156,7 @@ export function overviewTab(ctx: Ctx): Tab {
     }
     schema.head.querySelector('h3')!.textContent = `Schema`;
     const n = decode(data.schema)?.rows.filter((r) => r.depth === 0).length ?? 0;
-    schema.head.querySelector('h3')!.textContent = `Schema · ${humanCount(n)} columns`;
+    schema.head.querySelector('h3')!.textContent = `Schema · ${countNoun(n, 'column')}`;
   }
 
   return {
