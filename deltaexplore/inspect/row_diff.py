@@ -29,6 +29,7 @@ from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.partition_values import partition_table
 from deltaexplore.core.scan.plan import ScanPlan
 from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.errors import StorageError
 from deltaexplore.inspect.diff import file_changes, resolve_versions
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import diff_rows_schema
@@ -331,7 +332,14 @@ def diff_rows(
         StorageError: a data file of either version is gone (vacuumed).
     """
     plan = plan_row_diff(obj, v1, v2, key=key, columns=columns)
-    old, new = read_sides(plan)
+    try:
+        old, new = read_sides(plan)
+    except StorageError as exc:
+        raise StorageError(
+            f"the row diff of versions {plan.older.version} and {plan.newer.version} reads the data files that differ "
+            f"between them, and one is gone (vacuumed?): {exc}",
+            path=exc.path,
+        ) from exc
     return shape_rows(net_rows(old, new), plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
 
 

@@ -21,6 +21,7 @@ from deltaexplore.core.operations import (
     restore,
     set_table_properties,
     update,
+    vacuum,
     when_matched_update_all,
     when_not_matched_insert_all,
     write_table,
@@ -222,6 +223,10 @@ def test_bad_arguments(dv_table):
         diff_rows(dv_table, -1, 1)
     with pytest.raises(dx.VersionNotFoundError):
         diff_rows(dv_table, 0, 99)
+    with pytest.raises(dx.StorageError, match="vacuumed"):
+        vacuumed = dv_table.uri
+        vacuum(vacuumed, retention_hours=0, dry_run=False, enforce_retention_duration=False)
+        diff_rows(dx.open_table(vacuumed), 0, 1)
     same = diff_rows(dv_table, 2, 2)
     assert same.num_rows == 0 and read_summary(same)["files_read"] == 0
 
