@@ -110,3 +110,19 @@ def test_advice_checked_after_a_spark_zorder(spark, tmp_path):
     # bytes are predicted as the live bytes read; Spark's own writer (snappy, its encodings) wrote
     # the sorted ids about a third smaller here (local writer: within 5%): the check says so
     assert rows["bytes"]["measured"] <= rows["bytes"]["predicted"] * 1.1, shown
+
+
+def test_restore_through_the_explorer_maintenance_on_spark(spark, tmp_path):
+    """RESTORE from the explorer's maintenance path on the Spark engine: the version comes back."""
+    from deltaexplore.widgets import maintenance
+    from deltaexplore.widgets.views import TableView
+
+    path = str(tmp_path / "r")
+    write_table(path, _rows(range(50)))
+    delete(path, "id < 20")
+    table = dx.open_table(path)
+    preview = maintenance.preview("restore", TableView(table), version=0)
+    assert (preview["restorable"], preview["rows_back"] - preview["rows_away"]) == (True, 20)
+    out = maintenance.run("restore", table, lambda f, m: None, engine="spark", version=0)
+    assert out["backend"] == "spark" and out["version_after"] == 2
+    assert dx.open_table(path).inspect.diff_rows(0, 2).num_rows == 0
