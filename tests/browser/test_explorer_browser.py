@@ -169,6 +169,25 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
     sales.screenshot(path=str(shots / "light-maintenance.png"))
     assert _cut_grids(panel) == []
+    # RESTORE restores the version shown: one version back, the DELETE's file comes back
+    version_slider = sales.get_by_role("slider", name="version")
+    version_slider.focus()
+    version_slider.press("ArrowLeft")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, sales)
+    panel.get_by_role("button", name="Preview RESTORE").click()
+    panel.get_by_text("files back").wait_for(timeout=30_000)
+    shown = panel.inner_text()
+    assert re.search(r"restore to version\s+6", shown) and re.search(r"files back\s+1", shown), shown
+    sales.screenshot(path=str(shots / "light-maintenance-restore.png"))
+    version_slider.focus()
+    version_slider.press("ArrowRight")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('7 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, sales)
     assert _unnamed_controls(sales) == []
 
     # -- a filter applies on Enter, not on every key --------------------------------------------
