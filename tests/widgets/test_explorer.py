@@ -666,3 +666,29 @@ def test_an_internal_bug_shows_in_the_widget(sales, monkeypatch, caplog):
 def test_an_unknown_tab_is_refused(sales):
     with pytest.raises(dx.InvalidArgumentError, match="tab must be one of overview, history, files"):
         explore(sales, tab="bogus")
+
+
+def test_advice_cards_preview_and_run_with_their_parameters(tmp_path):
+    import json
+
+    from deltaexplore.core.operations import write_table
+
+    path = str(tmp_path / "adv")
+    for i in range(6):
+        write_table(path, pa.table({"id": pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())}))
+    w = explore(path, tab="maintenance")
+    w._on_custom_msg(w, {"type": "advise"}, [])  # what "What should I run?" sends
+    cards = w.maintenance["advice"]
+    expected = inspect.advise(dx.open_table(path))
+    assert [c["kind"] for c in cards] == expected.column("kind").to_pylist() and cards[0]["kind"] == "compaction"
+    assert json.dumps(cards)  # JSON-safe for the browser
+    first = cards[0]
+    w._on_custom_msg(w, {"type": "preview", "op": first["operation"], "params": first["parameters"]}, [])
+    assert w.maintenance["selected"] == "optimize" and w.maintenance["params"] == first["parameters"]
+    assert w.maintenance["preview"]["files_after"] == first["files_after"]
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize", "params": w.maintenance["params"]}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and dx.open_table(path).snapshot().num_files == first["files_after"]
