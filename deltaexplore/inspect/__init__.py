@@ -35,6 +35,8 @@ What is in it (one version):
 - `files(*, small_file_bytes=None)` -> `FILES_SCHEMA`: one row per active file.
 - `partitions(*, small_file_bytes=None)` -> `PARTITIONS_SCHEMA`: per partition files, bytes,
   rows, small files, DV files, skew.
+- `file_sizes(*, small_file_bytes=None)` -> `FILE_SIZES_SCHEMA`: files and bytes per
+  power-of-two size bin.
 - `column_mapping()` -> `COLUMN_MAPPING_SCHEMA`: logical <-> physical <-> field id.
 - `row_tracking()` -> `ROW_TRACKING_SCHEMA`: row id ranges per file, overlaps, high-water mark.
 - `clustering()` -> `CLUSTERING_SCHEMA`: liquid clustering columns and their quality.
@@ -84,6 +86,7 @@ from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
+from deltaexplore.inspect.file_sizes import file_sizes
 from deltaexplore.inspect.files import files, partitions
 from deltaexplore.inspect.layout import layout, layout_summary
 from deltaexplore.inspect.layout_density import layout_density
@@ -115,6 +118,7 @@ __all__ = [
     "dv_files",
     "explain",
     "features",
+    "file_sizes",
     "files",
     "history",
     "layout",
@@ -149,6 +153,7 @@ FUNCTIONS = {
         "diff_rows",
         "files",
         "partitions",
+        "file_sizes",
         "layout",
         "layout_density",
         "layout_summary",

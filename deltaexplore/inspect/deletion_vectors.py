@@ -30,7 +30,16 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["DEFAULT_PURGE_THRESHOLD", "deleted_rows", "deletion_vectors", "dv_files", "storage_names"]
+__all__ = [
+    "DEFAULT_PURGE_THRESHOLD",
+    "DV_COLUMNS",
+    "deleted_rows",
+    "deletion_vectors",
+    "dv_files",
+    "dv_files_of",
+    "dv_table",
+    "storage_names",
+]
 
 #: Delta's `spark.databricks.delta.optimize.maxDeletedRowsRatio` default: OPTIMIZE rewrites files
 #: whose deleted-row ratio exceeds it
@@ -53,15 +62,16 @@ def _dv_adds(snap: Snapshot) -> tuple[pa.Table, np.ndarray]:
     column is never copied) and their row numbers in `add_actions()`."""
     adds = snap.add_actions()
     if adds.num_rows == 0:
-        return adds.select(_DV_COLUMNS), np.zeros(0, dtype=np.int64)
+        return adds.select(DV_COLUMNS), np.zeros(0, dtype=np.int64)
     dv = combined(adds.column("deletionVector"))
     if dv.null_count == len(dv):
-        return adds.select(_DV_COLUMNS).slice(0, 0), np.zeros(0, dtype=np.int64)
+        return adds.select(DV_COLUMNS).slice(0, 0), np.zeros(0, dtype=np.int64)
     valid = dv.is_valid()
-    return adds.select(_DV_COLUMNS).filter(valid), np.flatnonzero(np.asarray(valid))
+    return adds.select(DV_COLUMNS).filter(valid), np.flatnonzero(np.asarray(valid))
 
 
-_DV_COLUMNS = ["path", "partitionValues", "size", "deletionVector"]
+#: the add-action columns `dv_table` reads
+DV_COLUMNS = ["path", "partitionValues", "size", "deletionVector"]
 
 
 def _dv_paths(storage_types: pa.Array, encoded: pa.Array) -> pa.Array:
@@ -98,9 +108,17 @@ def deletion_vectors(
     adds, rows = _dv_adds(snap)
     if adds.num_rows == 0:
         return DV_SCHEMA.empty_table()
+    return dv_table(snap, adds, num_records(snap.add_actions(), rows), purge_threshold)
+
+
+def dv_table(snap: Snapshot, adds: pa.Table, records: pa.Array, purge_threshold: float = DEFAULT_PURGE_THRESHOLD) -> pa.Table:
+    """`DV_SCHEMA` of the adds with a deletion vector (path, partitionValues, size,
+    deletionVector) and their numRecords, however they were gathered (the replayed state, a
+    streaming pass): the one definition of its columns."""
+    if adds.num_rows == 0:
+        return DV_SCHEMA.empty_table()
     dv = combined(adds.column("deletionVector"))
     card = dv.field("cardinality").cast(pa.int64())
-    records = num_records(snap.add_actions(), rows)
     st = dv.field("storageType").cast(pa.string())
     paths = _dv_paths(st, dv.field("pathOrInlineDv").cast(pa.string()))
     shared = pl.DataFrame({"p": pl.from_arrow(paths)}).select(
@@ -137,6 +155,28 @@ def dv_files(obj: Table | Snapshot, *, version: int | None = None, check_files: 
     HEAD request per DV file), file_bytes and exists.
     """
     dvs = deletion_vectors(obj, version=version)
+    out = dv_files_of(dvs)
+    if not check_files or out.num_rows == 0:
+        return out
+    snap = snapshot_of(obj, version)
+    sizes: list[int | None] = []
+    exists: list[bool | None] = []
+    for p in out.column("dv_path").to_pylist():
+        if p is None:
+            sizes.append(None)
+            exists.append(None)
+            continue
+        info = snap.storage.head(p)
+        sizes.append(info.size if info else None)
+        exists.append(info is not None)
+    cols = {name: out.column(name) for name in out.column_names}
+    cols["file_bytes"] = pa.array(sizes, pa.int64())
+    cols["exists"] = pa.array(exists, pa.bool_())
+    return conform(cols, DV_FILES_SCHEMA)
+
+
+def dv_files_of(dvs: pa.Table) -> pa.Table:
+    """`dv_files()` (without the storage checks) of a `DV_SCHEMA` table, whoever made it."""
     if dvs.num_rows == 0:
         return DV_FILES_SCHEMA.empty_table()
     frame = pl.from_arrow(dvs.select(["dv_path", "storage", "cardinality", "dv_bytes"]))
@@ -151,22 +191,7 @@ def dv_files(obj: Table | Snapshot, *, version: int | None = None, check_files: 
         .sort(["data_files", "dv_path"], descending=[True, False], nulls_last=True)
     )
     out = agg.to_arrow()
-    cols = {name: out.column(name) for name in out.column_names}
-    if check_files:
-        snap = snapshot_of(obj, version)
-        sizes: list[int | None] = []
-        exists: list[bool | None] = []
-        for p in out.column("dv_path").to_pylist():
-            if p is None:
-                sizes.append(None)
-                exists.append(None)
-                continue
-            info = snap.storage.head(p)
-            sizes.append(info.size if info else None)
-            exists.append(info is not None)
-        cols["file_bytes"] = pa.array(sizes, pa.int64())
-        cols["exists"] = pa.array(exists, pa.bool_())
-    return conform(cols, DV_FILES_SCHEMA)
+    return conform({name: out.column(name) for name in out.column_names}, DV_FILES_SCHEMA)
 
 
 def deleted_rows(obj: Table | Snapshot, path: str, *, version: int | None = None) -> pa.Table:

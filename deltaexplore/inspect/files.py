@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["DEFAULT_SMALL_FILE_BYTES", "files", "files_ready", "partitions", "small_file_threshold"]
+__all__ = [
+    "DEFAULT_SMALL_FILE_BYTES",
+    "PARTITION_AGGREGATES",
+    "files",
+    "files_ready",
+    "finish_partitions",
+    "partition_aggregates",
+    "partitions",
+    "small_file_threshold",
+]
 
 #: files below this size count as small unless the table sets delta.targetFileSize
 #: (128 MiB: the target of Delta's auto compaction; OPTIMIZE aims at 1 GiB files)
@@ -91,6 +100,63 @@ def files(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes
     return out
 
 
+#: what an engine aggregates per partition over the active files: `PARTITIONS_SCHEMA` but for
+#: the shares (`finish_partitions` adds them); the local engine's definition is `partition_aggregates`
+PARTITION_AGGREGATES = tuple(f.name for f in PARTITIONS_SCHEMA if f.name not in ("bytes_share", "skew"))
+
+
+def partition_aggregates(frame: pl.DataFrame) -> pl.DataFrame:
+    """`PARTITION_AGGREGATES` (but `partition_values`) of a per-file frame with columns
+    partition, size, num_records, deleted_rows, live_rows, has_stats, is_small, cardinality,
+    and `_row` (the file's position: each partition's first `_row` is kept, to take its
+    partition values from)."""
+    return (
+        frame.lazy()
+        .group_by("partition")
+        .agg(
+            pl.len().cast(pl.Int64).alias("files"),
+            pl.col("size").sum().alias("bytes"),
+            pl.when(pl.col("num_records").is_not_null().any()).then(pl.col("num_records").sum()).alias("rows"),
+            pl.col("deleted_rows").sum().alias("deleted_rows"),
+            pl.when(pl.col("live_rows").is_not_null().any()).then(pl.col("live_rows").sum()).alias("live_rows"),
+            (~pl.col("has_stats")).sum().cast(pl.Int64).alias("files_without_stats"),
+            pl.col("cardinality").is_not_null().sum().cast(pl.Int64).alias("dv_files"),
+            pl.col("is_small").sum().cast(pl.Int64).alias("small_files"),
+            pl.col("size").filter(pl.col("is_small")).sum().alias("small_bytes"),
+            pl.col("size").min().alias("min_file_bytes"),
+            pl.col("size").max().alias("max_file_bytes"),
+            pl.col("size").mean().alias("mean_file_bytes"),
+            pl.col("size").median().alias("median_file_bytes"),
+            pl.col("_row").min().alias("_row"),
+        )
+        .collect()
+    )
+
+
+def finish_partitions(aggregates: pa.Table) -> pa.Table:
+    """`PARTITIONS_SCHEMA` from per-partition `PARTITION_AGGREGATES` (any engine's): each
+    partition's share of the bytes and its skew (bytes / median bytes over partitions), largest
+    first."""
+    if aggregates.num_rows == 0:
+        return PARTITIONS_SCHEMA.empty_table()
+    frame = pl.from_arrow(aggregates.select([c for c in aggregates.column_names if c != "partition_values"]))
+    assert isinstance(frame, pl.DataFrame)
+    out = (
+        frame.with_row_index("_at")
+        .with_columns(
+            (pl.col("bytes") / pl.col("bytes").sum()).alias("bytes_share"),
+            (pl.col("bytes") / pl.col("bytes").median()).alias("skew"),
+        )
+        .sort(["bytes", "partition"], descending=[True, False])
+    )
+    table = out.to_arrow()
+    cols = {name: table.column(name) for name in table.column_names if name != "_at"}
+    if "partition_values" in aggregates.column_names:
+        order = table.column("_at").cast(pa.int64())
+        cols["partition_values"] = aggregates.column("partition_values").combine_chunks().take(order)
+    return conform(cols, PARTITIONS_SCHEMA)
+
+
 def partitions(obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
     """One row per partition, largest first (schema `schemas.PARTITIONS_SCHEMA`).
 
@@ -108,36 +174,7 @@ def partitions(obj: Table | Snapshot, *, version: int | None = None, small_file_
         f.select(["partition", "size", "num_records", "deleted_rows", "live_rows", "has_stats", "is_small", "cardinality"])
     )
     assert isinstance(frame, pl.DataFrame)
-    agg = (
-        frame.with_row_index("_row")
-        .lazy()
-        .group_by("partition")
-        .agg(
-            pl.len().cast(pl.Int64).alias("files"),
-            pl.col("size").sum().alias("bytes"),
-            pl.when(pl.col("num_records").is_not_null().any()).then(pl.col("num_records").sum()).alias("rows"),
-            pl.col("deleted_rows").sum().alias("deleted_rows"),
-            pl.when(pl.col("live_rows").is_not_null().any()).then(pl.col("live_rows").sum()).alias("live_rows"),
-            (~pl.col("has_stats")).sum().cast(pl.Int64).alias("files_without_stats"),
-            pl.col("cardinality").is_not_null().sum().cast(pl.Int64).alias("dv_files"),
-            pl.col("is_small").sum().cast(pl.Int64).alias("small_files"),
-            pl.col("size").filter(pl.col("is_small")).sum().alias("small_bytes"),
-            pl.col("size").min().alias("min_file_bytes"),
-            pl.col("size").max().alias("max_file_bytes"),
-            pl.col("size").mean().alias("mean_file_bytes"),
-            pl.col("size").median().alias("median_file_bytes"),
-            pl.col("_row").first().alias("_row"),
-        )
-        .with_columns(
-            (pl.col("bytes") / pl.col("bytes").sum()).alias("bytes_share"),
-            (pl.col("bytes") / pl.col("bytes").median()).alias("skew"),
-        )
-        .sort(["bytes", "partition"], descending=[True, False])
-        .collect()
-    )
-    out = agg.to_arrow()
+    agg = partition_aggregates(frame.with_row_index("_row")).to_arrow()
     # the partition_values map of each partition: the one of its first file
-    pvals = f.column("partition_values").combine_chunks().take(out.column("_row").cast(pa.int64()))
-    cols = {name: out.column(name) for name in out.column_names if name != "_row"}
-    cols["partition_values"] = pvals
-    return conform(cols, PARTITIONS_SCHEMA)
+    pvals = f.column("partition_values").combine_chunks().take(agg.column("_row").cast(pa.int64()))
+    return finish_partitions(agg.drop_columns(["_row"]).append_column("partition_values", pvals))

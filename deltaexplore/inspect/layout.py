@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,16 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["clustering_columns", "layout", "layout_summary", "overlap_metrics", "point_query_files"]
+__all__ = [
+    "BoundsOf",
+    "clustering_columns",
+    "layout",
+    "layout_columns_bounds",
+    "layout_summary",
+    "overlap_metrics",
+    "point_query_files",
+    "summarize_layout",
+]
 
 _NO_STATS_TYPES = ("binary", "variant", "void")
 DEFAULT_PREFIX_LENGTH = 32
@@ -225,6 +235,11 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
     return {n: cache[n] for n in names}
 
 
+def layout_columns_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
+    """`_bounds` of some add actions (a batch of a streaming pass: not kept), by resolved name."""
+    return _read_bounds(snap, adds, [_resolve(snap, c)[0] for c in columns])
+
+
 def _read_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:
     resolved = [_resolve(snap, c) for c in columns]
     out: dict[str, dict[str, Any]] = {}
@@ -393,8 +408,20 @@ def layout_summary(obj: Table | Snapshot, columns: list[str] | None = None, *, v
     """
     snap = snapshot_of(obj, version)
     adds = snap.add_actions()
+    return summarize_layout(snap, columns, files=adds.num_rows, bounds=lambda names: _bounds(snap, adds, names))
+
+
+#: bounds of some columns by logical name: per column a dict with `min`, `max` (the column's
+#: type) and `null_count` (None for a partition column), one value per active file
+BoundsOf = Callable[[list[str]], dict[str, dict[str, Any]]]
+
+
+def summarize_layout(snap: Snapshot, columns: list[str] | None, *, files: int, bounds: BoundsOf) -> pa.Table:
+    """`layout_summary` of `snap` from per-file bounds some engine read (`bounds`: this
+    module's for the local files table, `deltaexplore.spark.inspect` or the streaming pass
+    others) over its `files` active files: the one definition of every column of the summary."""
     schema = snap.schema
-    n = adds.num_rows
+    n = files
     parts = list(snap.partition_columns)
     part_lower = {p.lower() for p in parts}
     listed, num_indexed = _indexed(snap)
@@ -439,12 +466,12 @@ def layout_summary(obj: Table | Snapshot, columns: list[str] | None = None, *, v
             )
         entries = [e for e in entries if e["column"].lower() in wanted]
     with_bounds = [e["column"] for e in entries if e["eligible_type"]]
-    bounds = _bounds(snap, adds, with_bounds) if with_bounds and n else {}
+    found = bounds(with_bounds) if with_bounds and n else {}
     # columns' overlap metrics side by side (numpy, Arrow and polars release the GIL)
     with ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, 4)) as pool:
-        measured = dict(zip(bounds, pool.map(_column_metrics, bounds.values())))
+        measured = dict(zip(found, pool.map(_column_metrics, found.values())))
     for e in entries:
-        b = bounds.get(e["column"])
+        b = found.get(e["column"])
         e["files"] = n
         if b is None:
             e.update(files_with_min_max=0, files_with_null_count=0, coverage=0.0 if n else None, truncated_files=0)

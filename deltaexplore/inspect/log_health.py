@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.log.crc_reader import StateTotals
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import human_bytes, tag_schema
 from deltaexplore.inspect.results import conform, to_ts
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["commits_since_checkpoint", "log_files", "log_health", "metric"]
+__all__ = ["commits_since_checkpoint", "log_files", "log_health", "metric", "tombstone_counts"]
 
 #: a log smaller than this is never reported as too large, whatever the data size
 LARGE_LOG_BYTES = 64 * 1024 * 1024
@@ -135,7 +136,7 @@ def log_files(obj: Table | Snapshot) -> pa.Table:
     return conform(rows, LOG_FILES_SCHEMA)
 
 
-def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table:
+def log_health(obj: Table | Snapshot, *, version: int | None = None, streaming: bool = False) -> pa.Table:
     """Checks and metrics of the transaction log at a version (`METRICS_SCHEMA`).
 
     Sections and metrics:
@@ -153,7 +154,10 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table
       `delta.deletedFileRetentionDuration`: what VACUUM would free now, if still on storage)
     - `crc`: crc_present, then one row per field of `snap.validate_crc()` (error on mismatch)
 
-    `status` is ok | info | warn | error; `detail` explains and advises.
+    `status` is ok | info | warn | error; `detail` explains and advises. `streaming=True`
+    counts the files and tombstones in one pass over the log's batches
+    (`Snapshot.iter_file_actions`, a few columns each) instead of replaying them: same values,
+    memory bounded by one batch.
     """
     snap = snapshot_of(obj, version)
     table = snap.table
@@ -228,7 +232,8 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table
             sidecar_bytes = 0
     crc_bytes = sum(f.size for v, f in listing.crcs.items() if v <= snap.version)
     log_bytes = commit_bytes + cp_bytes + sidecar_bytes + crc_bytes
-    data_bytes = snap.size_in_bytes
+    totals = _streamed_totals(snap) if streaming else None
+    data_bytes = totals.bytes if totals is not None else snap.size_in_bytes
     rows.append(
         metric(
             "log",
@@ -297,10 +302,19 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table
             )
         )
     # -- tombstones
-    rows.extend(_tombstone_rows(snap))
+    rows.extend(_tombstone_rows(snap, streaming=streaming))
     # -- crc
-    rows.extend(_crc_rows(snap))
+    rows.extend(_crc_rows(snap, totals))
     return metrics_table(rows, "log_health")
+
+
+def _streamed_totals(snap: Snapshot) -> StateTotals:
+    """Files, bytes and deleted rows of the active files, counted batch by batch."""
+    files = size = deleted = 0
+    for batch in snap.iter_file_actions("add", fields=("size",)):
+        t = StateTotals.of(batch)
+        files, size, deleted = files + t.files, size + t.bytes, deleted + t.deleted_records
+    return StateTotals(files, size, deleted)
 
 
 def _last_checkpoint_rows(listing: LogListing, cp_versions: list[int]) -> list[dict[str, Any]]:
@@ -344,23 +358,36 @@ def _last_checkpoint_rows(listing: LogListing, cp_versions: list[int]) -> list[d
     ]
 
 
-def _tombstone_rows(snap: Snapshot) -> list[dict[str, Any]]:
-    tomb = snap.tombstones()
-    n = tomb.num_rows
-    size = pc.fill_null(tomb.column("size"), 0) if n else pa.array([], pa.int64())
-    total = int(pc.sum(size).as_py() or 0) if n else 0
+def _retention_ms(snap: Snapshot) -> int:
     try:
-        retention = snap.config.deleted_file_retention_ms if snap.has_metadata else 7 * 86_400_000
+        return snap.config.deleted_file_retention_ms if snap.has_metadata else 7 * 86_400_000
     except DeltaExploreError:
-        retention = 7 * 86_400_000
+        return 7 * 86_400_000
+
+
+def tombstone_counts(tomb: pa.Table, cutoff_ms: int) -> tuple[int, int, int, int]:
+    """(tombstones, bytes, reclaimable bytes, expired tombstones) of some remove actions
+    (`size`, `deletionTimestamp`): expired = deleted before `cutoff_ms`. Sums: the counts of
+    batches add up."""
+    n = tomb.num_rows
+    if n == 0:
+        return 0, 0, 0, 0
+    size = pc.fill_null(tomb.column("size"), 0)
+    total = int(pc.sum(size).as_py() or 0)
+    ts = pc.fill_null(tomb.column("deletionTimestamp").combine_chunks().cast(pa.int64()), 0)
+    expired = pc.less(ts, cutoff_ms)
+    reclaim = int(pc.sum(pc.if_else(expired, size, 0)).as_py() or 0)
+    return n, total, reclaim, int(pc.sum(expired.cast(pa.int64())).as_py() or 0)
+
+
+def _tombstone_rows(snap: Snapshot, *, streaming: bool) -> list[dict[str, Any]]:
+    retention = _retention_ms(snap)
     cutoff = int(time.time() * 1000) - retention
-    if n:
-        ts = pc.fill_null(tomb.column("deletionTimestamp").combine_chunks().cast(pa.int64()), 0)
-        expired = pc.less(ts, cutoff)
-        reclaim = int(pc.sum(pc.if_else(expired, size, 0)).as_py() or 0)
-        n_expired = int(pc.sum(expired.cast(pa.int64())).as_py() or 0)
+    if streaming:
+        counts = [tombstone_counts(t, cutoff) for t in snap.iter_file_actions("remove", fields=("size", "deletionTimestamp"))]
+        n, total, reclaim, n_expired = (sum(c[i] for c in counts) for i in range(4))
     else:
-        reclaim = n_expired = 0
+        n, total, reclaim, n_expired = tombstone_counts(snap.tombstones(), cutoff)
     days = retention / 86_400_000
     return [
         metric("tombstones", "tombstones", n, unit="files", detail="remove actions still in the state (files VACUUM may delete)"),
@@ -377,12 +404,12 @@ def _tombstone_rows(snap: Snapshot) -> list[dict[str, Any]]:
     ]
 
 
-def _crc_rows(snap: Snapshot) -> list[dict[str, Any]]:
+def _crc_rows(snap: Snapshot, totals: StateTotals | None) -> list[dict[str, Any]]:
     if snap.segment.crc is None:
         return [metric("crc", "crc_present", False, status="info", detail="no .crc file for this version (optional)")]
     rows = [metric("crc", "crc_present", True, status="ok", detail=snap.segment.crc.path)]
     try:
-        checks = snap.validate_crc()
+        checks = snap.validate_crc(totals)
     except DeltaExploreError as exc:
         return [*rows, metric("crc", "crc_validation", "failed", status="error", detail=str(exc))]
     for r in checks.to_pylist():

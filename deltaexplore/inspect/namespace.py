@@ -21,6 +21,7 @@ from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors
 from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
+from deltaexplore.inspect.file_sizes import file_sizes
 from deltaexplore.inspect.files import files, partitions
 from deltaexplore.inspect.layout import layout, layout_summary
 from deltaexplore.inspect.layout_density import layout_density
@@ -102,6 +103,10 @@ class InspectNamespace:
     def partitions(self, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
         """One row per partition (see `inspect.files.partitions`)."""
         return partitions(self._obj, version=version, small_file_bytes=small_file_bytes)
+
+    def file_sizes(self, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
+        """Files per power-of-two size bin (see `inspect.file_sizes.file_sizes`)."""
+        return file_sizes(self._obj, version=version, small_file_bytes=small_file_bytes)
 
     def column_mapping(self, *, version: int | None = None) -> pa.Table:
         """Logical <-> physical <-> field id of every field (see `inspect.columns.column_mapping`)."""

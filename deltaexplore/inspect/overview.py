@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -20,38 +21,81 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["overview"]
+__all__ = ["FileTotals", "overview"]
 
 
-def _per_file(snap: Snapshot, small_file_bytes: int | None, rows: bool) -> dict[str, Any]:
-    """The per-file columns the overview sums: from `files()` (which parses every file's
-    statistics for its row count), or with `rows=False` from the add actions alone."""
+@dataclass(frozen=True)
+class FileTotals:
+    """What the overview's file metrics are made of, whichever engine counted them (the local
+    file table here, `FileTotals.of_partitions` from any engine's partition aggregates).
+    `rows` and `files_without_stats` are None when no statistics were read."""
+
+    files: int
+    bytes: int
+    rows: int | None
+    deleted_rows: int
+    files_without_stats: int | None
+    small_files: int
+    dv_files: int
+    partitions: int
+
+    @classmethod
+    def of_partitions(cls, partitions: pa.Table) -> FileTotals:
+        """The totals of a `PARTITIONS_SCHEMA` table (or its `PARTITION_AGGREGATES`)."""
+
+        def total(name: str) -> int:
+            return int(pc.sum(partitions.column(name)).as_py() or 0) if partitions.num_rows else 0
+
+        return cls(
+            files=total("files"),
+            bytes=total("bytes"),
+            rows=total("rows"),
+            deleted_rows=total("deleted_rows"),
+            files_without_stats=total("files_without_stats"),
+            small_files=total("small_files"),
+            dv_files=total("dv_files"),
+            partitions=partitions.num_rows,
+        )
+
+
+def _local_totals(snap: Snapshot, small_file_bytes: int | None, rows: bool) -> FileTotals:
+    """The totals from `files()` (which parses every file's statistics for its row count), or
+    with `rows=False` from the add actions alone."""
     if rows:
         f = files_table(snap, small_file_bytes=small_file_bytes)
-        return {
-            "n": f.num_rows,
-            "size": f.column("size"),
-            "num_records": f.column("num_records"),
-            "deleted_rows": f.column("deleted_rows"),
-            "has_stats": f.column("has_stats"),
-            "is_small": f.column("is_small"),
-            "cardinality": f.column("cardinality"),
-            "partition": f.column("partition"),
-        }
-    adds = snap.add_actions()
-    n = adds.num_rows
-    size = adds.column("size")
-    dv = adds.column("deletionVector")
-    return {
-        "n": n,
-        "size": size,
-        "num_records": None,
-        "deleted_rows": dv_cardinality(adds),
-        "has_stats": None,
-        "is_small": pc.less(size, small_file_threshold(snap, small_file_bytes)) if n else pa.array([], pa.bool_()),
-        "cardinality": pc.struct_field(dv.combine_chunks(), "cardinality") if n else pa.array([], pa.int64()),
-        "partition": file_partitions(snap),
-    }
+        n = f.num_rows
+        size, num_records, deleted = f.column("size"), f.column("num_records"), f.column("deleted_rows")
+        has_stats, is_small, cardinality, partition = (
+            f.column("has_stats"),
+            f.column("is_small"),
+            f.column("cardinality"),
+            f.column("partition"),
+        )
+    else:
+        adds = snap.add_actions()
+        n = adds.num_rows
+        size = adds.column("size")
+        deleted = dv_cardinality(adds)
+        num_records = has_stats = None
+        is_small = pc.less(size, small_file_threshold(snap, small_file_bytes)) if n else pa.array([], pa.bool_())
+        dv = adds.column("deletionVector").combine_chunks()
+        cardinality = pc.struct_field(dv, "cardinality") if n else pa.array([], pa.int64())
+        partition = file_partitions(snap)
+
+    def total(values: Any) -> int:
+        return int(pc.sum(values).as_py() or 0) if n else 0
+
+    parts = snap.partition_columns
+    return FileTotals(
+        files=n,
+        bytes=total(size),
+        rows=total(num_records) if rows else None,
+        deleted_rows=total(deleted),
+        files_without_stats=total(pc.cast(pc.invert(has_stats), pa.int64())) if rows else None,
+        small_files=total(pc.cast(is_small, pa.int64())),
+        dv_files=total(pc.cast(pc.is_valid(cardinality), pa.int64())),
+        partitions=len(pc.unique(pc.cast(partition, pa.string()))) if n and parts else (1 if n else 0),
+    )
 
 
 #: the file-derived metrics of the overview, in order: (section, metric, unit)
@@ -71,20 +115,10 @@ _FILE_METRICS = (
 )
 
 
-def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, small_file_bytes: int | None, rows: bool) -> None:
+def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, t: FileTotals) -> None:
     """Append the file-derived metrics (`_FILE_METRICS`, in that order) to `out`."""
-    f = _per_file(snap, small_file_bytes, rows)
-    n = f["n"]
-
-    def total(values: Any) -> int:
-        return int(pc.sum(values).as_py() or 0) if n else 0
-
-    size = total(f["size"])
-    deleted = total(f["deleted_rows"])
-    small = total(pc.cast(f["is_small"], pa.int64()))
-    dv_files = total(pc.cast(pc.is_valid(f["cardinality"]), pa.int64()))
-    records: int | None = total(f["num_records"]) if rows else None
-    no_stats: int | None = total(pc.cast(pc.invert(f["has_stats"]), pa.int64())) if rows else None
+    n, size, deleted, small, dv_files = t.files, t.bytes, t.deleted_rows, t.small_files, t.dv_files
+    records, no_stats = t.rows, t.files_without_stats
     out.append(metric("size", "files", n, unit="files"))
     out.append(metric("size", "bytes", size, unit="bytes", detail=human_bytes(size)))
     uncounted = "not counted: overview(rows=False) reads no statistics"
@@ -127,8 +161,7 @@ def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, small_file_bytes: i
     )
     parts = snap.partition_columns
     out.append(metric("layout", "partition_columns", ", ".join(parts) or "none"))
-    n_parts = len(pc.unique(pc.cast(f["partition"], pa.string()))) if n and parts else (1 if n else 0)
-    out.append(metric("layout", "partitions", n_parts, unit="partitions"))
+    out.append(metric("layout", "partitions", t.partitions, unit="partitions"))
     out.append(
         metric(
             "layout",
@@ -168,6 +201,7 @@ def overview(
     small_file_bytes: int | None = None,
     rows: bool = True,
     files: bool = True,
+    totals: FileTotals | None = None,
 ) -> pa.Table:
     """Key facts of a version as `METRICS_SCHEMA` rows (sections table, size, layout, protocol).
 
@@ -181,7 +215,9 @@ def overview(
     `rows=False` leaves out what needs every file's statistics (rows, live_rows,
     files_without_stats and deleted_ratio: null, status info); `files=False` also what needs
     the file actions (every `size` and `layout` number but partition_columns): views that cost
-    the replay alone, and the log's metadata alone (the explorer shows them first).
+    the replay alone, and the log's metadata alone (the explorer shows them first). `totals`
+    are the file totals another engine counted (`deltaexplore.spark.inspect`, the streaming
+    pass of `inspect.streaming`): the metrics are then made of them, nothing is replayed here.
     """
     snap = snapshot_of(obj, version)
     out: list[dict[str, Any]] = []
@@ -211,7 +247,7 @@ def overview(
             else:
                 out.append(metric(section, name, None, unit=unit, status="info", detail=unread))
     else:
-        _file_metrics(out, snap, small_file_bytes, rows)
+        _file_metrics(out, snap, totals if totals is not None else _local_totals(snap, small_file_bytes, rows))
     p = snap.protocol
     readers, writers = features_of(p)
     out.append(metric("protocol", "reader_version", p.min_reader_version))

@@ -41,6 +41,7 @@ __all__ = [
     "EXPLAIN_SCHEMA",
     "FEATURES_SCHEMA",
     "FILES_SCHEMA",
+    "FILE_SIZES_SCHEMA",
     "HISTORY_SCHEMA",
     "LAYOUT_SUMMARY_SCHEMA",
     "LOG_FILES_SCHEMA",
@@ -251,6 +252,16 @@ PARTITIONS_SCHEMA = _s(
     ("median_file_bytes", pa.float64(), "median file size", "bytes"),
     ("bytes_share", pa.float64(), "share of the table's bytes", "ratio"),
     ("skew", pa.float64(), "bytes / median bytes over partitions (1.0 = typical; large = hot partition)", "number"),
+)
+
+#: `file_sizes()`: files per power-of-two size bin.
+FILE_SIZES_SCHEMA = _s(
+    "file_sizes",
+    ("bin_start", pa.int64(), "smallest size of the bin (a power of two)", "bytes"),
+    ("bin_end", pa.int64(), "sizes below this are in the bin (twice bin_start; the last bin ends at the largest long)", "bytes"),
+    ("files", pa.int64(), "active files in the bin", "count"),
+    ("bytes", pa.int64(), "bytes of those files", "bytes"),
+    ("small_files", pa.int64(), "of those, files under the small-file threshold", "count"),
 )
 
 
@@ -663,6 +674,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "diff_files": DIFF_FILES_SCHEMA,
     "files": FILES_SCHEMA,
     "partitions": PARTITIONS_SCHEMA,
+    "file_sizes": FILE_SIZES_SCHEMA,
     "layout_summary": LAYOUT_SUMMARY_SCHEMA,
     "explain": EXPLAIN_SCHEMA,
     "deletion_vectors": DV_SCHEMA,

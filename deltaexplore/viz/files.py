@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.inspect import files, partitions
+from deltaexplore.inspect.file_sizes import finish_file_sizes, size_aggregates
 from deltaexplore.inspect.files import DEFAULT_SMALL_FILE_BYTES
 from deltaexplore.inspect.formatting import human_bytes, partition_names, partition_value_columns
 from deltaexplore.viz._data import (
@@ -39,26 +40,25 @@ def _partitions(data: Any) -> Any:
 def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> alt.Chart:
     """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins whose files are all small
     coloured as small: under `small_file_bytes` when given, else as `inspect.files()` says
-    (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.files()` output
-    (or any table with `size`) or a Table/Snapshot. Binned with numpy first: the spec holds one
-    row per bin, never per file."""
-    f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
-    sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
-    if small_file_bytes is not None or "is_small" not in f.column_names:
-        is_small = sizes < (small_file_bytes if small_file_bytes is not None else DEFAULT_SMALL_FILE_BYTES)
+    (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.file_sizes()`
+    output (the bins, whichever engine counted them), `inspect.files()` output (or any table
+    with `size`) or a Table/Snapshot. The spec holds one row per bin, never per file."""
+    if isinstance(data, pa.Table) and "bin_start" in data.column_names and "files" in data.column_names:
+        bins = data
     else:
-        is_small = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
-    known = ~np.isnan(sizes)
-    sizes, is_small = sizes[known], is_small[known]
-    exp = np.floor(np.log2(np.maximum(sizes, 1))).astype(np.int64)
-    if len(exp):
-        uniq, counts = np.unique(exp, return_counts=True)
-        bytes_per = np.bincount(exp - uniq.min(), weights=sizes)[uniq - uniq.min()]
-        small_per = np.bincount(exp - uniq.min(), weights=is_small)[uniq - uniq.min()]
-    else:
-        uniq, counts, bytes_per, small_per = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    lo = (2.0**uniq).astype(np.int64)
-    hi = (2.0 ** (uniq + 1)).astype(np.int64)
+        f = as_inspect_table(data, ("size",), _files, "file_size_histogram")
+        sizes = f.column("size").to_numpy(zero_copy_only=False).astype(np.float64) if f.num_rows else np.zeros(0)
+        if small_file_bytes is not None or "is_small" not in f.column_names:
+            is_small = sizes < (small_file_bytes if small_file_bytes is not None else DEFAULT_SMALL_FILE_BYTES)
+        else:
+            is_small = f.column("is_small").to_numpy(zero_copy_only=False).astype(bool)
+        known = ~np.isnan(sizes)
+        bins = finish_file_sizes(size_aggregates(sizes[known].astype(np.int64), is_small[known]))
+    lo = bins.column("bin_start").to_numpy().astype(np.int64)
+    hi = bins.column("bin_end").to_numpy().astype(np.int64)
+    counts = bins.column("files").to_numpy().astype(np.int64)
+    bytes_per = bins.column("bytes").to_numpy().astype(np.int64)
+    small_per = bins.column("small_files").to_numpy().astype(np.int64)
     labels = [f"{human_bytes(a)}-{human_bytes(b)}" for a, b in zip(lo, hi)]
     small = [bool(n_small == n) for n_small, n in zip(small_per, counts)]
     table = pa.table(
@@ -66,7 +66,7 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             "bin": pa.array(labels, pa.string()),
             "bin_start": pa.array(lo, pa.int64()),
             "files": pa.array(counts, pa.int64()),
-            "bytes": pa.array(bytes_per.astype(np.int64), pa.int64()),
+            "bytes": pa.array(bytes_per, pa.int64()),
             "small": pa.array(small, pa.bool_()),
             "small_text": pa.array(["yes" if v else "no" for v in small], pa.string()),
             "bytes_text": pa.array([human_bytes(b) for b in bytes_per], pa.string()),

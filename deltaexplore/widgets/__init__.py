@@ -45,7 +45,8 @@ def explore(table: Any, version: int | None = None, *, storage_options: dict[str
         table: a `Table`, or a location `open_table` accepts.
         version: the version to open at (latest when None).
         storage_options: passed to `open_table` when `table` is a location.
-        **kwargs: `Explorer` options (`page_size`, `history_limit`, `tab`).
+        **kwargs: `Explorer` options (`page_size`, `history_limit`, `tab`, `streaming_files`,
+            `spark`, `spark_files`).
 
     Raises:
         MissingDependencyError: ipywidgets or anywidget is not installed (the `widgets` extra).

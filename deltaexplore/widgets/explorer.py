@@ -76,6 +76,11 @@ class Explorer(anywidget.AnyWidget):
         version: the version to open at (latest when None).
         tab: the tab shown first.
         page_size: rows a grid asks the kernel for at a time as it scrolls.
+        streaming_files: past this many files (as the log says before a replay) the overview,
+            files, DV and health tabs are counted by one streaming pass over the log, not a
+            replay of the state (`TableView`); each tab's data says which engine and why.
+        spark, spark_files: a Spark session (classic or Connect) that computes the overview, files
+            and DV tabs past `spark_files` files (default `streaming_files`).
 
     Raises:
         FrontendNotBuiltError: the front end bundle is missing (a source checkout never built).
@@ -105,7 +110,16 @@ class Explorer(anywidget.AnyWidget):
     diff_to = t.Int(-1).tag(sync=True)
 
     def __init__(
-        self, table: Any, version: int | None = None, *, tab: str = "overview", page_size: int = 200, **kwargs: Any
+        self,
+        table: Any,
+        version: int | None = None,
+        *,
+        tab: str = "overview",
+        page_size: int = 200,
+        streaming_files: int | None = None,
+        spark: Any = None,
+        spark_files: int | None = None,
+        **kwargs: Any,
     ) -> None:
         started = time.perf_counter()
         if tab not in TABS:
@@ -113,7 +127,7 @@ class Explorer(anywidget.AnyWidget):
         front = bundle()
         cls = type(self)
         cls._esm, cls._css = front.esm, front.css  # anywidget syncs these class attributes
-        self.view = TableView(table, version)
+        self.view = TableView(table, version, streaming_files=streaming_files, spark=spark, spark_files=spark_files)
         self._loaded: set[str] = set()
         self._sources: OrderedDict[str, RowSource] = OrderedDict()
         self._choosing = False

@@ -26,6 +26,8 @@ from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
+from deltaexplore.inspect.streaming import STREAMING_FILES, FilePass, estimated_files, file_pass
+from deltaexplore.spark.inspect import spark_file_pass
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource, with_partition_values
 
@@ -66,10 +68,31 @@ class TableView:
     Args:
         table: the table.
         version: the version to show (latest when None).
+        streaming_files: past this many active files (as the log says before a replay:
+            `inspect.streaming.estimated_files`) the overview, files, DV and health tabs are
+            counted by one streaming pass (`inspect.streaming`) instead of a replay of the
+            state; 0 always streams. Default `STREAMING_FILES`.
+        spark: a Spark session (classic or Connect): past `spark_files` the overview, files and
+            DV tabs are computed as Spark jobs on it (`deltaexplore.spark.inspect`).
+        spark_files: the file count past which `spark` computes them (default: `streaming_files`).
     """
 
-    def __init__(self, table: Table, version: int | None = None) -> None:
+    def __init__(
+        self,
+        table: Table,
+        version: int | None = None,
+        *,
+        streaming_files: int | None = None,
+        spark: Any = None,
+        spark_files: int | None = None,
+    ) -> None:
         self.table = table
+        self.streaming_files = STREAMING_FILES if streaming_files is None else int(streaming_files)
+        self.spark = spark
+        self.spark_files = self.streaming_files if spark_files is None else int(spark_files)
+        self._passes: dict[int, FilePass] = {}
+        self._estimates: dict[int, int | None] = {}
+        self._pass_lock = threading.Lock()
         self.listing = table.listing()
         self.snap: Snapshot = snapshot_of(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
@@ -138,8 +161,8 @@ class TableView:
         files tab, the layout of the default column, the history and the log health of this
         version. Each tab takes its result when it opens (`_take_prepared`), or computes it."""
         snap = self.snap
-        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or snap.num_files > PREFETCH_MAX_FILES:
-            return
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or self._streaming(snap) or snap.num_files > PREFETCH_MAX_FILES:
+            return  # a table past the streaming threshold is not replayed ahead of the user
         if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
 
@@ -212,6 +235,48 @@ class TableView:
         version = self.version if version is None else version
         return f"dx.open_table({self.table.uri!r}).snapshot({version}).inspect.{expr}"
 
+    # -- which engine counts the file tabs ---------------------------------------------------
+    def engine(self, snap: Snapshot | None = None) -> dict[str, str]:
+        """How the file tabs of `snap` are computed, and why: `local` (the replayed state) or
+        `streaming` (one pass over the log's batches, `inspect.streaming`)."""
+        snap = snap or self.snap
+        if snap.files_loaded:
+            return {"name": "local", "reason": "the files are replayed already"}
+        if snap.version not in self._estimates:  # footers may be read: once per version
+            self._estimates[snap.version] = estimated_files(snap)
+        estimate = self._estimates[snap.version]
+        if self.spark is not None and estimate is not None and estimate >= self.spark_files:
+            return {
+                "name": "spark",
+                "reason": f"about {estimate:,} files (as the log states before a replay), at least "
+                f"{self.spark_files:,}: computed as Spark jobs on the session given to the explorer",
+            }
+        if estimate is not None and estimate >= self.streaming_files:
+            return {
+                "name": "streaming",
+                "reason": f"about {estimate:,} files (as the log states before a replay), at least "
+                f"{self.streaming_files:,}: counted in one pass over the checkpoint's batches and the commits",
+            }
+        said = "an unknown number of" if estimate is None else f"about {estimate:,}"
+        return {"name": "local", "reason": f"{said} files, under {self.streaming_files:,}: the state is replayed"}
+
+    def file_pass(self, snap: Snapshot | None = None) -> FilePass:
+        """The streaming pass over `snap`'s files (made once per version, with the file list),
+        or its Spark counterpart when the engine is `spark` (the same tables)."""
+        snap = snap or self.snap
+        with self._pass_lock:
+            if snap.version not in self._passes:
+                if self.engine(snap)["name"] == "spark":
+                    made: Any = spark_file_pass(self.spark, snap)
+                else:
+                    made = file_pass(snap, keep_file_list=True)
+                self._passes = {snap.version: made}  # one version kept
+            return self._passes[snap.version]
+
+    def _streaming(self, snap: Snapshot) -> bool:
+        """Whether the file tabs of `snap` avoid replaying its state (streaming or Spark)."""
+        return self.engine(snap)["name"] != "local"
+
     # -- overview --------------------------------------------------------------------------
     def overview(self, stage: int | None = None) -> dict[str, Any]:
         """`inspect.overview` metrics, the schema (`inspect.column_mapping`), properties, the
@@ -220,10 +285,15 @@ class TableView:
         (`rows=False`: no statistics parsed), 2 everything. By default the furthest stage that
         costs nothing more than what is done already."""
         snap = self.snap
+        streaming = self._streaming(snap)
         if stage is None:
             stage = 2 if files_ready(snap) or _segment_bytes(snap) < EAGER_SEGMENT_BYTES else 1 if snap.files_loaded else 0
-        metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
+        if streaming and stage >= 1:
+            stage, metrics = 2, self.file_pass(snap).overview()  # the pass counts rows too
+        else:
+            metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
         out: dict[str, Any] = {"version": snap.version, "stage": stage, "complete": stage >= 2, "metrics": to_ipc(metrics)}
+        out["engine"] = self.engine(snap)
         try:
             cols = inspect.column_mapping(snap)
             keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]
@@ -313,16 +383,21 @@ class TableView:
         if ready is not None:
             return ready  # type: ignore[no-any-return]
 
-        files = inspect.files(snap)
-        files = files.append_column(
-            pa.field(
-                "dv_storage",
-                pa.string(),
-                metadata={"doc": "where the deletion vector is: file, inline or absolute", "unit": "text"},
-            ),
-            storage_names(files.column("storage_type")),
-        )
-        parts = inspect.partitions(snap)
+        engine = self.engine(snap)
+        if engine["name"] != "local":
+            fp = self.file_pass(snap)
+            files, parts, sizes = fp.file_list(), fp.partitions(), fp.file_sizes()
+        else:
+            files = inspect.files(snap)
+            files = files.append_column(
+                pa.field(
+                    "dv_storage",
+                    pa.string(),
+                    metadata={"doc": "where the deletion vector is: file, inline or absolute", "unit": "text"},
+                ),
+                storage_names(files.column("storage_type")),
+            )
+            parts, sizes = inspect.partitions(snap), inspect.file_sizes(snap)
         shown = [
             "path",
             "partition",
@@ -352,7 +427,8 @@ class TableView:
         out = {
             "version": snap.version,
             "partitioned": bool(snap.partition_columns),
-            "size_chart": chart_spec(viz.file_size_histogram(files)),
+            "engine": engine,
+            "size_chart": chart_spec(viz.file_size_histogram(sizes)),
             "skew_chart": chart_spec(viz.partition_skew_chart(parts)) if snap.partition_columns else None,
         }
         return out, files_source, parts_source
@@ -439,17 +515,22 @@ class TableView:
         from deltaexplore import viz
 
         snap = self.snap
-        dv = inspect.deletion_vectors(snap)
-        dv_files = inspect.dv_files(snap)
+        engine = self.engine(snap)
+        if engine["name"] != "local":
+            fp = self.file_pass(snap)
+            dv, dv_files, n_files = fp.deletion_vectors(), fp.dv_files(), fp.files
+        else:
+            dv, dv_files, n_files = inspect.deletion_vectors(snap), inspect.dv_files(snap), snap.num_files
 
         def total(column: str) -> int:
             return int(pc.sum(dv.column(column)).as_py() or 0) if dv.num_rows else 0
 
         out = {
             "version": snap.version,
+            "engine": engine,
             "files_with_dv": dv.num_rows,
             "summary": {
-                "files": snap.num_files,
+                "files": n_files,
                 "deleted_rows": total("cardinality"),
                 "rows_in_dv_files": total("num_records"),
                 "past_threshold": int(pc.sum(dv.column("past_threshold").cast(pa.int64())).as_py() or 0) if dv.num_rows else 0,
@@ -526,13 +607,17 @@ class TableView:
         ready = self._take_prepared((snap.version, "health"))
         if ready is not None:
             return ready  # type: ignore[no-any-return]
-        metrics = inspect.log_health(snap)
+        engine = self.engine(snap)
+        if engine["name"] == "spark":  # the log's own files, and counts of one streaming pass
+            engine = {"name": "streaming", "reason": "log health is counted in the kernel, in one pass over the log"}
+        metrics = inspect.log_health(snap, streaming=engine["name"] == "streaming")
         counts = {
             s: int(pc.sum(pc.equal(metrics.column("status"), s).cast(pa.int64())).as_py() or 0)
             for s in ("ok", "info", "warn", "error")
         }
         return {
             "version": snap.version,
+            "engine": engine,
             "metrics": to_ipc(metrics),
             "status_counts": counts,
             "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),

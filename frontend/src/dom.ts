@@ -197,6 +197,17 @@ export function note(text: Child, kind: 'hint' | 'empty' | 'error' | 'warn' | 'l
   return h('p', { class: `dxe-note dxe-note-${kind}`, role: kind === 'error' ? 'alert' : null }, text);
 }
 
+/** Which engine computed a tab and why (the tab data's `engine`): a line when it is not the
+ * replayed state (a streaming pass over the log, or Spark jobs), nothing otherwise. */
+export function engineNote(engine: { name?: string; reason?: string } | null | undefined): HTMLElement | null {
+  if (!engine || !engine.name || engine.name === 'local') return null;
+  const label = engine.name === 'spark' ? 'Computed as Spark jobs' : engine.name === 'streaming' ? 'Computed in one streaming pass' : `Computed by ${engine.name}`;
+  const el = note(`${label}: ${engine.reason || ''}`, 'hint');
+  el.classList.add('dxe-engine');
+  el.setAttribute('data-engine', engine.name);
+  return el;
+}
+
 /** Key/value pairs as a definition list. */
 export function kv(pairs: Array<[string, Child]>): HTMLElement {
   return h(

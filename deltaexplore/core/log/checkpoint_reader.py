@@ -7,7 +7,7 @@ add/remove columns (large), and only the add/remove fields asked for.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,28 +185,16 @@ def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
     return False
 
 
-def _file_actions_from_parquet(
-    storage: Storage,
-    path: str,
-    kind: str,
-    extra: tuple[str, ...],
-    exclude: Callable[[pa.Table], pa.Array | None] | None = None,
-    *,
-    sidecar: bool = False,
-    paths: pa.Array | None = None,
-) -> pa.Table:
-    """The `kind` actions of one parquet checkpoint file or sidecar (only those whose path is
-    one of `paths` when given: filtered batch by batch, the other rows never held).
-
-    Big columns (stats!) are copied at most once: the struct is flattened without copying, and
-    rows that are not `kind` actions or that `exclude` drops go in one filter.
+def _action_columns(
+    pf: pq.ParquetFile, path: str, kind: str, extra: tuple[str, ...], *, sidecar: bool, fields: tuple[str, ...] | None
+) -> tuple[pa.DataType, list[str]] | None:
+    """The `kind` column's struct type and the fields of it to read (None: the file has no
+    `kind` column).
 
     Raises:
         InvalidCheckpointError: an action column that is not a struct with a `path`, or a
             sidecar with neither `add` nor `remove` (a sidecar holds file actions only).
     """
-    pf = _parquet_file(storage, path)
-    fields = FILE_ACTION_FIELDS[kind]
     schema = pf.schema_arrow
     for name in ("add", "remove"):
         i = schema.get_field_index(name)
@@ -221,22 +209,41 @@ def _file_actions_from_parquet(
         )
     idx = schema.get_field_index(kind)
     if idx < 0:
-        return _empty(kind)
+        return None
     struct_type = schema.field(idx).type
     present = {f.name for f in struct_type}
     if "path" not in present:
         raise InvalidCheckpointError(f"checkpoint {path}: '{kind}' column has no 'path' field", path=path)
-    wanted = [f.name for f in fields if f.name in present] + [e for e in extra if e in present]
-    keep, row_groups = None, None
-    if paths is not None:
-        value_set = paths.cast(struct_type.field("path").type)
+    names = _field_names(kind, fields)
+    return struct_type, [n for n in names if n in present] + [e for e in extra if e in present]
 
-        def keep(batch: pa.RecordBatch) -> pa.Array:
-            return pc.is_in(pc.struct_field(batch.column(kind), "path"), value_set=value_set)
 
-        row_groups = _row_groups_with(pf, kind, keep, path)
+def _field_names(kind: str, fields: tuple[str, ...] | None) -> list[str]:
+    """The `FILE_ACTION_FIELDS[kind]` names read: all, or `fields` and the key of a file
+    action (path, deletionVector), in the declared order."""
+    names = [f.name for f in FILE_ACTION_FIELDS[kind]]
+    if fields is None:
+        return names
+    wanted = {"path", "deletionVector", *fields}
+    return [n for n in names if n in wanted]
 
-    table = _read_file_columns(pf, [f"{kind}.{name}" for name in wanted], path, keep, row_groups)
+
+def _shape_actions(
+    table: pa.Table,
+    path: str,
+    kind: str,
+    struct_type: pa.DataType,
+    wanted: list[str],
+    extra: tuple[str, ...],
+    exclude: Callable[[pa.Table], pa.Array | None] | None,
+    fields: tuple[str, ...] | None,
+) -> pa.Table:
+    """Rows of the `kind` struct column of `table` that are `kind` actions and that `exclude`
+    keeps, flattened to the (requested) `FILE_ACTION_FIELDS` with their declared types.
+
+    Big columns (stats!) are copied at most once: the struct is flattened without copying, and
+    rows that are not `kind` actions or that `exclude` drops go in one filter."""
+    declared = [f for f in FILE_ACTION_FIELDS[kind] if f.name in _field_names(kind, fields)]
     chunks = table.column(kind).chunks
     n = table.num_rows
     out: dict[str, pa.ChunkedArray] = {}
@@ -248,7 +255,7 @@ def _file_actions_from_parquet(
         valid = pc.and_(valid, pc.is_valid(table.column(kind)))
     result = pa.table(
         {
-            **{f.name: out[f.name] if f.name in out else pa.chunked_array([pa.nulls(n, f.type)]) for f in fields},
+            **{f.name: out[f.name] if f.name in out else pa.chunked_array([pa.nulls(n, f.type)]) for f in declared},
             **{e: out[e] for e in extra if e in out},
         }
     )
@@ -259,7 +266,7 @@ def _file_actions_from_parquet(
     if n:
         result = select_rows(result, _bool_array(valid))
     columns = {}
-    for f in fields:
+    for f in declared:
         col = result.column(f.name)
         if not _compatible(col.type, f.type):
             col = pa.chunked_array([_cast_to(c, f.type, path, f"{kind}.{f.name}") for c in col.chunks], type=f.type)
@@ -268,6 +275,75 @@ def _file_actions_from_parquet(
         if e in result.column_names:
             columns[e] = result.column(e)
     return pa.table(columns)
+
+
+def _file_actions_from_parquet(
+    storage: Storage,
+    path: str,
+    kind: str,
+    extra: tuple[str, ...],
+    exclude: Callable[[pa.Table], pa.Array | None] | None = None,
+    *,
+    sidecar: bool = False,
+    paths: pa.Array | None = None,
+) -> pa.Table:
+    """The `kind` actions of one parquet checkpoint file or sidecar (only those whose path is
+    one of `paths` when given: filtered batch by batch, the other rows never held).
+
+    Raises:
+        InvalidCheckpointError: see `_action_columns`.
+    """
+    pf = _parquet_file(storage, path)
+    found = _action_columns(pf, path, kind, extra, sidecar=sidecar, fields=None)
+    if found is None:
+        return _empty(kind)
+    struct_type, wanted = found
+    keep, row_groups = None, None
+    if paths is not None:
+        value_set = paths.cast(struct_type.field("path").type)
+
+        def keep(batch: pa.RecordBatch) -> pa.Array:
+            return pc.is_in(pc.struct_field(batch.column(kind), "path"), value_set=value_set)
+
+        row_groups = _row_groups_with(pf, kind, keep, path)
+
+    table = _read_file_columns(pf, [f"{kind}.{name}" for name in wanted], path, keep, row_groups)
+    return _shape_actions(table, path, kind, struct_type, wanted, extra, exclude, None)
+
+
+def _iter_file_actions_from_parquet(
+    storage: Storage,
+    path: str,
+    kind: str,
+    extra: tuple[str, ...],
+    exclude: Callable[[pa.Table], pa.Array | None] | None,
+    *,
+    sidecar: bool,
+    fields: tuple[str, ...] | None,
+) -> Iterator[pa.Table]:
+    """`_file_actions_from_parquet` one batch of `FILE_BATCH_ROWS` rows at a time (only the
+    `fields` asked for): a batch is shaped and handed over before the next is decoded."""
+    pf = _parquet_file(storage, path)
+    found = _action_columns(pf, path, kind, extra, sidecar=sidecar, fields=fields)
+    if found is None or pf.metadata.num_rows == 0:
+        return
+    struct_type, wanted = found
+    pool = pa.default_memory_pool()
+    batches = pf.iter_batches(batch_size=FILE_BATCH_ROWS, columns=[f"{kind}.{name}" for name in wanted], use_threads=True)
+    while True:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            batch.validate(full=True)  # parquet hands over strings unchecked: no invalid UTF-8 passes
+        except _READ_ERRORS as exc:
+            raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
+        out = _shape_actions(pa.Table.from_batches([batch]), path, kind, struct_type, wanted, extra, exclude, fields)
+        del batch
+        if out.num_rows:
+            yield out
+        del out
+        pool.release_unused()
 
 
 def _bool_array(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -417,24 +493,8 @@ class CheckpointReader:
                 t = t.filter(pc.is_in(t.column("path"), value_set=paths.cast(t.schema.field("path").type)))
             dropped = exclude(t) if exclude is not None and t.num_rows else None
             tables.append(t.filter(pc.invert(dropped)) if dropped is not None else t)
-        sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
-        sidecars = self.sidecar_files()
-        sources += [s.path for s in sidecars]
+        sources, sidecar_paths = self._parquet_sources()
         if sources:
-            for path in sources:
-                if not self.storage.exists(path):
-                    raise InvalidCheckpointError(
-                        f"checkpoint {self.checkpoint.version} is incomplete: {path} is missing", path=path
-                    )
-            for sc in sidecars:
-                info = self.storage.head(sc.path)
-                if sc.size > 0 and info is not None and info.size != sc.size:
-                    raise InvalidCheckpointError(
-                        f"sidecar {sc.path} is {info.size} bytes, checkpoint {self.checkpoint.version} says {sc.size}: "
-                        "not the file it refers to",
-                        path=sc.path,
-                    )
-            sidecar_paths = {s.path for s in sidecars}
 
             def load(path: str) -> pa.Table:
                 return _file_actions_from_parquet(
@@ -459,6 +519,54 @@ class CheckpointReader:
             ],
             promote_options="permissive",
         )
+
+    def _parquet_sources(self) -> tuple[list[str], set[str]]:
+        """The parquet files holding file actions (parts, then sidecars) and which are sidecars,
+        each checked to be there (and a sidecar to be the size its checkpoint says).
+
+        Raises:
+            InvalidCheckpointError: a part or sidecar is missing or not the file it refers to.
+        """
+        sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
+        sidecars = self.sidecar_files()
+        sources += [s.path for s in sidecars]
+        for path in sources:
+            if not self.storage.exists(path):
+                raise InvalidCheckpointError(f"checkpoint {self.checkpoint.version} is incomplete: {path} is missing", path=path)
+        for sc in sidecars:
+            info = self.storage.head(sc.path)
+            if sc.size > 0 and info is not None and info.size != sc.size:
+                raise InvalidCheckpointError(
+                    f"sidecar {sc.path} is {info.size} bytes, checkpoint {self.checkpoint.version} says {sc.size}: "
+                    "not the file it refers to",
+                    path=sc.path,
+                )
+        return sources, {s.path for s in sidecars}
+
+    def iter_file_actions(
+        self,
+        kind: str,
+        *,
+        fields: tuple[str, ...] | None = None,
+        extra: tuple[str, ...] = (),
+        exclude: Callable[[pa.Table], pa.Array | None] | None = None,
+    ) -> Iterator[pa.Table]:
+        """`file_actions(kind)` in batches of at most `FILE_BATCH_ROWS` rows, parts and
+        sidecars one after the other, only `fields` of `FILE_ACTION_FIELDS[kind]` (and path,
+        deletionVector) when given: a pass over a checkpoint of millions of actions holds one
+        batch (what a streaming inspection reads). Empty batches are not yielded."""
+        if self.is_json:
+            t = self._lines().file_actions(kind).drop_columns(["version", "line"])
+            t = t.select(_field_names(kind, fields) + [e for e in extra if e in t.column_names])
+            dropped = exclude(t) if exclude is not None and t.num_rows else None
+            t = t.filter(pc.invert(dropped)) if dropped is not None else t
+            for start in range(0, t.num_rows, FILE_BATCH_ROWS):
+                yield t.slice(start, FILE_BATCH_ROWS)
+        sources, sidecar_paths = self._parquet_sources()
+        for path in sources:
+            yield from _iter_file_actions_from_parquet(
+                self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths, fields=fields
+            )
 
     def schema_of(self, kind: str) -> pa.DataType | None:
         """The checkpoint's Arrow type for the `kind` column (None for json checkpoints)."""

@@ -4,7 +4,7 @@ state, never required (`write.crc_writer` writes them)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,7 +14,7 @@ from deltaexplore.core.log.timestamps import CommitClock
 from deltaexplore.core.protocol.actions import Metadata, Protocol
 from deltaexplore.errors import DeltaExploreError
 
-__all__ = ["compare_crc", "read_crc"]
+__all__ = ["StateTotals", "compare_crc", "read_crc"]
 
 REQUIRED = ("tableSizeBytes", "numFiles", "numMetadata", "numProtocol", "metadata", "protocol")
 
@@ -28,19 +28,38 @@ def read_crc(storage: Any, f: LogFile) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
+class StateTotals(NamedTuple):
+    """What a `.crc` says of the active files, counted by whoever replayed them: files, bytes
+    and rows deleted by deletion vectors."""
+
+    files: int
+    bytes: int
+    deleted_records: int
+
+    @classmethod
+    def of(cls, adds: pa.Table) -> StateTotals:
+        """The totals of some add actions."""
+        n = adds.num_rows
+        if n == 0:
+            return cls(0, 0, 0)
+        dv = adds.column("deletionVector").combine_chunks()
+        deleted = int(pc.sum(dv.field("cardinality")).as_py() or 0) if dv.null_count < len(dv) else 0
+        return cls(n, int(pc.sum(adds.column("size")).as_py() or 0), deleted)
+
+
 def compare_crc(
     crc: dict[str, Any] | None,
     *,
     present: bool,
     protocol: Protocol,
     metadata: Metadata | None,
-    adds: pa.Table | None,
+    adds: pa.Table | StateTotals | None,
     clock: CommitClock,
     version: int,
 ) -> pa.Table:
     """One row per field checked: field, expected (from the .crc file), actual (from the replayed
-    state: `protocol`, `metadata`, the active `adds`, the commit time of `version`), ok.
-    `adds` may be None only when `crc` is.
+    state: `protocol`, `metadata`, the active `adds` or their `StateTotals`, the commit time of
+    `version`), ok. `adds` may be None only when `crc` is.
 
     Empty when the version has no checksum file (`present` false); one failing row when it is
     not a JSON object.
@@ -51,13 +70,14 @@ def compare_crc(
             rows.append(("file", "valid JSON object", "malformed", False))
         return _table(rows)
     assert adds is not None
+    totals = adds if isinstance(adds, StateTotals) else StateTotals.of(adds)
     for key in REQUIRED:
         if key not in crc:
             rows.append((key, "present", "missing", False))
     if "numFiles" in crc:
-        rows.append(("numFiles", str(crc["numFiles"]), str(adds.num_rows), int(crc["numFiles"]) == adds.num_rows))
+        rows.append(("numFiles", str(crc["numFiles"]), str(totals.files), int(crc["numFiles"]) == totals.files))
     if "tableSizeBytes" in crc:
-        actual = int(pc.sum(adds.column("size")).as_py() or 0) if adds.num_rows else 0
+        actual = totals.bytes
         rows.append(("tableSizeBytes", str(crc["tableSizeBytes"]), str(actual), int(crc["tableSizeBytes"]) == actual))
     if isinstance(crc.get("protocol"), dict):
         try:
@@ -89,9 +109,8 @@ def compare_crc(
             rows.append(("metadata", expected_md.id, actual_md.id, ok))
         except DeltaExploreError as exc:
             rows.append(("metadata", "valid metadata", str(exc), False))
-    if "numDeletedRecordsOpt" in crc and adds.num_rows:
-        dv = adds.column("deletionVector").combine_chunks()
-        actual = int(pc.sum(dv.field("cardinality")).as_py() or 0) if dv.null_count < len(dv) else 0
+    if "numDeletedRecordsOpt" in crc and totals.files:
+        actual = totals.deleted_records
         rows.append(
             ("numDeletedRecordsOpt", str(crc["numDeletedRecordsOpt"]), str(actual), int(crc["numDeletedRecordsOpt"]) == actual)
         )

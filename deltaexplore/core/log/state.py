@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.log.checkpoint_reader import CheckpointReader
-from deltaexplore.core.log.crc_reader import compare_crc, read_crc
+from deltaexplore.core.log.checkpoint_reader import FILE_BATCH_ROWS, CheckpointReader
+from deltaexplore.core.log.crc_reader import StateTotals, compare_crc, read_crc
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.replay import reconcile, superseded_by
 from deltaexplore.core.log.segment import LogListing, LogSegment, build_segment
@@ -283,6 +284,30 @@ class TableState:
             ck = self._reader.file_actions("add", extra=("stats_parsed",), exclude=superseded_by(adds, removes), paths=paths)
         return reconcile(ck, adds, removes, want="add")
 
+    def iter_file_actions(self, kind: str = "add", *, fields: tuple[str, ...] | None = None) -> Iterator[pa.Table]:
+        """The replayed `kind` ('add': active files, 'remove': tombstones) actions in batches,
+        in `add_actions()`'s order, never all at once: the checkpoint's batches (only `fields`
+        of the action, and path and deletionVector, when given; `stats_parsed` where the
+        checkpoint has it) less what the JSON commits supersede, then the JSON survivors. What
+        a streaming pass over a huge table reads: it holds one checkpoint batch and the JSON
+        commits after the checkpoint. Slices of the replayed table when it is cached."""
+        cached = self._adds if kind == "add" else None
+        if cached is not None:
+            names = [c for c in cached.column_names if fields is None or c in {"path", "deletionVector", "stats_parsed", *fields}]
+            for start in range(0, cached.num_rows, FILE_BATCH_ROWS):
+                yield cached.select(names).slice(start, FILE_BATCH_ROWS)
+            return
+        adds = self._lines.file_actions("add")
+        removes = self._lines.file_actions("remove")
+        if self._reader is not None:
+            extra = ("stats_parsed",) if kind == "add" else ()
+            yield from self._reader.iter_file_actions(kind, fields=fields, extra=extra, exclude=superseded_by(adds, removes))
+        json_part = reconcile(None, adds, removes, want=kind)
+        if fields is not None:
+            json_part = json_part.select([c for c in json_part.column_names if c in {"path", "deletionVector", *fields}])
+        for start in range(0, json_part.num_rows, FILE_BATCH_ROWS):
+            yield json_part.slice(start, FILE_BATCH_ROWS)
+
     def tombstones(self) -> pa.Table:
         """Remove actions still in the state (for VACUUM and log health)."""
         return self._replay("remove")
@@ -311,15 +336,16 @@ class TableState:
         """The `<version>.crc` content, or None when absent or unreadable."""
         return read_crc(self.storage, self.segment.crc) if self.segment.crc else None
 
-    def validate_crc(self) -> pa.Table:
-        """Compare the `.crc` file with the replayed state: one row per checked field."""
+    def validate_crc(self, totals: StateTotals | None = None) -> pa.Table:
+        """Compare the `.crc` file with the replayed state: one row per checked field (the
+        active files' `totals` when a streaming pass counted them, else the replayed adds)."""
         crc = self.crc
         return compare_crc(
             crc,
             present=self.segment.crc is not None,
             protocol=self.protocol,
             metadata=self._metadata,
-            adds=self.add_actions() if crc is not None else None,
+            adds=(totals if totals is not None else self.add_actions()) if crc is not None else None,
             clock=self.clock,
             version=self.version,
         )

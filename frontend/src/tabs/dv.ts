@@ -3,7 +3,7 @@
 import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { card, fill, h, note, section } from '../dom';
+import { card, engineNote, fill, h, note, section } from '../dom';
 import { countNoun, formatValue, humanBytes, humanCount } from '../format';
 import { createGrid } from '../grid';
 
@@ -43,10 +43,12 @@ export function dvTab(ctx: Ctx): Tab {
   chartSection.body.appendChild(chart.el);
   const gridSection = section('Files with a deletion vector, most deleted first');
   gridSection.body.appendChild(grid.el);
-  const el = h('div', { class: 'dxe-tab-dv' }, summary.el, chartSection.el, gridSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-dv' }, engineLine, summary.el, chartSection.el, gridSection.el);
 
   function draw(): void {
     const data = ctx.model.get('dv_data') || {};
+    fill(engineLine, engineNote(data.engine));
     if (data.version === undefined) {
       fill(cards, note('Loading…', 'loading'));
       return;

@@ -2,7 +2,7 @@
 // file of the version in a grid whose rows stay in the kernel (sorted and filtered there).
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { fill, h, note, section } from '../dom';
+import { engineNote, fill, h, note, section } from '../dom';
 import { createGrid } from '../grid';
 
 export function filesTab(ctx: Ctx): Tab {
@@ -56,10 +56,12 @@ export function filesTab(ctx: Ctx): Tab {
   const filesSection = section('Files');
   filesSection.body.appendChild(files.el);
 
-  const el = h('div', { class: 'dxe-tab-files' }, chartsSection.el, partsSection.el, filesSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-files' }, engineLine, chartsSection.el, partsSection.el, filesSection.el);
 
   function draw(): void {
     const data = ctx.model.get('files_data') || {};
+    fill(engineLine, engineNote(data.engine));
     if (data.version === undefined) {
       fill(chartsSection.body, note('Loading…', 'loading'));
       return;

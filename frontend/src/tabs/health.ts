@@ -3,7 +3,7 @@
 import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { fill, h, note, pill, section } from '../dom';
+import { engineNote, fill, h, note, pill, section } from '../dom';
 import { formatValue, metricUnit } from '../format';
 import { createGrid } from '../grid';
 
@@ -24,10 +24,12 @@ export function healthTab(ctx: Ctx): Tab {
   checks.body.append(counts, grid.el);
   const chartSection = section('Log size per version');
   chartSection.body.appendChild(chart.el);
-  const el = h('div', { class: 'dxe-tab-health' }, checks.el, chartSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-health' }, engineLine, checks.el, chartSection.el);
 
   function draw(): void {
     const data = ctx.model.get('health_data') || {};
+    fill(engineLine, engineNote(data.engine));
     if (data.version === undefined) {
       fill(counts, note('Loading…', 'loading'));
       return;

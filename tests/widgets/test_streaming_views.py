@@ -1,0 +1,66 @@
+"""The explorer past its streaming threshold: the overview, files, DV and health tabs counted by
+one streaming pass (`inspect.streaming`) equal the tabs of the replayed state, say which engine
+computed them and why, and never replay the state."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import deltaexplore as dx
+from deltaexplore.widgets import views
+
+GENERATOR = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_many_files.py"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("many") / "t"
+    subprocess.run([sys.executable, str(GENERATOR), str(out), "--files", "60000", "--parts", "2", "--commits", "4"], check=True)
+    return str(out)
+
+
+def _ipc(data: bytes | dict) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all() if isinstance(data, (bytes, bytearray, memoryview)) else data
+
+
+def _window(source, sort):
+    total, rows = source.window(0, 100_000, sort=sort)
+    return total, rows.to_pylist()
+
+
+def test_streaming_tabs_equal_the_replayed_tabs(generated):
+    streamed = views.TableView(dx.open_table(generated), streaming_files=0)
+    replayed = views.TableView(dx.open_table(generated), streaming_files=10**12)
+    assert streamed.engine()["name"] == "streaming" and "about 60,160 files" in streamed.engine()["reason"]  # 60,000 + the adds of 4 commits
+    assert replayed.engine()["name"] == "local"
+
+    s_out, s_files, s_parts = streamed.files()
+    r_out, r_files, r_parts = replayed.files()
+    assert s_out["engine"]["name"] == "streaming" and r_out["engine"]["name"] == "local"
+    assert s_out["size_chart"] == r_out["size_chart"] and s_out["skew_chart"] == r_out["skew_chart"]
+    assert s_files.table.schema == r_files.table.schema
+    by_path = [["path", "asc"]]
+    assert _window(s_files, by_path) == _window(r_files, by_path)
+    assert _window(s_files, [["size", "desc"], ["path", "asc"]]) == _window(r_files, [["size", "desc"], ["path", "asc"]])
+    assert _window(s_parts, [["partition", "asc"]]) == _window(r_parts, [["partition", "asc"]])
+
+    s_dv, s_dv_rows = streamed.deletion_vectors()
+    r_dv, r_dv_rows = replayed.deletion_vectors()
+    assert s_dv["summary"] == r_dv["summary"] and s_dv["files_with_dv"] == r_dv["files_with_dv"] > 2000
+    assert s_dv["dv_files"] == r_dv["dv_files"] and s_dv["chart"] == r_dv["chart"]
+    assert _window(s_dv_rows, by_path) == _window(r_dv_rows, by_path)
+
+    s_health, r_health = streamed.health(), replayed.health()
+    assert s_health["engine"]["name"] == "streaming"
+    assert _ipc(s_health["metrics"]).drop_columns(["detail"]).equals(_ipc(r_health["metrics"]).drop_columns(["detail"]))
+
+    s_over, r_over = streamed.overview(stage=2), replayed.overview(stage=2)
+    assert s_over["engine"]["name"] == "streaming"
+    assert _ipc(s_over["metrics"]).equals(_ipc(r_over["metrics"]))
+    assert not streamed.snap.files_loaded  # the streaming view never replayed the state
+    assert replayed.snap.files_loaded
