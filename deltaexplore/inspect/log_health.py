@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["log_files", "log_health", "metric", "tombstone_counts"]
+__all__ = ["commits_since_checkpoint", "log_files", "log_health", "metric", "tombstone_counts"]
 
 #: a log smaller than this is never reported as too large, whatever the data size
 LARGE_LOG_BYTES = 64 * 1024 * 1024
@@ -80,6 +80,14 @@ def _missing_runs(present: list[int], start: int, end: int) -> list[tuple[int, i
             out.append((expected, v - 1))
         expected = v + 1
     return out
+
+
+def commits_since_checkpoint(snap: Snapshot) -> tuple[int, int]:
+    """(commits a reader replays after the newest checkpoint, `delta.checkpointInterval`): a
+    checkpoint is due when the first is larger than the second."""
+    interval = snap.config.checkpoint_interval if snap.has_metadata else 10
+    since = snap.version - snap.checkpoint_version if snap.checkpoint_version is not None else snap.version + 1
+    return since, interval
 
 
 def log_files(obj: Table | Snapshot) -> pa.Table:
@@ -158,10 +166,9 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None, streaming: 
     table = snap.table
     listing = table.listing(refresh=False)
     rows: list[dict[str, Any]] = []
-    interval = snap.config.checkpoint_interval if snap.has_metadata else 10
+    since, interval = commits_since_checkpoint(snap)
     # -- checkpoints
     cp_versions = sorted(v for v in listing.checkpoints if v <= snap.version)
-    since = snap.version - snap.checkpoint_version if snap.checkpoint_version is not None else snap.version + 1
     status = "ok" if since <= interval else ("warn" if since > 2 * interval else "info")
     rows.append(
         metric(

@@ -22,6 +22,8 @@ from deltaexplore.core.protocol.actions import STRING_MAP
 from deltaexplore.inspect.formatting import UNIT_FROM_KEY, tag_schema, with_units
 
 __all__ = [
+    "ADVICE_CHECK_SCHEMA",
+    "ADVICE_SCHEMA",
     "CATALOG_SCHEMA",
     "CLIENTS_SCHEMA",
     "CLIENT_FEATURES_SCHEMA",
@@ -54,6 +56,7 @@ __all__ = [
     "VACUUM_SCHEMA",
     "VERSIONS_SCHEMA",
     "annotate_core",
+    "diff_rows_schema",
     "layout_density_schema",
     "layout_schema",
 ]
@@ -609,6 +612,58 @@ COMMIT_INFOS_SCHEMA = _s(
 )
 
 
+#: `advise()`: ranked maintenance recommendations with their predicted effect (from the log).
+ADVICE_SCHEMA = _s(
+    "advice",
+    ("rank", pa.int64(), "1 = do first (highest score)", "number"),
+    ("kind", pa.string(), "compaction | zorder | dv_purge | checkpoint | log_cleanup | vacuum | stats_columns", "operation"),
+    ("target", pa.string(), "what it applies to: partitions, columns, files", "text"),
+    ("reason", pa.string(), "why, in numbers measured on this version", "text"),
+    ("action", pa.string(), "the call that does it (a maintenance operation or a property)", "text"),
+    ("operation", pa.string(), "the explorer's maintenance operation that runs it (null: none)", "operation"),
+    (
+        "parameters",
+        pa.string(),
+        "its parameters as JSON: `widgets.maintenance.run(operation, table, progress, **parameters)`",
+        "json",
+    ),
+    ("score", pa.float64(), "expected benefit in [0, 1] (ranks the advice)", "ratio"),
+    ("files_before", pa.int64(), "active files now", "count"),
+    ("files_after", pa.int64(), "active files predicted after", "count"),
+    ("bytes_before", pa.int64(), "bytes now (data files; log files for log advice)", "bytes"),
+    ("bytes_after", pa.int64(), "bytes predicted after", "bytes"),
+    ("bytes_rewritten", pa.int64(), "the cost: bytes read and written again", "bytes"),
+    ("columns", pa.list_(pa.string()), "columns whose point queries are measured", "json"),
+    ("mean_depth_before", pa.float64(), "mean overlap depth of the columns' files now (layout_summary avg_depth)", "number"),
+    ("mean_depth_after", pa.float64(), "mean overlap depth predicted after", "number"),
+    ("max_depth_before", pa.int64(), "max overlap depth now", "count"),
+    ("max_depth_after", pa.int64(), "max overlap depth predicted after", "count"),
+    ("point_files_before", pa.float64(), "files a point query on the columns reads now (mean over the data)", "number"),
+    ("point_files_after", pa.float64(), "files it reads after (predicted)", "number"),
+    ("retention_hours", pa.float64(), "retention it needs (VACUUM, log cleanup): versions older lose time travel", "number"),
+)
+
+#: `advise(check=True)`: the predictions made before a maintenance commit against what the
+#: version after it measures.
+ADVICE_CHECK_SCHEMA = _s(
+    "advice_check",
+    ("kind", pa.string(), "the recommendation checked", "operation"),
+    ("version_before", pa.int64(), "version the prediction was made at", "version"),
+    ("version_after", pa.int64(), "version measured (after the maintenance commit)", "version"),
+    ("metric", pa.string(), "files | bytes | mean_depth | max_depth | point_files", "text"),
+    ("predicted", pa.float64(), "the prediction", "number"),
+    ("measured", pa.float64(), "what the version after measures", "number"),
+    ("error", pa.float64(), "(measured - predicted) / max(predicted, 1)", "ratio"),
+    ("tolerance", pa.float64(), "the stated tolerance of this metric (relative)", "ratio"),
+    (
+        "within",
+        pa.bool_(),
+        "abs(measured - predicted) <= tolerance * max(predicted, 1), or within one file / one depth step",
+        "bool",
+    ),
+)
+
+
 def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
     """`layout_density(column)`: files per range of values; `lo`/`hi` have the column's type."""
     return _s(
@@ -622,6 +677,30 @@ def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
         ("max_depth", pa.int64(), "most files containing one single value of the bin: what a point query there reads", "count"),
         ("starts", pa.int64(), "files whose min falls in the bin", "count"),
     )
+
+
+def diff_rows_schema(fields: list[pa.Field], key: list[str] | None) -> pa.Schema:
+    """`diff_rows(v1, v2, key=...)`: the net row changes; `fields` are the compared columns
+    (the newer version's). Unkeyed: `_change`, `_count` and the columns; keyed: `_change`,
+    `_changed_columns`, the key columns, then `before.<c>` / `after.<c>` for every other one.
+    What was read is in the schema metadata (`deltaexplore.diff_rows.files_read`, `bytes_read`)."""
+    head: list[tuple[str, pa.DataType, str, str | None]] = [
+        ("_change", pa.string(), "insert | delete (| update with a key): how the row differs from v1 to v2", "operation")
+    ]
+    if not key:
+        head.append(("_count", pa.int64(), "copies of this row inserted or deleted (rows compare as a multiset)", "count"))
+        base = _s("diff_rows", *head)
+        return tag_schema(pa.schema([*base, *(pa.field(f.name, f.type) for f in fields)]), "diff_rows")
+    head.append(("_changed_columns", pa.list_(pa.string()), "columns whose value differs (updates only)", "json"))
+    base = _s("diff_rows", *head)
+    keyed = [pa.field(f.name, f.type, metadata={"doc": "key column"}) for f in fields if f.name in key]
+    side = []
+    for f in fields:
+        if f.name in key:
+            continue
+        side.append(pa.field(f"before.{f.name}", f.type, metadata={"doc": f"{f.name} at v1 (null for an insert)"}))
+        side.append(pa.field(f"after.{f.name}", f.type, metadata={"doc": f"{f.name} at v2 (null for a delete)"}))
+    return tag_schema(pa.schema([*base, *keyed, *side]), "diff_rows")
 
 
 #: name -> schema of every fixed-schema inspection function
@@ -678,4 +757,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "transactions": TXNS_SCHEMA,
     "catalog_status": CATALOG_SCHEMA,
     "commit_infos": COMMIT_INFOS_SCHEMA,
+    "advise": ADVICE_SCHEMA,
 }

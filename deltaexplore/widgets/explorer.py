@@ -16,7 +16,7 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
     browser -> kernel  {"type": "prefetch", "req", "version", "tabs"}  (send the tabs the background prepared)
     kernel -> browser  {"type": "prefetch", "req", "version", "states": {tab: "sent"|"pending"|"none"|"stale"}}
-    browser -> kernel  {"type": "preview"|"run", "op", "params"} and {"type": "refresh"}
+    browser -> kernel  {"type": "preview"|"run", "op", "params"}, {"type": "advise"} and {"type": "refresh"}
 
 Follow (`follow` trait, the header's toggle): a `core.follow.Follower` polls the log on its own
 thread; each new version extends the slider (and moves to it when the latest was shown), reloads
@@ -423,6 +423,8 @@ class Explorer(anywidget.AnyWidget):
             self._complete_overview(content.get("version"))
         elif kind == "refresh":
             self.refresh()
+        elif kind == "advise":
+            self.advise()
         elif kind == "preview":
             self.preview(str(content.get("op")), **(content.get("params") or {}))
         elif kind == "run":
@@ -532,13 +534,39 @@ class Explorer(anywidget.AnyWidget):
 
         self._guard("refresh", reread)
 
+    def advise(self) -> list[dict[str, Any]]:
+        """The maintenance advice of the latest version (`inspect.advise`), listed in the
+        Maintenance tab; each card previews and runs through `preview` / `run`."""
+        cards: list[dict[str, Any]] = []
+
+        def do() -> None:
+            cards.extend(self.view.advice())
+            self.maintenance = {**self.maintenance, "advice": cards}
+
+        self._guard("advise", do)
+        return cards
+
+    def _restore_default(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        """RESTORE without a version restores the version the explorer shows."""
+        if op == "restore" and params.get("version") is None:
+            return {**params, "version": int(self.version)}
+        return params
+
     def preview(self, op: str, **params: Any) -> dict[str, Any]:
         """Preview a maintenance operation (shown in the maintenance tab, and returned)."""
         result: dict[str, Any] = {}
+        params = self._restore_default(op, params)
 
         def do() -> None:
             result.update(maintenance.preview(op, self.view, **params))
-            self.maintenance = {**self.maintenance, "selected": op, "preview": result, "result": None, "progress": 0}
+            self.maintenance = {
+                **self.maintenance,
+                "selected": op,
+                "preview": result,
+                "params": params,
+                "result": None,
+                "progress": 0,
+            }
 
         self._guard(f"preview {op}", do)
         return result
@@ -546,6 +574,7 @@ class Explorer(anywidget.AnyWidget):
     def run(self, op: str, **params: Any) -> dict[str, Any]:
         """Run a maintenance operation with a progress bar; the explorer then shows the new version."""
         outcome: dict[str, Any] = {}
+        params = self._restore_default(op, params)
 
         def progress(fraction: float, message: str) -> None:
             self.maintenance = {**self.maintenance, "progress": max(0.0, min(1.0, float(fraction))), "message": message}

@@ -9,6 +9,8 @@ module only selects, orders and packages. Nothing here imports ipywidgets.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import threading
 from collections.abc import Hashable
@@ -695,3 +697,16 @@ class TableView:
             "status_counts": counts,
             "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
         }
+
+    def advice(self) -> list[dict[str, Any]]:
+        """`inspect.advise` of the latest version as JSON-safe cards (NaN as null, parameters
+        parsed): what the Maintenance tab lists, each runnable through its `operation`."""
+        latest = self.snapshot(self.table.latest_version())
+        cards = []
+        for row in inspect.advise(latest).to_pylist():
+            for k, v in row.items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    row[k] = None
+            row["parameters"] = json.loads(row["parameters"]) if row["parameters"] else {}
+            cards.append(row)
+        return cards

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from pyarrow import ipc
 
+import deltaexplore as dx
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -169,6 +171,39 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
     sales.screenshot(path=str(shots / "light-maintenance.png"))
     assert _cut_grids(panel) == []
+    # the advice: ranked cards from inspect.advise, each previewed through its operation
+    panel.get_by_role("button", name="What should I run?").click()
+    advice = panel.get_by_role("list", name="advice")
+    advice.get_by_role("listitem").first.wait_for(timeout=60_000)
+    kinds = [
+        x.split(":")[0] for x in advice.get_by_role("listitem").evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    ]
+    assert (
+        kinds == dx.open_table(str(Path(lab.root) / "sales")).inspect.advise().column("kind").to_pylist()
+        and "compaction" in kinds
+    )
+    advice.get_by_role("button", name=re.compile(r"Preview advice \d+: compaction")).click()
+    panel.get_by_text("OPTIMIZE (compact): preview").wait_for(timeout=30_000)
+    sales.screenshot(path=str(shots / "light-maintenance-advice.png"))
+    # RESTORE restores the version shown: one version back, the DELETE's file comes back
+    version_slider = sales.get_by_role("slider", name="version")
+    version_slider.focus()
+    version_slider.press("ArrowLeft")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, sales)
+    panel.get_by_role("button", name="Preview RESTORE").click()
+    panel.get_by_text("files back").wait_for(timeout=30_000)
+    shown = panel.inner_text()
+    assert re.search(r"restore to version\s+6", shown) and re.search(r"files back\s+1", shown), shown
+    sales.screenshot(path=str(shots / "light-maintenance-restore.png"))
+    version_slider.focus()
+    version_slider.press("ArrowRight")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('7 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, sales)
     assert _unnamed_controls(sales) == []
 
     # -- a filter applies on Enter, not on every key --------------------------------------------
