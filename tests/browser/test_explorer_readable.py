@@ -34,7 +34,6 @@ from deltaexplore.inspect.formatting import format_value, metric_unit
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conftest import CHROMIUM_ARGS
 from lab_helpers import Watch, docs_shot, notebook_json, settled, wait_kernel_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -170,37 +169,33 @@ def shots() -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(lab, chromium_path):
-    """One browser and page for the module: the notebook with the three explorers, run once."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1400, "height": 2400})
-        pg = context.new_page()
-        pg.watch = Watch(pg)  # type: ignore[attr-defined]
-        shutil.copy(HERE / "big_table.py", lab.root / "big_table.py")
-        name = "readable.ipynb"
-        cells = [
-            "import deltaexplore as dx, demo_tables, big_table\n"
-            "big = big_table.build_big('events')\nsales = demo_tables.build_sales('sales_readable')\n"
-            "regions = big_table.build_regions('regions')",
-            "dx.explore(big)",
-            "dx.explore(sales)",
-            "dx.explore(regions)",
-        ]
-        (lab.root / name).write_text(notebook_json(cells))
-        pg.goto(lab.url(f"/lab/workspaces/readable/tree/{name}?reset"))
-        pg.locator(".jp-Notebook").wait_for(timeout=60_000)
-        wait_kernel_idle(pg)
-        pg.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
-        pg.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        pg.locator(".dxe-explorer").nth(2).wait_for(timeout=180_000)
-        for i in range(3):
-            settled(pg, pg.locator(".dxe-explorer").nth(i))
-        yield pg
-        context.close()
-        browser.close()
+def page(lab, browser):
+    """One page for the module (on the session's browser: one Playwright per process): the
+    notebook with the three explorers, run once."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    pg = context.new_page()
+    pg.watch = Watch(pg)  # type: ignore[attr-defined]
+    shutil.copy(HERE / "big_table.py", lab.root / "big_table.py")
+    name = "readable.ipynb"
+    cells = [
+        "import deltaexplore as dx, demo_tables, big_table\n"
+        "big = big_table.build_big('events')\nsales = demo_tables.build_sales('sales_readable')\n"
+        "regions = big_table.build_regions('regions')",
+        "dx.explore(big)",
+        "dx.explore(sales)",
+        "dx.explore(regions)",
+    ]
+    (lab.root / name).write_text(notebook_json(cells))
+    pg.goto(lab.url(f"/lab/workspaces/readable/tree/{name}?reset"))
+    pg.locator(".jp-Notebook").wait_for(timeout=60_000)
+    wait_kernel_idle(pg)
+    pg.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+    pg.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    pg.locator(".dxe-explorer").nth(2).wait_for(timeout=180_000)
+    for i in range(3):
+        settled(pg, pg.locator(".dxe-explorer").nth(i))
+    yield pg
+    context.close()
 
 
 def _notebook_width(page, width: int) -> None:
