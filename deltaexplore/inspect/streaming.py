@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["FILE_LIST_COLUMNS", "STREAMING_FILES", "FilePass", "estimated_files", "file_pass"]
+__all__ = ["FILE_LIST_COLUMNS", "STREAMING_FILES", "FilePass", "estimated_files", "file_pass", "merged_bounds"]
 
 #: the add-action fields a pass reads (stats for numRecords and bounds)
 _FIELDS = ("size", "partitionValues", "stats", "modificationTime")
@@ -264,17 +264,22 @@ class FilePass:
         return summarize_layout(self.snapshot, columns, files=self.files, bounds=self._merged_bounds)
 
     def _merged_bounds(self, names: list[str]) -> dict[str, dict[str, Any]]:
-        out = {}
-        for name in names:
-            pieces = self._bounds.get(name)
-            if pieces is None:
-                raise InspectError(f"the streaming pass kept no bounds of {name!r}: pass it in file_pass(layout_columns=...)")
-            merged = dict(pieces[0])
-            for key in ("min", "max", "null_count", "num_records"):
-                if merged.get(key) is not None:
-                    merged[key] = pa.concat_arrays([combined(p[key]) for p in pieces])
-            out[name] = merged
-        return out
+        missing = [name for name in names if name not in self._bounds]
+        if missing:
+            raise InspectError(f"the streaming pass kept no bounds of {missing[0]!r}: pass it in file_pass(layout_columns=...)")
+        return merged_bounds({name: self._bounds[name] for name in names})
+
+
+def merged_bounds(pieces: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per column, the bounds of batches of files (`layout_columns_bounds` of each) as one."""
+    out = {}
+    for name, parts in pieces.items():
+        merged = dict(parts[0])
+        for key in ("min", "max", "null_count", "num_records"):
+            if merged.get(key) is not None:
+                merged[key] = pa.concat_arrays([combined(p[key]) for p in parts])
+        out[name] = merged
+    return out
 
 
 def file_pass(

@@ -1,8 +1,8 @@
-"""Inspection on Spark (`deltaexplore.spark.inspect`): the partitions, file sizes, overview and
-deletion vector tables and the file listing computed as Spark jobs over the checkpoint parts and
-JSON commits equal the local tables, on corpus tables of every checkpoint kind (classic,
-multi-part, V2 with sidecars, V2 JSON, stats_parsed only, JSON only), with partitions, column
-mapping and deletion vectors; on the classic session and on Spark Connect."""
+"""Inspection on Spark (`deltaexplore.spark.inspect`): the partitions, file sizes, overview,
+deletion vector and layout summary tables and the file listing computed as Spark jobs over the
+checkpoint parts and JSON commits equal the local tables, on corpus tables of every checkpoint
+kind (classic, multi-part, V2 with sidecars, V2 JSON, stats_parsed only, JSON only), with
+partitions, column mapping and deletion vectors; on the classic session and on Spark Connect."""
 
 from __future__ import annotations
 
@@ -81,6 +81,7 @@ def _compare(spark, root: str) -> None:
     _same(fp.file_sizes(), dxi.file_sizes(local))
     _same(fp.overview(), dxi.overview(local))
     _same(fp.deletion_vectors(), dxi.deletion_vectors(local))
+    _same(fp.layout_summary(), dxi.layout_summary(local))
     listed = fp.file_list().sort_by("path")
     _same(listed, file_pass(local, keep_file_list=True).file_list().sort_by("path"))
     assert listed.num_rows == fp.files == local.add_actions().num_rows
