@@ -11,7 +11,8 @@ list or the replayed statistics (for the layout summary's per-file bounds) reach
 where the local shaping functions (`finish_partitions`, `finish_file_sizes`, `overview(totals=)`,
 `dv_table`, `layout_columns_bounds` + `summarize_layout`) make the tables: `SparkFilePass` answers
 what `inspect.streaming.FilePass` answers, with equal results (tested on the corpus, classic
-session and Spark Connect).
+session and Spark Connect). Each job reports its progress like other Spark work
+(`spark.jobs.progress`; to a callback when given one, as the explorer does).
 
     >>> from deltaexplore.spark.inspect import spark_file_pass
     >>> fp = spark_file_pass(spark, table)          # a Spark job per table asked for
@@ -21,6 +22,8 @@ session and Spark Connect).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +40,8 @@ from deltaexplore.inspect.overview import overview as overview_table
 from deltaexplore.inspect.schemas import PARTITIONS_SCHEMA
 from deltaexplore.inspect.snapshots import snapshot_of
 from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS, FilePass, merged_bounds
+from deltaexplore.spark.jobs import ProgressCallback, report_progress_to
+from deltaexplore.spark.jobs import progress as spark_progress
 from deltaexplore.spark.paths import spark_location
 from deltaexplore.spark.session import spark_errors
 
@@ -138,10 +143,18 @@ class SparkFilePass:
     """The file tables of one version computed on Spark (see the module docstring). Each
     table is one Spark job (the replayed active files are cached by Spark between them)."""
 
-    def __init__(self, spark: SparkSession, snap: Snapshot, *, small_file_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        snap: Snapshot,
+        *,
+        small_file_bytes: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
         self.spark = spark
         self.snapshot = snap
         self.small_file_bytes = small_file_bytes
+        self.progress = progress
 
     # -- the log, replayed by Spark ------------------------------------------------------------
     def _log_actions(self) -> DataFrame:
@@ -224,8 +237,17 @@ class SparkFilePass:
             .cache()
         )
 
+    @contextlib.contextmanager
+    def _job(self, what: str) -> Iterator[None]:
+        """Spark errors as typed errors, and the job's progress: to `self.progress` when given
+        (`report_progress_to`), else the session's own display (`spark.jobs.progress`)."""
+        snap = self.snapshot
+        sink = report_progress_to(self.progress) if self.progress is not None else contextlib.nullcontext()
+        with spark_errors(what, path=snap.uri), sink, spark_progress(self.spark, f"{what} of {snap.uri} v{snap.version}"):
+            yield
+
     def _collect(self, df: DataFrame, what: str) -> pa.Table:
-        with spark_errors(what, path=self.snapshot.uri):
+        with self._job(what):
             return df.toArrow()
 
     # -- the tables ---------------------------------------------------------------------------------
@@ -352,12 +374,22 @@ class SparkFilePass:
     @property
     def files(self) -> int:
         """Active files (a Spark count)."""
-        with spark_errors("counting the files", path=self.snapshot.uri):
+        with self._job("counting the files"):
             return int(self._files.count())
 
 
 def spark_file_pass(
-    spark: SparkSession, obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None
+    spark: SparkSession,
+    obj: Table | Snapshot,
+    *,
+    version: int | None = None,
+    small_file_bytes: int | None = None,
+    progress: ProgressCallback | None = None,
 ) -> SparkFilePass:
-    """The file tables of a version, computed on `spark` (see the module docstring)."""
-    return SparkFilePass(spark, snapshot_of(obj, version), small_file_bytes=small_file_bytes)
+    """The file tables of a version, computed on `spark` (see the module docstring).
+
+    Args:
+        progress: called ``progress(fraction, message)`` as each table's Spark job runs (the
+            explorer's status line); without it the jobs show `spark.jobs.progress`'s display.
+    """
+    return SparkFilePass(spark, snapshot_of(obj, version), small_file_bytes=small_file_bytes, progress=progress)

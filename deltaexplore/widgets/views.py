@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,8 @@ class TableView:
         spark: a Spark session (classic or Connect): past `spark_files` the overview, files and
             DV tabs are computed as Spark jobs on it (`deltaexplore.spark.inspect`).
         spark_files: the file count past which `spark` computes them (default: `streaming_files`).
+
+    `spark_progress`, when set, is called ``(fraction, message)`` as those Spark jobs run.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class TableView:
         self.streaming_files = STREAMING_FILES if streaming_files is None else int(streaming_files)
         self.spark = spark
         self.spark_files = self.streaming_files if spark_files is None else int(spark_files)
+        self.spark_progress: Callable[[float, str], None] | None = None
         self._passes: dict[int, FilePass] = {}
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
@@ -265,11 +269,15 @@ class TableView:
         with self._pass_lock:
             if snap.version not in self._passes:
                 if self.engine(snap)["name"] == "spark":
-                    made: Any = spark_file_pass(self.spark, snap)
+                    made: Any = spark_file_pass(self.spark, snap, progress=self._report_spark)
                 else:
                     made = file_pass(snap, keep_file_list=True)
                 self._passes = {snap.version: made}  # one version kept
             return self._passes[snap.version]
+
+    def _report_spark(self, fraction: float, message: str) -> None:
+        if self.spark_progress is not None:
+            self.spark_progress(fraction, message)
 
     def _streaming(self, snap: Snapshot) -> bool:
         """Whether the file tabs of `snap` avoid replaying its state (streaming or Spark)."""
