@@ -80,7 +80,8 @@ class Explorer(anywidget.AnyWidget):
             files, DV and health tabs are counted by one streaming pass over the log, not a
             replay of the state (`TableView`); each tab's data says which engine and why.
         spark, spark_files: a Spark session (classic or Connect) that computes the overview, files
-            and DV tabs past `spark_files` files (default `streaming_files`).
+            and DV tabs past `spark_files` files (default: estimated from the free memory, see
+            `TableView`).
 
     Raises:
         FrontendNotBuiltError: the front end bundle is missing (a source checkout never built).

@@ -25,7 +25,15 @@ from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
-from deltaexplore.inspect.streaming import STREAMING_FILES, FilePass, estimated_files, file_pass
+from deltaexplore.inspect.streaming import (
+    KERNEL_BYTES_PER_FILE,
+    STREAMING_FILES,
+    FilePass,
+    available_memory,
+    estimated_files,
+    file_pass,
+    spark_threshold,
+)
 from deltaexplore.spark.inspect import spark_file_pass
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.sources import RowSource, with_partition_values
@@ -73,7 +81,9 @@ class TableView:
             state; 0 always streams. Default `STREAMING_FILES`.
         spark: a Spark session (classic or Connect): past `spark_files` the overview, files and
             DV tabs are computed as Spark jobs on it (`deltaexplore.spark.inspect`).
-        spark_files: the file count past which `spark` computes them (default: `streaming_files`).
+        spark_files: the file count past which `spark` computes them; by default estimated
+            from the free memory (`inspect.streaming.spark_threshold`: half of it at
+            `KERNEL_BYTES_PER_FILE` a file), else `streaming_files` when that is unknown.
 
     `spark_progress`, when set, is called ``(fraction, message)`` as those Spark jobs run.
     """
@@ -90,7 +100,22 @@ class TableView:
         self.table = table
         self.streaming_files = STREAMING_FILES if streaming_files is None else int(streaming_files)
         self.spark = spark
-        self.spark_files = self.streaming_files if spark_files is None else int(spark_files)
+        #: why `spark_files` is what it is (said in the engine's reason)
+        self.spark_files_reason = "the threshold given to the explorer"
+        if spark_files is not None:
+            self.spark_files = int(spark_files)
+        else:
+            free = available_memory() if spark is not None else None
+            estimated = spark_threshold(free)
+            if estimated is None or free is None:
+                self.spark_files = self.streaming_files
+                self.spark_files_reason = "the streaming threshold (the free memory is unknown)"
+            else:
+                self.spark_files = estimated
+                self.spark_files_reason = (
+                    f"estimated from the free memory: half of {free / 2**30:.1f} GiB at "
+                    f"{KERNEL_BYTES_PER_FILE} bytes a file kept in the kernel"
+                )
         self.spark_progress: Callable[[float, str], None] | None = None
         self._passes: dict[int, FilePass] = {}
         self._estimates: dict[int, int | None] = {}
@@ -251,7 +276,8 @@ class TableView:
             return {
                 "name": "spark",
                 "reason": f"about {estimate:,} files (as the log states before a replay), at least "
-                f"{self.spark_files:,}: computed as Spark jobs on the session given to the explorer",
+                f"{self.spark_files:,} ({self.spark_files_reason}): computed as Spark jobs on the session "
+                "given to the explorer",
             }
         if estimate is not None and estimate >= self.streaming_files:
             return {
