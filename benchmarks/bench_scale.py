@@ -1,7 +1,7 @@
 """Peak memory and time of opening a table with millions of files and showing its overview:
 deltaexplore's streaming pass against its replayed state and against delta-rs's open.
 
-    python benchmarks/bench_scale.py --files 1000000,10000000 [--cap-gb 12] [--dir /tmp/x] [--keep]
+    python benchmarks/bench_scale.py --files 1000000,10000000 [--cap-gb 12] [--dir DIR] [--keep]
 
 Tables are written by `gen_many_files.py` (multi-part checkpoint of 1M actions a part, 20
 commits after it) into `--dir` and deleted afterwards unless `--keep`. Every contender runs

@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 import deltaexplore._accessors  # noqa: F401  # table.inspect / snap.inspect, imported on first use
 from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
+from deltaexplore.core.follow import Follower, follow
 from deltaexplore.core.log.catalog import CatalogClient, FileCatalog, RatifiedCommit, RatifiedCommits
 from deltaexplore.core.snapshot import CatalogManagedWarning, Snapshot
 from deltaexplore.core.table import Table, open_table
@@ -55,6 +56,7 @@ __all__ = [
     "DeltaExploreError",
     "DeltaProtocolError",
     "FileCatalog",
+    "Follower",
     "InvalidArgumentError",
     "InvalidCheckpointError",
     "InvalidLogError",
@@ -72,5 +74,6 @@ __all__ = [
     "WriteRefusedError",
     "__version__",
     "explore",
+    "follow",
     "open_table",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import deltaexplore
 from deltaexplore.core.protocol.features import features_of
-from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
+from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType, type_text
 from deltaexplore.core.table import open_table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import count_noun, human_bytes, human_count
@@ -32,9 +32,9 @@ def _schema_lines(t: DataType, indent: int = 1) -> list[str]:
                 if isinstance(inner, StructType):
                     out.extend(_schema_lines(inner, indent + 1))
                 elif isinstance(f.type, (ArrayType, MapType)):
-                    out[-1] = f"{pad}{f.name}: {f.type}{null}"
+                    out[-1] = f"{pad}{f.name}: {type_text(f)}{null}"
             else:
-                out.append(f"{pad}{f.name}: {f.type}{null}")
+                out.append(f"{pad}{f.name}: {type_text(f)}{null}")
     return out
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "DeltaProtocolError",
     "InvalidCheckpointError",
     "InvalidLogError",
+    "InvalidVariantError",
     "MissingDependencyError",
     "MultipleMatchError",
     "SparkError",
@@ -77,6 +78,12 @@ class InvalidLogError(DeltaProtocolError):
 
 class InvalidCheckpointError(DeltaProtocolError):
     """A checkpoint (or one of its parts or sidecars) is truncated, corrupt or inconsistent."""
+
+
+class InvalidVariantError(DeltaProtocolError):
+    """A variant value, or its shredded parts in a data file, breaks Parquet's variant encoding or
+    shredding specification (malformed bytes, a conflict between `value` and `typed_value`, a
+    shredded type the specification does not allow)."""
 
 
 class DeletionVectorError(DeltaExploreError):

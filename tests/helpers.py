@@ -123,3 +123,69 @@ def simple_table(root: str | os.PathLike, rows: int = 5) -> str:
     name, size = write_data(root, f"part-{uuid.uuid4()}.parquet", t)
     write_commit(root, 0, [commit_info("CREATE TABLE"), protocol(), metadata(), add(name, size, rows)])
     return name
+
+
+def variant_metadata(keys: list[str]) -> bytes:
+    """A variant metadata dictionary of `keys` (unsorted, one-byte offsets: short keys only)."""
+    raw = [k.encode() for k in keys]
+    offsets = [0]
+    for r in raw:
+        offsets.append(offsets[-1] + len(r))
+    return bytes([0x01, len(keys), *offsets]) + b"".join(raw)
+
+
+def variant_stats_table(root: str | os.PathLike) -> Any:
+    """A table `(n long, v variant)` of one file and three rows, `v` unshredded, whose stats
+    carry the spec's variant bounds (`$['a']` from "min-string" to "variant", `$['b']['c']`
+    from 1 to 100) z85-encoded, as "Statistics for Variant Columns" writes them."""
+    import deltaexplore as dx
+    from deltaexplore.core.protocol.dv_format import z85_encode
+    from deltaexplore.core.protocol.variant import encode_object, encode_string
+
+    def z85(meta: bytes, value: bytes) -> str:
+        data = meta + value
+        return z85_encode(data + b"\x00" * (-len(data) % 4))
+
+    int8 = lambda n: bytes([0x0C, n])  # noqa: E731  (primitive int8)
+    path_keys = variant_metadata(["$['a']", "$['b']['c']"])
+    low = encode_object([("$['a']", 0, encode_string("min-string")), ("$['b']['c']", 1, int8(1))])
+    high = encode_object([("$['a']", 0, encode_string("variant")), ("$['b']['c']", 1, int8(100))])
+    meta = variant_metadata(["a", "b", "c"])
+    rows = [
+        encode_object([("a", 0, encode_string("min-string")), ("b", 1, encode_object([("c", 2, int8(1))]))]),
+        encode_object([("a", 0, encode_string("variant")), ("b", 1, encode_object([("c", 2, int8(100))]))]),
+        None,
+    ]
+    variant = pa.struct([pa.field("metadata", pa.binary(), False), pa.field("value", pa.binary(), False)])
+    data = pa.table(
+        {
+            "n": pa.array([1, 2, 3], pa.int64()),
+            "v": pa.array([None if r is None else {"metadata": meta, "value": r} for r in rows], variant),
+        }
+    )
+    name, size = write_data(root, "part-0.parquet", data)
+    stats = {
+        "numRecords": 3,
+        "minValues": {"n": 1, "v": z85(path_keys, low)},
+        "maxValues": {"n": 3, "v": z85(path_keys, high)},
+        "nullCount": {"n": 0, "v": 1},
+    }
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "n", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "variant", "nullable": True, "metadata": {}},
+        ],
+    }
+    shredding = ["variantType", "variantShredding"]
+    write_commit(
+        root,
+        0,
+        [
+            commit_info("CREATE TABLE"),
+            protocol(3, 7, shredding, shredding),
+            metadata(schema),
+            add(name, size, stats=json.dumps(stats)),
+        ],
+    )
+    return dx.open_table(str(root))

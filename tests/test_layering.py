@@ -40,12 +40,13 @@ FRONT_DOOR = {"deltaexplore", "deltaexplore._accessors", "deltaexplore.cli"}
 #: the rooms of the core, lowest first: a module imports only from its own floor and below
 CORE_FLOORS: list[tuple[str, ...]] = [
     ("arguments", "arrow"),  # checks of public arguments, Arrow helpers
-    ("protocol", "config", "deletion_vectors", "features", "partitions", "predicates", "schema"),  # + old paths
+    ("protocol",),
     ("log",),
     ("scan",),
     ("files", "history", "cdf"),
     ("snapshot",),
     ("table",),
+    ("follow",),  # a table followed as it changes
     ("write",),
     ("operations",),
 ]

@@ -39,7 +39,7 @@ from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
 from deltaexplore.storage import Storage
 
-__all__ = ["COUNT_FIELDS", "HISTORY_SCHEMA", "read_history"]
+__all__ = ["COUNT_FIELDS", "HISTORY_SCHEMA", "read_history", "read_protocols"]
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -131,6 +131,15 @@ def _latest_ict_config(storage: Storage, listing: LogListing) -> IctConfig | Non
 
 
 COUNT_FIELDS = ("size", "stats", "deletionVector")
+
+
+def read_protocols(storage: Storage, listing: LogListing, versions: list[int]) -> dict[int, Protocol]:
+    """The protocol action of each commit of `versions` that has one (the last, if a commit
+    repeats it). Whole commits are read: a protocol action may stand anywhere in one."""
+    present = [v for v in versions if listing.commit(v) is not None]
+    files = [listing.commit(v) for v in present]
+    lines = read_log_files(storage, [f for f in files if f is not None], present)
+    return {version: Protocol.from_json(body) for _, version, body in lines.objects("protocol")}
 
 
 def read_history(

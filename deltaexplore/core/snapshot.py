@@ -3,7 +3,8 @@
 A `Snapshot` is the `TableState` of one version (`core.log.state`: protocol, metadata, active
 files, commit times) together with the table it belongs to and the ways to read its files and
 rows: `files()`, `file_stats()`, `scan()`, `to_arrow()`. Immutable: time travel builds another
-snapshot (`Table.snapshot(version)`).
+snapshot (`Table.snapshot(version)`), moved from a snapshot the table holds when that is cheaper
+than reading the version from scratch (`move_snapshot`), with the same content.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import pyarrow as pa
 
 from deltaexplore.core.files import format_files
 from deltaexplore.core.log.segment import LogListing
-from deltaexplore.core.log.state import LogRead, TableState, read_log
+from deltaexplore.core.log.state import LogRead, TableState, move_cost, move_log, read_cost, read_log
+from deltaexplore.core.log.travel import ReplayedFiles
 from deltaexplore.core.protocol.features import CATALOG_FEATURES
 from deltaexplore.core.scan.plan import ScanPlan, plan_scan
 from deltaexplore.core.scan.stats import file_stats
 from deltaexplore.storage import Storage
 
-__all__ = ["CatalogManagedWarning", "Snapshot", "TableHandle", "build_snapshot"]
+__all__ = ["CatalogManagedWarning", "Snapshot", "TableHandle", "build_snapshot", "move_snapshot"]
 
 
 class CatalogManagedWarning(UserWarning):
@@ -49,6 +51,8 @@ class TableHandle(Protocol):
 
     def snapshot(self, version: int | None = None, *, timestamp: str | dt.datetime | dt.date | int | None = None) -> Snapshot: ...
 
+    def snapshot_from(self, base: Snapshot, version: int | None = None) -> Snapshot: ...
+
     def history(
         self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None
     ) -> pa.Table: ...
@@ -56,13 +60,15 @@ class TableHandle(Protocol):
     def changes(self, start_version: int, end_version: int | None = None, *, columns: list[str] | None = None) -> pa.Table: ...
 
 
-def build_snapshot(table: TableHandle, listing: LogListing, version: int, *, published_only: bool = False) -> Snapshot:
-    """The snapshot of `version` from a listing of the table's log.
+def build_snapshot(
+    table: TableHandle, listing: LogListing, version: int, *, published_only: bool = False, strict: bool = True
+) -> Snapshot:
+    """The snapshot of `version` from a listing of the table's log (`strict`: see `read_log`).
 
     A catalog-managed table read without its catalog client shows its published commits only
     (`Snapshot.published_only`, with a `CatalogManagedWarning`).
     """
-    log = read_log(table.storage, listing, version)
+    log = read_log(table.storage, listing, version, strict=strict)
     if log.protocol.has(*CATALOG_FEATURES) and not table.catalog_managed_by_client:
         published_only = True
         warnings.warn(
@@ -74,12 +80,42 @@ def build_snapshot(table: TableHandle, listing: LogListing, version: int, *, pub
     return Snapshot(table, log, published_only=published_only)
 
 
+def move_snapshot(table: TableHandle, listing: LogListing, version: int, bases: list[Snapshot]) -> Snapshot | None:
+    """The snapshot of `version` moved from the cheapest of `bases` (`core.log.state.move_log`),
+    `bases`' own snapshot when one is that version read from the same segment; None when no
+    move is cheaper than reading the version from scratch."""
+    best: tuple[int, Snapshot] | None = None
+    for base in bases:
+        if base.table is not table or base.problem is not None:  # a lenient state is never moved
+            continue
+        cost = move_cost(listing, version, base)
+        if cost is not None and (best is None or cost < best[0]):
+            best = (cost, base)
+    if best is None or best[0] > read_cost(listing, version, root=table.uri):
+        return None
+    base = best[1]
+    moved = move_log(table.storage, listing, version, base)
+    if moved is None:
+        return None
+    log, files = moved
+    if base.version == version and log.segment == base.segment:
+        return base
+    return Snapshot(table, log, published_only=base.published_only, files=files)
+
+
 class Snapshot(TableState):
     """The state of a table at one version, with its table and its reads. Immutable."""
 
-    def __init__(self, table: TableHandle, log: LogRead, *, published_only: bool = False) -> None:
-        super().__init__(table.storage, log, published_only=published_only)
+    def __init__(
+        self, table: TableHandle, log: LogRead, *, published_only: bool = False, files: ReplayedFiles | None = None
+    ) -> None:
+        super().__init__(table.storage, log, published_only=published_only, files=files)
         self.table = table
+
+    def refresh(self) -> Snapshot:
+        """The table's latest snapshot, moved from this one: only the commits since are read
+        (or this snapshot itself, when there are none)."""
+        return self.table.snapshot_from(self)
 
     # -- files -------------------------------------------------------------------------------
     def files(self) -> pa.Table:
@@ -96,15 +132,20 @@ class Snapshot(TableState):
         """Plan a read: which files (partition and stats pruning), which columns."""
         return plan_scan(self, columns=columns, where=where)
 
-    def to_arrow(self, columns: list[str] | None = None, *, where: Any = None, row_tracking: bool = False) -> pa.Table:
+    def to_arrow(
+        self, columns: list[str] | None = None, *, where: Any = None, row_tracking: bool = False, variant: str = "binary"
+    ) -> pa.Table:
         """The table's rows with deletion vectors applied and logical column names.
 
         Args:
             columns: logical columns to return (default all, in schema order).
             where: optional filter (SQL-like text or DNF tuples); files are pruned first.
             row_tracking: add `_row_id` and `_row_commit_version` (needs row tracking).
+            variant: "binary" (default) gives variant columns as `struct<metadata: binary, value:
+                binary>` (shredded values rebuilt), "json" as JSON text as Spark's `to_json`
+                writes it (dates, timestamps, decimals and binaries included).
         """
-        return self.scan(columns, where=where).to_arrow(row_tracking=row_tracking)
+        return self.scan(columns, where=where).to_arrow(row_tracking=row_tracking, variant=variant)
 
     def to_polars(self, columns: list[str] | None = None, *, where: Any = None) -> Any:
         import polars as pl  # polars is loaded only by those who ask for a polars frame

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import pyarrow as pa
@@ -15,7 +17,7 @@ from deltaexplore.core.log.catalog import CatalogClient
 from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.log.segment import LogListing, list_log
 from deltaexplore.core.log.timestamps import to_millis
-from deltaexplore.core.snapshot import Snapshot, build_snapshot
+from deltaexplore.core.snapshot import Snapshot, build_snapshot, move_snapshot
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import Storage, storage_for
 
@@ -23,12 +25,24 @@ __all__ = ["Table", "open_table"]
 
 
 class Table:
-    """A Delta table at a location. Cheap to create; every read lists the log afresh."""
+    """A Delta table at a location. Cheap to create; every read lists the log afresh.
+
+    A table keeps the last `CACHED_STATES` snapshots it built (least recently used dropped
+    first): `snapshot()` moves the cheapest of them to the version asked for (the commits since
+    applied, or the commits after that version undone) when that costs less than reading the
+    version from scratch (`core.snapshot.move_snapshot`). Snapshots moved from one another share
+    most of their memory; each cold read of a distant version holds its own file list.
+    """
+
+    #: snapshots kept to move from: the latest, the version being looked at, its neighbours
+    CACHED_STATES = 4
 
     def __init__(self, storage: Storage, *, catalog: CatalogClient | None = None) -> None:
         self.storage = storage
         self.catalog = catalog
         self._listing: LogListing | None = None
+        self._states: OrderedDict[int, Snapshot] = OrderedDict()
+        self._states_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Table({self.uri!r})"
@@ -95,9 +109,21 @@ class Table:
         return self.listing().versions()
 
     # -- snapshots ---------------------------------------------------------------------------
-    def snapshot(self, version: int | None = None, *, timestamp: str | dt.datetime | dt.date | int | None = None) -> Snapshot:
+    def snapshot(
+        self,
+        version: int | None = None,
+        *,
+        timestamp: str | dt.datetime | dt.date | int | None = None,
+        strict: bool = True,
+    ) -> Snapshot:
         """The table at `version`, at the latest version committed at or before `timestamp`,
         or (neither given) at the latest version.
+
+        Each version is checked against its own protocol (a feature dropped later still
+        refuses the versions that had it). With `strict=False` a version whose log is damaged
+        (a checkpoint without its protocol or metaData) or that needs a reader feature this
+        library does not support still gives a snapshot, for its log, history and files:
+        `snapshot.problem` holds the error, which reading its rows raises.
 
         Raises:
             VersionNotFoundError: no such version, or the timestamp precedes the retained log.
@@ -111,8 +137,10 @@ class Table:
             if isinstance(version, bool) or not isinstance(version, int):
                 raise VersionNotFoundError(f"version must be an integer, got {version!r}")
             listing = self.listing(refresh=self._listing is None or (self._listing.latest_version or -1) < version)
-            return build_snapshot(self, listing, version)
-        latest = build_snapshot(self, self.listing(), self.listing(refresh=False).latest_version or 0)
+            return self._build(listing, version, strict=strict)
+        listing = self.listing()
+        # the latest version gives the commit clock; a timestamp's own version is checked alone
+        latest = self._build(listing, listing.latest_version or 0, strict=strict and timestamp is None)
         if timestamp is None:
             return latest
         try:
@@ -120,7 +148,43 @@ class Table:
         except TypeError as exc:
             raise VersionNotFoundError(f"cannot use {timestamp!r} as a timestamp") from exc
         target = latest.clock.version_at(ms, root=self.uri)
-        return latest if target == latest.version else build_snapshot(self, self.listing(refresh=False), target)
+        if target == latest.version:
+            if strict and latest.problem is not None:
+                raise latest.problem
+            return latest
+        return self._build(listing, target, strict=strict)
+
+    def snapshot_from(self, base: Snapshot, version: int | None = None) -> Snapshot:
+        """The snapshot of `version` (default: the latest), moved from `base` (a snapshot of this
+        table) or from a snapshot the table keeps, whichever is cheapest (see the class
+        docstring); read from scratch when that is cheaper."""
+        if version is None:
+            listing = self.listing()
+            return self._build(listing, listing.latest_version or 0, base)
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise VersionNotFoundError(f"version must be an integer, got {version!r}")
+        listing = self.listing(refresh=self._listing is None or (self._listing.latest_version or -1) < version)
+        return self._build(listing, version, base)
+
+    def _build(self, listing: LogListing, version: int, base: Snapshot | None = None, *, strict: bool = True) -> Snapshot:
+        if not strict:  # read from scratch and never kept: a strict read must not get a lenient state
+            return build_snapshot(self, listing, version, strict=False)
+        with self._states_lock:
+            bases = list(self._states.values())
+        if base is not None and base not in bases:
+            bases.append(base)
+        snapshot = move_snapshot(self, listing, version, bases) or build_snapshot(self, listing, version)
+        with self._states_lock:
+            self._states.pop(snapshot.version, None)
+            self._states[snapshot.version] = snapshot
+            while len(self._states) > self.CACHED_STATES:
+                self._states.popitem(last=False)
+        return snapshot
+
+    def forget_snapshots(self) -> None:
+        """Drop the snapshots the table keeps (their memory is freed once nothing else holds them)."""
+        with self._states_lock:
+            self._states.clear()
 
     # -- history and changes ---------------------------------------------------------------------
     def history(self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None) -> pa.Table:

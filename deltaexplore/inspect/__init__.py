@@ -5,12 +5,14 @@ is declared in `deltaexplore.inspect.schemas` (`SCHEMAS[name]`; column docs are 
 `doc` metadata and in the function docstrings). The same functions are methods of the
 `table.inspect` / `snap.inspect` property namespace (registered here; the core never imports
 this package). On a table they inspect the latest version; on a snapshot, that version.
-Nothing here reads data files except `diff_rows` (change data feed) and `deleted_rows` (one DV).
+Nothing here reads data files except `diff_rows` (the files that differ) and `deleted_rows` (one DV).
 Everything is vectorized: 1M-file tables stay Arrow columns end to end.
 
 How the table got there (time):
 
 - `history(limit=None)` -> core `HISTORY_SCHEMA`: one row per commit, newest first.
+- `timeline(start=None, end=None)` -> `TIMELINE_SCHEMA`: per version files, bytes, rows,
+  small-file share, DV ratio, partitions, schema / protocol changes, from one replay.
 - `commit_infos(start=None, end=None)` -> `COMMIT_INFOS_SCHEMA`: who did what when, per commit,
   from its `commitInfo` alone (the head of each commit file): the whole history cheaply.
 - `commits(start=None, end=None, *, checkpoints=False)` -> `COMMITS_SCHEMA`: every action of
@@ -21,7 +23,9 @@ How the table got there (time):
   widened / type_changed / nullability / metadata; partitioning; properties; protocol;
   features; domain_metadata; txn; metadata; cdf availability). Metadata only.
 - `diff_files(v1=None, v2=None)` -> `DIFF_FILES_SCHEMA`: one row per file that changed.
-- `diff_rows(v1=None, v2=None, *, columns=None)`: row-level changes (change data feed).
+- `diff_rows(v1=None, v2=None, *, key=None, columns=None)` -> `schemas.diff_rows_schema(...)`:
+  the net row changes, read from the files that differ (rows rewritten unchanged cancel out);
+  unkeyed a multiset (`_count`), keyed old and new values side by side.
 - `reconstructable_versions(*, check_data=True, vacuum_retention_hours=None)` ->
   `VERSIONS_SCHEMA`: per version, can it still be read (log + data files), and after VACUUM.
 - `vacuum_preview(retention_hours=None)` -> `VACUUM_SCHEMA`: files VACUUM would delete.
@@ -60,6 +64,10 @@ Why it is slow, and what to do about it:
   bytes, tombstones and reclaimable bytes, `.crc` validation (status ok | info | warn | error).
 - `log_files()` -> `LOG_FILES_SCHEMA`: per version commit / checkpoint / crc sizes and replay
   cost.
+- `advise(*, columns=None, zorder_by=None, target_size=None, check=False)` -> `ADVICE_SCHEMA`:
+  ranked maintenance (compaction, Z-order, DV purge, checkpoint, log cleanup, VACUUM, stats
+  columns) with the predicted effect; `check=True` -> `ADVICE_CHECK_SCHEMA`: predicted vs
+  measured around the newest OPTIMIZE / REORG.
 
 Errors are `DeltaExploreError` subclasses (`InspectError` for bad arguments).
 """
@@ -70,12 +78,13 @@ import pyarrow as pa
 
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
+from deltaexplore.inspect.advise import advise
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
 from deltaexplore.inspect.commit_infos import commit_infos
 from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
-from deltaexplore.inspect.diff import diff, diff_files, diff_rows
+from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
@@ -87,13 +96,16 @@ from deltaexplore.inspect.log_health import log_files, log_health
 from deltaexplore.inspect.namespace import InspectNamespace
 from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
+from deltaexplore.inspect.row_diff import diff_rows
 from deltaexplore.inspect.schemas import SCHEMAS
+from deltaexplore.inspect.timeline import timeline
 
 __all__ = [
     "FUNCTIONS",
     "SCHEMAS",
     "InspectError",
     "InspectNamespace",
+    "advise",
     "catalog_status",
     "clustering",
     "column_mapping",
@@ -121,6 +133,7 @@ __all__ = [
     "partitions",
     "reconstructable_versions",
     "row_tracking",
+    "timeline",
     "transactions",
     "vacuum_preview",
 ]
@@ -137,6 +150,7 @@ FUNCTIONS = {
     for name in (
         "overview",
         "history",
+        "timeline",
         "commit_infos",
         "commits",
         "diff",
@@ -164,6 +178,7 @@ FUNCTIONS = {
         "domain_metadata",
         "transactions",
         "catalog_status",
+        "advise",
     )
 }
 

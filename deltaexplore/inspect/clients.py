@@ -17,7 +17,10 @@ Sources and confidence:
   (column mapping, deletion vectors, timestampNtz, type widening preview, v2 checkpoints,
   variant and shredded variant read; geospatial and `void` columns do not); writes are blind
   inserts only, feature support from delta-kernel-rs' `table_features` (approximate).
-- deltaexplore: from `deltaexplore.core.features.FEATURES` (read/write flags).
+- deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags).
+
+Each cell is marked: `checked` where a test here reads corpus tables with the feature using the
+real client (`CHECKED_READS`), else `declared`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,15 @@ from deltaexplore.core.protocol.features import FEATURES, MAX_READER_VERSION, MA
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
 
-__all__ = ["CLIENTS", "FEATURE_SINCE", "STRICT_PROTOCOL_CLIENTS", "client_features", "clients_table"]
+__all__ = [
+    "CHECKED_READS",
+    "CLIENTS",
+    "FEATURE_SINCE",
+    "LEGACY_READS",
+    "STRICT_PROTOCOL_CLIENTS",
+    "client_features",
+    "clients_table",
+]
 
 DELTAEXPLORE = "deltaexplore"
 SPARK = "Delta Spark"
@@ -62,6 +73,40 @@ CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
 #: writerFeatures only (delta-kernel-rs: "Writer features must be Writer-only or also listed in
 #: reader features"), checked here with the corpus' dat/iceberg_compat_v1
 STRICT_PROTOCOL_CLIENTS = frozenset({DUCKDB})
+
+#: features a client reads in their legacy form (implied by reader version 2) although it refuses
+#: a table listing them in readerFeatures: delta-rs' to_pyarrow reads reader-2 column mapping
+#: (logical names) and refuses reader-3 tables listing columnMapping (checked here on the corpus)
+LEGACY_READS: dict[str, frozenset[str]] = {DELTA_RS_PYARROW: frozenset({"columnMapping"})}
+
+#: the read cells checked against the real client by a test run here
+#: (tests/inspect/test_inspect_features.py::test_checked_read_cells_are_what_the_clients_do: every
+#: readable corpus table read by delta-rs both ways, DuckDB and this reader, which
+#: tests/spark/test_spark_read_corpus.py compares with Spark through this project): a feature is
+#: checked for a client when a table listing it was read, or a table listing it and only features
+#: the client reads was refused. Every other cell is declared (documentation, source code).
+_CORPUS_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "changeDataFeed",
+        "columnMapping",
+        "deletionVectors",
+        "inCommitTimestamp",
+        "invariants",
+        "materializePartitionColumns",
+        "timestampNtz",
+        "typeWidening-preview",
+        "v2Checkpoint",
+        "variantType-preview",
+    }
+)
+_VARIANTS = frozenset({"variantType", "variantShredding-preview"})
+CHECKED_READS: dict[str, frozenset[str]] = {
+    DELTAEXPLORE: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
+    DELTA_RS: _CORPUS_FEATURES | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
+    DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
+    DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
+}
 
 # feature -> {client family: (first version that reads, first version that writes)}; None: never.
 # For single-version clients the version is "1.x"/"this" or None.
@@ -155,4 +200,6 @@ def client_features() -> pa.Table:
             rows["feature"].append(feature)
             rows["read"].append(read)
             rows["write"].append(write)
+            rows["read_evidence"].append("checked" if feature in CHECKED_READS.get(client, ()) else "declared")
+            rows["write_evidence"].append("declared")
     return conform(rows, CLIENT_FEATURES_SCHEMA)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import combined
-from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, collations
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.layout import clustering_view
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["clustering", "column_mapping", "domain_metadata", "row_tracking", "transactions"]
 
-_MAPPING_KEYS = ("delta.columnMapping.id", "delta.columnMapping.physicalName", "delta.typeChanges")
+_MAPPING_KEYS = ("delta.columnMapping.id", "delta.columnMapping.physicalName", "delta.typeChanges", "__COLLATIONS")
 
 #: what the well-known domains are for
 DOMAIN_MEANINGS = {
@@ -104,8 +104,9 @@ def column_mapping(obj: Table | Snapshot, *, version: int | None = None) -> pa.T
     Columns: column (logical dotted path; array elements `element`, map parts `key`/`value`),
     physical_path (what data files and statistics use: the physical names under column
     mapping, else the logical ones), field_id, type, nullable, depth, is_partition,
-    type_changes (`delta.typeChanges` of widened columns, JSON) and metadata (other field
-    metadata as JSON: comments, generation expressions, identity, defaults, invariants).
+    type_changes (`delta.typeChanges` of widened columns, JSON), collation (of a collated
+    string, from `__COLLATIONS`) and metadata (other field metadata as JSON: comments,
+    generation expressions, identity, defaults, invariants).
     """
     snap = snapshot_of(obj, version)
     rows: list[dict[str, Any]] = []
@@ -116,6 +117,9 @@ def column_mapping(obj: Table | Snapshot, *, version: int | None = None) -> pa.T
     if mode == "none":
         for r in rows:
             r["physical_path"] = r["column"]
+    declared = collations(schema)
+    for r in rows:
+        r["collation"] = declared.get(r["column"])
     cols = {f.name: [r[f.name] for r in rows] for f in COLUMN_MAPPING_SCHEMA}
     return conform(cols, COLUMN_MAPPING_SCHEMA)
 

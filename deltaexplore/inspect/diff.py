@@ -8,8 +8,8 @@ streamed, the other files never held: a diff of two 1M-file versions holds no se
 the commits are applied to them; otherwise both versions are replayed and compared. Bytes and
 rows of removed files come from the older state (remove actions may lack stats). Metadata
 sections compare the two snapshots' schema, partitioning, properties, protocol and features,
-domain metadata and application transactions. Row-level changes come from the change data feed
-(`diff_rows`).
+domain metadata and application transactions. Row-level changes are `row_diff.diff_rows`, which
+reads the files these changes name.
 """
 
 from __future__ import annotations
@@ -23,23 +23,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import combined, take_rows
+from deltaexplore.core.history import read_protocols
 from deltaexplore.core.log.json_log import read_log_files
-from deltaexplore.core.protocol.features import features_of
+from deltaexplore.core.protocol.features import check_readable, features_of
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
-from deltaexplore.errors import DeltaExploreError
+from deltaexplore.errors import DeltaExploreError, UnsupportedFeatureError
 from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.features import lenient_snapshot
 from deltaexplore.inspect.file_columns import dv_cardinality, dv_ids
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.schema_diff import schema_changes
 from deltaexplore.inspect.schemas import DIFF_FILES_SCHEMA, DIFF_SCHEMA
-from deltaexplore.inspect.snapshots import snapshot_of, table_cache, table_of
+from deltaexplore.inspect.snapshots import table_cache, table_of
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
 
-__all__ = ["diff", "diff_files", "diff_rows", "resolve_versions"]
+__all__ = ["diff", "diff_files", "file_changes", "resolve_versions"]
 
 
 def resolve_versions(obj: Table | Snapshot, v1: int | None, v2: int | None) -> tuple[int, int]:
@@ -187,8 +189,8 @@ def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapsho
     if hit is not None and hit[0] == stamp:
         changes, a, b, method = hit[1]
     else:
-        a = snapshot_of(table, lo)
-        b = a if hi == lo else snapshot_of(table, hi)
+        a = lenient_snapshot(table, lo)  # a version deltaexplore cannot read still has files and a protocol
+        b = a if hi == lo else lenient_snapshot(table, hi)
         if lo == hi:
             frame, method = _compare(_side(a, a.add_actions().slice(0, 0)), _side(a, a.add_actions().slice(0, 0))), "same version"
         else:
@@ -223,6 +225,12 @@ def _reverse(changes: pa.Table) -> pa.Table:
     cols["dv_before"], cols["dv_after"] = changes.column("dv_after"), changes.column("dv_before")
     cols["rows_delta"] = pc.negate(changes.column("rows_delta").combine_chunks())
     return conform(cols, DIFF_FILES_SCHEMA)
+
+
+def file_changes(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapshot, Snapshot, str]:
+    """(`diff_files` rows of v1 -> v2, snapshot v1, snapshot v2, method): kept per table, so
+    the metadata diff and the row diff of one pair compute it once."""
+    return _compute(obj, v1, v2)
 
 
 def diff_files(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) -> pa.Table:
@@ -362,6 +370,44 @@ def _metadata_rows(a: Snapshot, b: Snapshot) -> list[dict]:
     return out
 
 
+def _protocol_steps(table: Table, older: Snapshot, hi: int) -> list[dict]:
+    """The protocol changes of the commits strictly between two versions (with
+    checkpointProtection a feature may come and go between them): one `protocol` row each,
+    named after its version."""
+    lo = older.version
+    files = _range_files(table, lo, hi) if hi - lo > 1 else None
+    if not files:
+        return []
+    actions = read_protocols(table.storage, table.listing(refresh=False), list(range(lo + 1, hi)))
+    out = []
+    previous = older.protocol
+    for version in sorted(actions):
+        p = actions[version]
+        (r1, w1), (r2, w2) = features_of(previous), features_of(p)
+        before, after = set(r1) | set(w1), set(r2) | set(w2)
+        if p != previous:
+            what = [f"+{f}" for f in sorted(after - before)] + [f"-{f}" for f in sorted(before - after)]
+            try:
+                check_readable(p)
+                note = ""
+            except UnsupportedFeatureError as exc:
+                note = f"; deltaexplore does not read version {version} ({exc.feature})"
+            out.append(
+                _row(
+                    "protocol",
+                    "changed_between",
+                    f"version {version}",
+                    f"{previous.min_reader_version}/{previous.min_writer_version}",
+                    f"{p.min_reader_version}/{p.min_writer_version}",
+                    f"version {version}: protocol {previous.min_reader_version}/{previous.min_writer_version} -> "
+                    f"{p.min_reader_version}/{p.min_writer_version} {' '.join(what)}".rstrip()
+                    + note,
+                )
+            )
+        previous = p
+    return out
+
+
 def _cdf_row(table: Table, a: Snapshot, b: Snapshot) -> dict:
     lo, hi = min(a.version, b.version), max(a.version, b.version)
     if lo == hi:
@@ -374,7 +420,8 @@ def _cdf_row(table: Table, a: Snapshot, b: Snapshot) -> dict:
             "cdf",
             "unavailable",
             "change data feed",
-            detail="delta.enableChangeDataFeed is not true at both versions: row-level changes are not recorded",
+            detail="delta.enableChangeDataFeed is not true at both versions: "
+            f"net row changes from the files, inspect.diff_rows({lo}, {hi})",
         )
     if _range_files(table, lo, hi) is None:
         return _row("cdf", "unavailable", "change data feed", detail=f"commits between {lo} and {hi} were cleaned up")
@@ -382,7 +429,7 @@ def _cdf_row(table: Table, a: Snapshot, b: Snapshot) -> dict:
         "cdf",
         "available",
         "change data feed",
-        detail=f"row-level changes: inspect.diff_rows({lo}, {hi}) = table.changes({lo + 1}, {hi})",
+        detail=f"row-level changes recorded: table.changes({lo + 1}, {hi}); net changes: inspect.diff_rows({lo}, {hi})",
     )
 
 
@@ -398,34 +445,14 @@ def diff(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) ->
     - `partitioning`, `properties` (added / removed / changed keys), `protocol` (reader and
       writer versions), `features` (added / removed, with reader or writer), `domain_metadata`,
       `txn` (application versions), `metadata` (table id, name, description, format)
-    - `cdf`: whether row-level changes are available (`diff_rows`)
+    - `cdf`: whether the change data feed recorded the range (net row changes: `diff_rows`,
+      with or without it)
 
     `v2` defaults to the snapshot's (or latest) version and `v1` to `v2 - 1`.
     """
     v1, v2 = resolve_versions(obj, v1, v2)
     changes, a, b, _ = _compute(obj, v1, v2)
-    rows = _file_rows(changes) + _metadata_rows(a, b) + [_cdf_row(table_of(obj), a, b)]
+    steps = _protocol_steps(table_of(obj), a if a.version < b.version else b, max(v1, v2))
+    rows = _file_rows(changes) + _metadata_rows(a, b) + steps + [_cdf_row(table_of(obj), a, b)]
     cols = {f.name: [r[f.name] for r in rows] for f in DIFF_SCHEMA}
     return conform(cols, DIFF_SCHEMA)
-
-
-def diff_rows(
-    obj: Table | Snapshot, v1: int | None = None, v2: int | None = None, *, columns: list[str] | None = None
-) -> pa.Table:
-    """Row-level changes from `v1` to `v2` (`v1 < v2`) from the change data feed.
-
-    The rows of `table.changes(v1 + 1, v2)`: the table's columns plus `_change_type` (insert,
-    delete, update_preimage, update_postimage), `_commit_version` and `_commit_timestamp`.
-
-    Raises:
-        InspectError: `v1 > v2`.
-        DeltaProtocolError: change data feed was not enabled over the range.
-        VersionNotFoundError: commits of the range were cleaned up.
-    """
-    v1, v2 = resolve_versions(obj, v1, v2)
-    if v1 > v2:
-        raise InspectError(f"diff_rows needs v1 <= v2 (got {v1} > {v2}): the change data feed runs forward")
-    table = table_of(obj)
-    if v1 == v2:
-        return table.changes(v2, v2, columns=columns).slice(0, 0)
-    return table.changes(v1 + 1, v2, columns=columns)

@@ -18,7 +18,7 @@ from deltaexplore.core.arrow import combined, take_rows
 from deltaexplore.core.protocol.predicates import And, Cmp, Expr, FileEnv, In, IsNull, Literal, Or, parse_predicate
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.scan.plan import partition_table
-from deltaexplore.core.scan.skipping import prune_by_partitions
+from deltaexplore.core.scan.skipping import prune_by_partitions, unprunable
 from deltaexplore.core.scan.stats import column_bounds, num_records
 from deltaexplore.errors import ColumnNotFoundError
 from deltaexplore.inspect.errors import InspectError
@@ -75,8 +75,11 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
     `predicate` is SQL-like text (``"date >= '2024-01-01' AND id = 5"``), DNF tuples or a core
     `Expr`. One row per active file: path, partition, size, num_records, stage
     (`partition_pruned` | `stats_pruned` | `read`), selected, reason (the conjunct that excluded
-    the file, or why it must be read) and missing_stats (the file has no min/max for a predicate
-    column, so statistics cannot skip it). Counts agree with `snap.scan(where=predicate)`.
+    the file, or why it must be read), missing_stats (the file has no min/max for a predicate
+    column, so statistics cannot skip it) and ignored_stats (predicate columns skipped on by no
+    file, and why: a collated string column, whose statistics are only used under the very
+    collation and version they were collected with; an interval column). Counts agree with
+    `snap.scan(where=predicate)`.
 
     Raises:
         InspectError: an empty predicate.
@@ -87,6 +90,8 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
     if expr is None:
         raise InspectError("explain() needs a predicate, e.g. \"id > 100 AND date = '2024-01-01'\"")
     _check_columns(snap, expr)
+    skip = unprunable(snap, expr)
+    ignored = "; ".join(f"{c}: {why}" for c, why in sorted(skip.items())) or None
     adds = snap.add_actions()
     n = adds.num_rows
     conjuncts = list(expr.children) if isinstance(expr, And) else [expr]
@@ -96,14 +101,21 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
     missing = np.zeros(n, dtype=bool)
     if n:
         parts = partition_table(snap, adds)
-        keep_part = prune_by_partitions(snap, expr, parts)
+        keep_part = prune_by_partitions(snap, expr, parts, skip=skip)
         _assign(
-            ~keep_part, conjuncts, texts, lambda c: prune_by_partitions(snap, c, parts), stage, reason, "partition_pruned", None
+            ~keep_part,
+            conjuncts,
+            texts,
+            lambda c: prune_by_partitions(snap, c, parts, skip=skip),
+            stage,
+            reason,
+            "partition_pruned",
+            None,
         )
         survivors = np.flatnonzero(keep_part)
         if len(survivors):
             sub = adds if len(survivors) == n else take_rows(adds, survivors)  # a take copies the stats text
-            env, no_stats = _stats_env(snap, expr, sub)
+            env, no_stats = _stats_env(snap, expr, sub, skip)
             keep_stats = expr.may_match(env)
             missing[survivors] = no_stats
             _assign(
@@ -131,6 +143,7 @@ def explain(obj: Table | Snapshot, predicate: Any, *, version: int | None = None
         "selected": pc.equal(stage_arr, "read"),
         "reason": pa.array(reason.tolist(), pa.string()),
         "missing_stats": pa.array(missing),
+        "ignored_stats": pa.array([ignored] * n, pa.string()),
     }
     return conform(cols, EXPLAIN_SCHEMA)
 
@@ -164,11 +177,12 @@ def _assign(
         reason[target[unexplained]] = f"{' AND '.join(texts)}: ruled out by {kind}"
 
 
-def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table) -> tuple[FileEnv, np.ndarray]:
-    """A FileEnv over the statistics of `adds` (partition columns excluded) and, per file,
-    whether a predicate column lacks min/max."""
+def _stats_env(snap: Snapshot, expr: Expr, adds: pa.Table, skip: dict[str, str]) -> tuple[FileEnv, np.ndarray]:
+    """A FileEnv over the statistics of `adds` (partition columns and `skip` excluded) and, per
+    file, whether a predicate column lacks min/max."""
     parts = {p.lower() for p in snap.partition_columns}
-    wanted = sorted(c for c in expr.columns() if c.lower() not in parts)
+    skipped = {c.lower() for c in skip}
+    wanted = sorted(c for c in expr.columns() if c.lower() not in parts and c.lower() not in skipped)
     n = adds.num_rows
     if not wanted:
         return FileEnv(n, lambda column: None), np.zeros(n, dtype=bool)

@@ -11,19 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltaexplore.core.protocol.features import FEATURES, features_of
+from deltaexplore.core.history import read_protocols
+from deltaexplore.core.log.state import NO_PROTOCOL
+from deltaexplore.core.protocol.features import FEATURES, check_readable, features_of, handling
 from deltaexplore.core.protocol.schema import ArrayType, DataType, MapType, StructType
-from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect.clients import CLIENTS, STRICT_PROTOCOL_CLIENTS, client_features
-from deltaexplore.inspect.results import conform
-from deltaexplore.inspect.schemas import COMPATIBILITY_SCHEMA, FEATURES_SCHEMA
-from deltaexplore.inspect.snapshots import snapshot_of
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, UnsupportedFeatureError
+from deltaexplore.inspect.clients import CLIENTS, LEGACY_READS, STRICT_PROTOCOL_CLIENTS, client_features
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.results import conform, to_ts
+from deltaexplore.inspect.schemas import COMPATIBILITY_SCHEMA, FEATURES_SCHEMA, PROTOCOL_VERSIONS_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of, table_of
 
 if TYPE_CHECKING:
-    from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["compatibility", "features"]
+__all__ = ["compatibility", "features", "lenient_snapshot", "protocol_versions"]
 
 #: field metadata keys that make a writer feature active
 _FIELD_METADATA = {
@@ -42,6 +45,7 @@ _TYPES = {
     "variantType": ("variant",),
     "variantType-preview": ("variant",),
     "geospatial": ("geometry", "geography"),
+    "timestampNanos": ("timestamp_nanos", "timestamp_ntz_nanos"),
 }
 #: features that are in effect whenever the protocol lists them
 _ALWAYS = {
@@ -51,6 +55,8 @@ _ALWAYS = {
     "checkpointProtection": "checkpoints are protected from cleanup",
     "materializePartitionColumns": "partition columns are also written into data files",
     "icebergWriterCompatV1": "writers keep Iceberg-compatible data",
+    "adaptiveMetadata": "the table's content metadata may live in an Iceberg V4 metadata tree",
+    "columnMappingUsageTracking": "writers track dropped and renamed columns",
 }
 
 
@@ -117,7 +123,9 @@ def _activation(name: str, snap: Snapshot, props: dict[str, str], fields: list[A
     return False, "unknown feature" if info is None else "no activation rule"
 
 
-def features(obj: Table | Snapshot, *, version: int | None = None, all_known: bool = False) -> pa.Table:
+def features(
+    obj: Table | Snapshot, *, version: int | None = None, all_known: bool = False, all_versions: bool = False
+) -> pa.Table:
     """Protocol features of the table (`FEATURES_SCHEMA`), one row per feature.
 
     Rows: every feature the protocol lists or implies (legacy versions translated), every
@@ -125,9 +133,16 @@ def features(obj: Table | Snapshot, *, version: int | None = None, all_known: bo
     `all_known=True` every feature deltaexplore knows. Columns: feature, kind (reader-writer |
     writer | unknown), supported, in_reader_features, in_writer_features, legacy, active (in
     effect: property set, schema uses it, domain present, ...), activation (why), property,
-    property_value, known, deltaexplore_read, deltaexplore_write, description.
+    property_value, known, deltaexplore_read, deltaexplore_write, description, handling (what
+    deltaexplore does with a table that has it) and rfc (where a feature still in flight is
+    specified). A table needing a reader feature deltaexplore does not read is described too.
+
+    With `all_versions=True`: the protocol of every retained version up to `version` instead,
+    one row per version (`PROTOCOL_VERSIONS_SCHEMA`, see `protocol_versions`).
     """
-    snap = snapshot_of(obj, version)
+    if all_versions:
+        return protocol_versions(obj, version=version)
+    snap = lenient_snapshot(obj, version)
     p = snap.protocol
     readers, writers = features_of(p)
     props = snap.properties
@@ -169,7 +184,96 @@ def features(obj: Table | Snapshot, *, version: int | None = None, all_known: bo
         rows["description"].append(
             known.description or (FEATURES[known.canonical].description if known.canonical else "") if known else ""
         )
+        rows["handling"].append(handling(known))
+        rows["rfc"].append(known.rfc if known else None)
     return conform(rows, FEATURES_SCHEMA)
+
+
+def lenient_snapshot(obj: Table | Snapshot, version: int | None = None) -> Snapshot:
+    """The snapshot to describe: `snapshot_of`'s, or, when the version cannot be read (a reader
+    feature deltaexplore lacks, a damaged checkpoint), the table read with `strict=False`."""
+    try:
+        return snapshot_of(obj, version)
+    except DeltaProtocolError:
+        table = table_of(obj)
+        if version is None and isinstance(obj, Snapshot):
+            version = obj.version
+        return table.snapshot(version, strict=False)
+
+
+def _first_version(listing: Any, end: int) -> int:
+    """The oldest version that can be reconstructed: 0 when its commit is there, else the
+    oldest checkpoint (the commits before it were cleaned up)."""
+    commits = [v for v in listing.versions() if v <= end]
+    if commits and commits[0] == 0:
+        return 0
+    checkpoints = [v for v in listing.checkpoints if v <= end]
+    if checkpoints:
+        return min(checkpoints)
+    raise InspectError(f"no version up to {end} can be reconstructed: the log starts at {commits[0] if commits else '?'}")
+
+
+def protocol_versions(obj: Table | Snapshot, *, version: int | None = None) -> pa.Table:
+    """The protocol and feature set of every retained version up to `version` (default: the
+    snapshot's or the latest), oldest first (`PROTOCOL_VERSIONS_SCHEMA`).
+
+    With `checkpointProtection` a feature can be dropped and the protocol can go down: each
+    row says what its commit's protocol action changed (change, added, removed) and whether
+    deltaexplore reads that version (readable, blockers), which `Table.snapshot(version)`
+    decides by that version's own protocol. Reads every retained commit (as `history()`).
+    """
+    table = table_of(obj)
+    listing = table.listing(refresh=False)
+    end = obj.version if isinstance(obj, Snapshot) and version is None else version
+    end = listing.latest_version if end is None else end
+    assert end is not None
+    first = _first_version(listing, end)
+    start = table.snapshot(first, strict=False)
+    clock = (start if first == end else table.snapshot(end, strict=False)).clock
+    versions = sorted({first, *(v for v in listing.versions() if first < v <= end)})
+    actions = read_protocols(table.storage, listing, versions)
+    rows: dict[str, list[Any]] = {f.name: [] for f in PROTOCOL_VERSIONS_SCHEMA}
+    previous: Any = None
+    for v in versions:
+        p = start.protocol if v == first else actions.get(v, previous)
+        readers, writers = features_of(p)
+        before = set() if previous is None else set(features_of(previous)[0]) | set(features_of(previous)[1])
+        now = set(readers) | set(writers)
+        added, removed = sorted(now - before) if previous is not None else [], sorted(before - now)
+        if v == first:
+            change = "created" if v == 0 and 0 in actions else "first retained"
+        elif v not in actions:
+            change = None
+        elif p == previous:
+            change = "restated"
+        else:
+            pairs = ((p.min_reader_version, previous.min_reader_version), (p.min_writer_version, previous.min_writer_version))
+            up, down = any(a > b for a, b in pairs), any(a < b for a, b in pairs)
+            if (down or (removed and not added)) and not up:
+                change = "downgraded"
+            elif (up or added) and not (down or removed):
+                change = "upgraded"
+            else:
+                change = "changed"
+        try:
+            check_readable(p)
+            blockers: list[str] = []
+        except UnsupportedFeatureError as exc:
+            blockers = [exc.feature]
+        rows["version"].append(v)
+        rows["timestamp"].append(clock.timestamp(v))
+        rows["change"].append(change)
+        rows["min_reader_version"].append(p.min_reader_version)
+        rows["min_writer_version"].append(p.min_writer_version)
+        rows["reader_features"].append(list(readers))
+        rows["writer_features"].append(list(writers))
+        rows["added"].append(added)
+        rows["removed"].append(removed)
+        rows["readable"].append(not blockers and p != NO_PROTOCOL)
+        rows["blockers"].append(blockers if p != NO_PROTOCOL else ["no protocol action"])
+        previous = p
+    rows["timestamp"] = to_ts(rows["timestamp"])
+    return conform(rows, PROTOCOL_VERSIONS_SCHEMA)
 
 
 def _writer_only_listing(p: Any) -> list[str]:
@@ -199,8 +303,9 @@ def compatibility(obj: Table | Snapshot, *, version: int | None = None) -> pa.Ta
         read_block = []
         if p.min_reader_version > max_r:
             read_block.append(f"readerVersion={p.min_reader_version} (client reads up to {max_r})")
+        legacy = LEGACY_READS.get(client, frozenset()) if p.min_reader_version < 3 else frozenset()
         for f in readers:
-            if not support.get((client, cversion, f), (False, False))[0]:
+            if not support.get((client, cversion, f), (False, False))[0] and f not in legacy:
                 read_block.append(f)
         if client in STRICT_PROTOCOL_CLIENTS and lopsided:
             read_block.append(f"reader-writer features listed for writers only: {', '.join(lopsided)} (strict protocol check)")

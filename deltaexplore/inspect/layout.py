@@ -48,6 +48,7 @@ __all__ = [
     "layout_columns_bounds",
     "layout_summary",
     "overlap_metrics",
+    "point_query_files",
     "summarize_layout",
 ]
 
@@ -132,6 +133,12 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     the other (sorted queries: linear merges, no random access). The depth D(x) only rises
     at a range start, so a range's overlap depth is the largest D over the starts inside it."""
     return _overlap(lo, hi)[0]
+
+
+def point_query_files(lo: np.ndarray, hi: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Per point x: the files whose [lo, hi] contains x, the depth D(x) — what a point query
+    for x reads after data skipping (two binary searches over the sorted bounds)."""
+    return np.searchsorted(np.sort(lo), points, "right") - np.searchsorted(np.sort(hi), points, "left")
 
 
 def _overlap(lo: np.ndarray, hi: np.ndarray) -> tuple[dict[str, np.ndarray], _Sorted]:

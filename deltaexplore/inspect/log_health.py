@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.log.crc_reader import StateTotals
+from deltaexplore.core.log.crc_reader import DELETED_RECORD_BINS, StateTotals, crc_size_bounds, crc_summary
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import human_bytes, tag_schema
 from deltaexplore.inspect.results import conform, to_ts
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["log_files", "log_health", "metric", "tombstone_counts"]
+__all__ = ["commits_since_checkpoint", "log_files", "log_health", "metric", "tombstone_counts"]
 
 #: a log smaller than this is never reported as too large, whatever the data size
 LARGE_LOG_BYTES = 64 * 1024 * 1024
@@ -80,6 +80,14 @@ def _missing_runs(present: list[int], start: int, end: int) -> list[tuple[int, i
             out.append((expected, v - 1))
         expected = v + 1
     return out
+
+
+def commits_since_checkpoint(snap: Snapshot) -> tuple[int, int]:
+    """(commits a reader replays after the newest checkpoint, `delta.checkpointInterval`): a
+    checkpoint is due when the first is larger than the second."""
+    interval = snap.config.checkpoint_interval if snap.has_metadata else 10
+    since = snap.version - snap.checkpoint_version if snap.checkpoint_version is not None else snap.version + 1
+    return since, interval
 
 
 def log_files(obj: Table | Snapshot) -> pa.Table:
@@ -144,7 +152,10 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None, streaming: 
       oldest_commit, version_gaps, unknown_log_files, staged_commits
     - `tombstones`: tombstones, tombstone_bytes, reclaimable_bytes (tombstones older than
       `delta.deletedFileRetentionDuration`: what VACUUM would free now, if still on storage)
-    - `crc`: crc_present, then one row per field of `snap.validate_crc()` (error on mismatch)
+    - `crc`: crc_present, what the `.crc` records (crc_files, crc_bytes, crc_deleted_records,
+      crc_deletion_vectors, crc_file_size_histogram, crc_deleted_records_histogram: no replay
+      needed), crc_check (match | mismatch), then one row per field of `snap.validate_crc()`
+      (error on mismatch)
 
     `status` is ok | info | warn | error; `detail` explains and advises. `streaming=True`
     counts the files and tombstones in one pass over the log's batches
@@ -155,10 +166,9 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None, streaming: 
     table = snap.table
     listing = table.listing(refresh=False)
     rows: list[dict[str, Any]] = []
-    interval = snap.config.checkpoint_interval if snap.has_metadata else 10
+    since, interval = commits_since_checkpoint(snap)
     # -- checkpoints
     cp_versions = sorted(v for v in listing.checkpoints if v <= snap.version)
-    since = snap.version - snap.checkpoint_version if snap.checkpoint_version is not None else snap.version + 1
     status = "ok" if since <= interval else ("warn" if since > 2 * interval else "info")
     rows.append(
         metric(
@@ -302,12 +312,13 @@ def log_health(obj: Table | Snapshot, *, version: int | None = None, streaming: 
 
 
 def _streamed_totals(snap: Snapshot) -> StateTotals:
-    """Files, bytes and deleted rows of the active files, counted batch by batch."""
-    files = size = deleted = 0
+    """What a `.crc` records of the active files (`StateTotals`), counted batch by batch."""
+    bounds = crc_size_bounds(snap.crc if snap.segment.crc is not None else None)
+    zeros = (0,) * len(bounds)
+    totals = StateTotals(0, 0, 0, 0, (0,) * len(DELETED_RECORD_BINS), bounds, zeros, zeros)
     for batch in snap.iter_file_actions("add", fields=("size",)):
-        t = StateTotals.of(batch)
-        files, size, deleted = files + t.files, size + t.bytes, deleted + t.deleted_records
-    return StateTotals(files, size, deleted)
+        totals = totals.plus(StateTotals.of(batch, bounds))
+    return totals
 
 
 def _last_checkpoint_rows(listing: LogListing, cp_versions: list[int]) -> list[dict[str, Any]]:
@@ -397,14 +408,61 @@ def _tombstone_rows(snap: Snapshot, *, streaming: bool) -> list[dict[str, Any]]:
     ]
 
 
-def _crc_rows(snap: Snapshot, totals: StateTotals | None) -> list[dict[str, Any]]:
+def crc_summary_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """What the version's `.crc` says of its state (`crc` section, one small read, no replay):
+    crc_present, then what it records (files, bytes, deleted records, deletion vectors, the
+    file-size and deleted-record histograms)."""
     if snap.segment.crc is None:
         return [metric("crc", "crc_present", False, status="info", detail="no .crc file for this version (optional)")]
     rows = [metric("crc", "crc_present", True, status="ok", detail=snap.segment.crc.path)]
+    crc = snap.crc
+    if crc is None:
+        return [*rows, metric("crc", "crc_readable", False, status="error", detail="the .crc file is not a JSON object")]
+    summary = crc_summary(crc)
+    recorded = "recorded by the writer in the .crc file"
+    for name, key, unit in (
+        ("crc_files", "num_files", "files"),
+        ("crc_bytes", "table_bytes", "bytes"),
+        ("crc_deleted_records", "deleted_records", "rows"),
+        ("crc_deletion_vectors", "deletion_vectors", "files"),
+    ):
+        if summary[key] is not None:
+            value = summary[key]
+            rows.append(metric("crc", name, value, unit=unit, detail=human_bytes(value) if unit == "bytes" else recorded))
+    if summary["file_size_histogram"] is not None:
+        bins = summary["file_size_histogram"]
+        text = "; ".join(
+            f"{human_bytes(lo)}-{human_bytes(hi) if hi is not None else '...'}: {n} files ({human_bytes(b)})"
+            for lo, hi, n, b in bins
+        )
+        rows.append(metric("crc", "crc_file_size_histogram", len(bins), unit="bins", detail=text or "no files"))
+    if summary["deleted_records_histogram"] is not None:
+        bins = summary["deleted_records_histogram"]
+        text = "; ".join(f"{lo}-{hi if hi is not None else '...'} deleted: {n} files" for lo, hi, n in bins)
+        rows.append(metric("crc", "crc_deleted_records_histogram", len(bins), unit="bins", detail=text or "no files"))
+    return rows
+
+
+def _crc_rows(snap: Snapshot, totals: StateTotals | None) -> list[dict[str, Any]]:
+    rows = crc_summary_rows(snap)
+    if snap.segment.crc is None or snap.crc is None:
+        return rows
     try:
         checks = snap.validate_crc(totals)
     except DeltaExploreError as exc:
         return [*rows, metric("crc", "crc_validation", "failed", status="error", detail=str(exc))]
+    bad = [r["field"] for r in checks.to_pylist() if not r["ok"]]
+    rows.append(
+        metric(
+            "crc",
+            "crc_check",
+            "mismatch" if bad else "match",
+            status="error" if bad else "ok",
+            detail=f"the replayed state differs from the .crc in {', '.join(bad)}"
+            if bad
+            else "the replayed state agrees with the .crc",
+        )
+    )
     for r in checks.to_pylist():
         rows.append(
             metric(

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.inspect.advise import advise
 from deltaexplore.inspect.catalog import catalog_status
 from deltaexplore.inspect.columns import clustering, column_mapping, domain_metadata, row_tracking, transactions
 from deltaexplore.inspect.commit_infos import commit_infos
 from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
-from deltaexplore.inspect.diff import diff, diff_files, diff_rows
+from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.explain import explain
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.file_sizes import file_sizes
@@ -27,8 +28,10 @@ from deltaexplore.inspect.layout_density import layout_density
 from deltaexplore.inspect.log_health import log_files, log_health
 from deltaexplore.inspect.overview import overview
 from deltaexplore.inspect.retention import reconstructable_versions, vacuum_preview
+from deltaexplore.inspect.row_diff import diff_rows
 from deltaexplore.inspect.schemas import annotate_core
 from deltaexplore.inspect.snapshots import table_of
+from deltaexplore.inspect.timeline import timeline
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -78,9 +81,16 @@ class InspectNamespace:
         """Per-file changes from v1 to v2 (see `inspect.diff.diff_files`)."""
         return diff_files(self._obj, v1, v2)
 
-    def diff_rows(self, v1: int | None = None, v2: int | None = None, *, columns: list[str] | None = None) -> pa.Table:
-        """Row-level changes from v1 to v2 via the change data feed (see `inspect.diff.diff_rows`)."""
-        return diff_rows(self._obj, v1, v2, columns=columns)
+    def diff_rows(
+        self,
+        v1: int | None = None,
+        v2: int | None = None,
+        *,
+        key: str | list[str] | None = None,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """The rows that truly differ from v1 to v2, from the files that differ (see `inspect.row_diff.diff_rows`)."""
+        return diff_rows(self._obj, v1, v2, key=key, columns=columns)
 
     # -- what is in it -----------------------------------------------------------------------
     def overview(self, *, version: int | None = None, small_file_bytes: int | None = None) -> pa.Table:
@@ -153,6 +163,11 @@ class InspectNamespace:
         """Checks and metrics of the log (see `inspect.log_health.log_health`)."""
         return log_health(self._obj, version=version)
 
+    def timeline(self, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None) -> pa.Table:
+        """Per version: files, bytes, rows, small files, DVs, partitions, schema and protocol
+        changes, from one replay (see `inspect.timeline.timeline`); up to this snapshot."""
+        return timeline(self._obj, start, end, small_file_bytes=small_file_bytes)
+
     def log_files(self) -> pa.Table:
         """Per version: what the log holds (see `inspect.log_health.log_files`)."""
         return log_files(self._obj)
@@ -165,13 +180,25 @@ class InspectNamespace:
         """What VACUUM would delete (see `inspect.retention.vacuum_preview`)."""
         return vacuum_preview(self._obj, retention_hours=retention_hours)
 
-    def features(self, *, version: int | None = None, all_known: bool = False) -> pa.Table:
-        """Protocol features, supported and active (see `inspect.features.features`)."""
-        return features(self._obj, version=version, all_known=all_known)
+    def features(self, *, version: int | None = None, all_known: bool = False, all_versions: bool = False) -> pa.Table:
+        """Protocol features, supported and active; with `all_versions` the protocol of every
+        version (see `inspect.features.features`)."""
+        return features(self._obj, version=version, all_known=all_known, all_versions=all_versions)
 
     def compatibility(self, *, version: int | None = None) -> pa.Table:
         """Which clients can read/write the table (see `inspect.features.compatibility`)."""
         return compatibility(self._obj, version=version)
+
+    def advise(
+        self,
+        *,
+        columns: list[str] | None = None,
+        zorder_by: list[str] | None = None,
+        target_size: int | None = None,
+        check: bool = False,
+    ) -> pa.Table:
+        """Ranked maintenance recommendations and their predicted effect (see `inspect.advise.advise`)."""
+        return advise(self._obj, columns=columns, zorder_by=zorder_by, target_size=target_size, check=check)
 
     def catalog_status(self) -> pa.Table:
         """Published vs ratified commits (see `inspect.catalog.catalog_status`)."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.log.crc_reader import StateTotals, crc_summary
 from deltaexplore.core.protocol.features import features_of
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.file_columns import dv_cardinality, file_partitions
@@ -194,6 +195,45 @@ def _file_metrics(out: list[dict[str, Any]], snap: Snapshot, t: FileTotals) -> N
     )
 
 
+def _crc_numbers(snap: Snapshot) -> dict[tuple[str, str], tuple[Any, str]]:
+    """The overview's file numbers the version's `.crc` records, with where they come from."""
+    crc = snap.crc if snap.segment.crc is not None else None
+    if crc is None:
+        return {}
+    summary = crc_summary(crc)
+    source = f"from {snap.segment.crc.path} (recorded by the writer; checked once the log is replayed)"  # type: ignore[union-attr]
+    out: dict[tuple[str, str], tuple[Any, str]] = {}
+    for key, name in (
+        ("num_files", ("size", "files")),
+        ("table_bytes", ("size", "bytes")),
+        ("deleted_records", ("size", "deleted_rows")),
+        ("deletion_vectors", ("layout", "dv_files")),
+    ):
+        if summary[key] is not None:
+            out[name] = (summary[key], source)
+    if summary["num_files"] and summary["table_bytes"] is not None:
+        out[("layout", "mean_file_bytes")] = (summary["table_bytes"] / summary["num_files"], source)
+    return out
+
+
+def _crc_check(snap: Snapshot, *, checked: bool, totals: FileTotals | None = None) -> dict[str, Any]:
+    """The `crc` row: whether the version has a `.crc`, and (once the files are replayed, or
+    counted by another engine: `totals`) whether the state agrees with it."""
+    if snap.segment.crc is None:
+        return metric("crc", "crc", "absent", status="info", detail="no .crc file for this version (optional)")
+    if snap.crc is None:
+        return metric("crc", "crc", "unreadable", status="error", detail=f"{snap.segment.crc.path} is not a JSON object")
+    if not checked:
+        return metric("crc", "crc", "present", status="info", detail="checked against the log once it is replayed")
+    counted = None if totals is None else StateTotals(totals.files, totals.bytes, totals.deleted_rows, totals.dv_files)
+    checks = snap.validate_crc(counted)
+    bad = [r for r in checks.to_pylist() if not r["ok"]]
+    if bad:
+        detail = "; ".join(f"{r['field']}: .crc says {r['expected']}, the log gives {r['actual']}" for r in bad)
+        return metric("crc", "crc", "mismatch", status="error", detail=detail)
+    return metric("crc", "crc", "match", status="ok", detail=f"the replayed state agrees with {snap.segment.crc.path}")
+
+
 def overview(
     obj: Table | Snapshot,
     *,
@@ -211,13 +251,17 @@ def overview(
       mean_file_bytes, dv_files, deleted_ratio
     - `protocol`: reader_version, writer_version, reader_features, writer_features,
       column_mapping
+    - `crc`: crc (absent | present | match | mismatch | unreadable: the version's `.crc`
+      against the replayed state)
 
     `rows=False` leaves out what needs every file's statistics (rows, live_rows,
     files_without_stats and deleted_ratio: null, status info); `files=False` also what needs
-    the file actions (every `size` and `layout` number but partition_columns): views that cost
-    the replay alone, and the log's metadata alone (the explorer shows them first). `totals`
-    are the file totals another engine counted (`deltaexplore.spark.inspect`, the streaming
-    pass of `inspect.streaming`): the metrics are then made of them, nothing is replayed here.
+    the file actions (every `size` and `layout` number but partition_columns, except files,
+    bytes, deleted_rows, dv_files and mean_file_bytes when the version's `.crc` records them:
+    their detail says so): views that cost the replay alone, and the log's metadata alone (the
+    explorer shows them first). `totals` are the file totals another engine counted
+    (`deltaexplore.spark.inspect`, the streaming pass of `inspect.streaming`): the metrics are
+    then made of them, nothing is replayed here (the `.crc` checked against them).
     """
     snap = snapshot_of(obj, version)
     out: list[dict[str, Any]] = []
@@ -239,15 +283,21 @@ def overview(
         out.append(metric("table", "table_id", md.id))
     parts = snap.partition_columns
     if not files:
-        # the snapshot's log alone (no file action replayed): every file-derived number is null
+        # the snapshot's log alone (no file action replayed): every file-derived number is null,
+        # but what the version's .crc records (one small read) is shown at once
         unread = "not counted: overview(files=False) reads no file actions"
+        recorded = _crc_numbers(snap)
         for section, name, unit in _FILE_METRICS:
             if (section, name) == ("layout", "partition_columns"):
                 out.append(metric("layout", "partition_columns", ", ".join(parts) or "none"))
+            elif (section, name) in recorded:
+                value, detail = recorded[(section, name)]
+                out.append(metric(section, name, value, unit=unit, status="info", detail=detail))
             else:
                 out.append(metric(section, name, None, unit=unit, status="info", detail=unread))
     else:
         _file_metrics(out, snap, totals if totals is not None else _local_totals(snap, small_file_bytes, rows))
+    out.append(_crc_check(snap, checked=files, totals=totals))
     p = snap.protocol
     readers, writers = features_of(p)
     out.append(metric("protocol", "reader_version", p.min_reader_version))

@@ -22,6 +22,8 @@ from deltaexplore.core.protocol.actions import STRING_MAP
 from deltaexplore.inspect.formatting import UNIT_FROM_KEY, tag_schema, with_units
 
 __all__ = [
+    "ADVICE_CHECK_SCHEMA",
+    "ADVICE_SCHEMA",
     "CATALOG_SCHEMA",
     "CLIENTS_SCHEMA",
     "CLIENT_FEATURES_SCHEMA",
@@ -45,13 +47,16 @@ __all__ = [
     "LOG_FILES_SCHEMA",
     "METRICS_SCHEMA",
     "PARTITIONS_SCHEMA",
+    "PROTOCOL_VERSIONS_SCHEMA",
     "ROW_TRACKING_SCHEMA",
     "SCHEMAS",
+    "TIMELINE_SCHEMA",
     "TS",
     "TXNS_SCHEMA",
     "VACUUM_SCHEMA",
     "VERSIONS_SCHEMA",
     "annotate_core",
+    "diff_rows_schema",
     "layout_density_schema",
     "layout_schema",
 ]
@@ -180,7 +185,8 @@ DIFF_SCHEMA = _s(
     (
         "change",
         pa.string(),
-        "added | removed | dv_changed | net | changed | renamed | widened | type_changed | nullability | available | unavailable",
+        "added | removed | dv_changed | net | changed | changed_between | renamed | widened | type_changed | nullability "
+        "| available | unavailable",
         "operation",
     ),
     ("name", pa.string(), "what changed: column path, property key, feature, domain, app id ('files' for file totals)", "text"),
@@ -322,6 +328,13 @@ EXPLAIN_SCHEMA = _s(
     ("selected", pa.bool_(), "the scan reads this file", "bool"),
     ("reason", pa.string(), "the part of the predicate that excluded the file, or why it must be read", "text"),
     ("missing_stats", pa.bool_(), "the file lacks statistics for a predicate column (cannot be skipped by stats)", "bool"),
+    (
+        "ignored_stats",
+        pa.string(),
+        "predicate columns whose statistics and partition values skip no file, and why (a collation whose "
+        "statistics this reader cannot match, an interval column)",
+        "text",
+    ),
 )
 
 #: `deletion_vectors()`: one row per active file that has a deletion vector.
@@ -445,6 +458,30 @@ FEATURES_SCHEMA = _s(
     ("deltaexplore_read", pa.bool_(), "deltaexplore reads tables with it", "bool"),
     ("deltaexplore_write", pa.bool_(), "deltaexplore writes tables with it", "bool"),
     ("description", pa.string(), "what it is", "text"),
+    ("handling", pa.string(), "what deltaexplore does with a table that has it", "text"),
+    ("rfc", pa.string(), "where a feature still in flight is specified (delta-io/delta protocol_rfcs/)", "text"),
+)
+
+#: `features(all_versions=True)`: the protocol and feature set of every retained version.
+PROTOCOL_VERSIONS_SCHEMA = _s(
+    "protocol_versions",
+    ("version", pa.int64(), "commit version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    (
+        "change",
+        pa.string(),
+        "created | first retained | upgraded | downgraded | changed | restated (a protocol action "
+        "that changes nothing); null: no protocol action in this commit",
+        "operation",
+    ),
+    ("min_reader_version", pa.int32(), "minReaderVersion", "number"),
+    ("min_writer_version", pa.int32(), "minWriterVersion", "number"),
+    ("reader_features", pa.list_(pa.string()), "reader features in force (legacy versions translated)", "text"),
+    ("writer_features", pa.list_(pa.string()), "writer features in force (legacy versions translated)", "text"),
+    ("added", pa.list_(pa.string()), "features this version's protocol adds", "text"),
+    ("removed", pa.list_(pa.string()), "features this version's protocol drops (checkpointProtection allows it)", "text"),
+    ("readable", pa.bool_(), "deltaexplore reads this version (its own protocol decides)", "bool"),
+    ("blockers", pa.list_(pa.string()), "why not: reader versions or features deltaexplore lacks", "text"),
 )
 
 #: declared client capabilities (`clients.CLIENTS`).
@@ -467,6 +504,8 @@ CLIENT_FEATURES_SCHEMA = _s(
     ("feature", pa.string(), "feature name", "text"),
     ("read", pa.bool_(), "reads tables with the feature", "bool"),
     ("write", pa.bool_(), "writes tables with the feature", "bool"),
+    ("read_evidence", pa.string(), "checked (a test here reads tables with the feature with the real client) | declared", "text"),
+    ("write_evidence", pa.string(), "checked | declared (no write is checked against another client here)", "text"),
 )
 
 #: `compatibility()`: which clients can read and write this table, and why not.
@@ -493,6 +532,7 @@ COLUMN_MAPPING_SCHEMA = _s(
     ("depth", pa.int32(), "0 for top-level columns", "number"),
     ("is_partition", pa.bool_(), "partition column", "bool"),
     ("type_changes", pa.string(), "delta.typeChanges history (JSON) for widened columns", "json"),
+    ("collation", pa.string(), "collation of a string (__COLLATIONS), none for UTF-8 binary order", "text"),
     ("metadata", pa.string(), "other field metadata (JSON): comments, generation expressions, identity, defaults", "json"),
 )
 
@@ -572,6 +612,58 @@ COMMIT_INFOS_SCHEMA = _s(
 )
 
 
+#: `advise()`: ranked maintenance recommendations with their predicted effect (from the log).
+ADVICE_SCHEMA = _s(
+    "advice",
+    ("rank", pa.int64(), "1 = do first (highest score)", "number"),
+    ("kind", pa.string(), "compaction | zorder | dv_purge | checkpoint | log_cleanup | vacuum | stats_columns", "operation"),
+    ("target", pa.string(), "what it applies to: partitions, columns, files", "text"),
+    ("reason", pa.string(), "why, in numbers measured on this version", "text"),
+    ("action", pa.string(), "the call that does it (a maintenance operation or a property)", "text"),
+    ("operation", pa.string(), "the explorer's maintenance operation that runs it (null: none)", "operation"),
+    (
+        "parameters",
+        pa.string(),
+        "its parameters as JSON: `widgets.maintenance.run(operation, table, progress, **parameters)`",
+        "json",
+    ),
+    ("score", pa.float64(), "expected benefit in [0, 1] (ranks the advice)", "ratio"),
+    ("files_before", pa.int64(), "active files now", "count"),
+    ("files_after", pa.int64(), "active files predicted after", "count"),
+    ("bytes_before", pa.int64(), "bytes now (data files; log files for log advice)", "bytes"),
+    ("bytes_after", pa.int64(), "bytes predicted after", "bytes"),
+    ("bytes_rewritten", pa.int64(), "the cost: bytes read and written again", "bytes"),
+    ("columns", pa.list_(pa.string()), "columns whose point queries are measured", "json"),
+    ("mean_depth_before", pa.float64(), "mean overlap depth of the columns' files now (layout_summary avg_depth)", "number"),
+    ("mean_depth_after", pa.float64(), "mean overlap depth predicted after", "number"),
+    ("max_depth_before", pa.int64(), "max overlap depth now", "count"),
+    ("max_depth_after", pa.int64(), "max overlap depth predicted after", "count"),
+    ("point_files_before", pa.float64(), "files a point query on the columns reads now (mean over the data)", "number"),
+    ("point_files_after", pa.float64(), "files it reads after (predicted)", "number"),
+    ("retention_hours", pa.float64(), "retention it needs (VACUUM, log cleanup): versions older lose time travel", "number"),
+)
+
+#: `advise(check=True)`: the predictions made before a maintenance commit against what the
+#: version after it measures.
+ADVICE_CHECK_SCHEMA = _s(
+    "advice_check",
+    ("kind", pa.string(), "the recommendation checked", "operation"),
+    ("version_before", pa.int64(), "version the prediction was made at", "version"),
+    ("version_after", pa.int64(), "version measured (after the maintenance commit)", "version"),
+    ("metric", pa.string(), "files | bytes | mean_depth | max_depth | point_files", "text"),
+    ("predicted", pa.float64(), "the prediction", "number"),
+    ("measured", pa.float64(), "what the version after measures", "number"),
+    ("error", pa.float64(), "(measured - predicted) / max(predicted, 1)", "ratio"),
+    ("tolerance", pa.float64(), "the stated tolerance of this metric (relative)", "ratio"),
+    (
+        "within",
+        pa.bool_(),
+        "abs(measured - predicted) <= tolerance * max(predicted, 1), or within one file / one depth step",
+        "bool",
+    ),
+)
+
+
 def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
     """`layout_density(column)`: files per range of values; `lo`/`hi` have the column's type."""
     return _s(
@@ -587,9 +679,58 @@ def layout_density_schema(value_type: pa.DataType) -> pa.Schema:
     )
 
 
+def diff_rows_schema(fields: list[pa.Field], key: list[str] | None) -> pa.Schema:
+    """`diff_rows(v1, v2, key=...)`: the net row changes; `fields` are the compared columns
+    (the newer version's). Unkeyed: `_change`, `_count` and the columns; keyed: `_change`,
+    `_changed_columns`, the key columns, then `before.<c>` / `after.<c>` for every other one.
+    What was read is in the schema metadata (`deltaexplore.diff_rows.files_read`, `bytes_read`)."""
+    head: list[tuple[str, pa.DataType, str, str | None]] = [
+        ("_change", pa.string(), "insert | delete (| update with a key): how the row differs from v1 to v2", "operation")
+    ]
+    if not key:
+        head.append(("_count", pa.int64(), "copies of this row inserted or deleted (rows compare as a multiset)", "count"))
+        base = _s("diff_rows", *head)
+        return tag_schema(pa.schema([*base, *(pa.field(f.name, f.type) for f in fields)]), "diff_rows")
+    head.append(("_changed_columns", pa.list_(pa.string()), "columns whose value differs (updates only)", "json"))
+    base = _s("diff_rows", *head)
+    keyed = [pa.field(f.name, f.type, metadata={"doc": "key column"}) for f in fields if f.name in key]
+    side = []
+    for f in fields:
+        if f.name in key:
+            continue
+        side.append(pa.field(f"before.{f.name}", f.type, metadata={"doc": f"{f.name} at v1 (null for an insert)"}))
+        side.append(pa.field(f"after.{f.name}", f.type, metadata={"doc": f"{f.name} at v2 (null for a delete)"}))
+    return tag_schema(pa.schema([*base, *keyed, *side]), "diff_rows")
+
+
 #: name -> schema of every fixed-schema inspection function
+#: `timeline(start, end)`: one row per version, from one replay of the log.
+TIMELINE_SCHEMA = _s(
+    "timeline",
+    ("version", pa.int64(), "version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    ("files", pa.int64(), "active files", "count"),
+    ("bytes", pa.int64(), "bytes of the active files", "bytes"),
+    (
+        "rows",
+        pa.int64(),
+        "live rows: numRecords minus rows deleted by DVs (a file without numRecords counts 0)",
+        "count",
+    ),
+    ("small_files", pa.int64(), "active files under the small-file threshold (as files())", "count"),
+    ("small_file_share", pa.float64(), "small_files / files (null without files)", "ratio"),
+    ("dv_files", pa.int64(), "active files with a deletion vector", "count"),
+    ("dv_deleted_rows", pa.int64(), "rows deleted by deletion vectors", "count"),
+    ("dv_deleted_ratio", pa.float64(), "dv_deleted_rows / numRecords of the active files (null without rows)", "ratio"),
+    ("partitions", pa.int64(), "partitions with at least one file (null: unpartitioned)", "count"),
+    ("schema_changed", pa.bool_(), "a metaData action of this version changed the schema", "bool"),
+    ("protocol_changed", pa.bool_(), "a protocol action of this version changed the protocol", "bool"),
+)
+
+
 SCHEMAS: dict[str, pa.Schema] = {
     "history": HISTORY_SCHEMA,
+    "timeline": TIMELINE_SCHEMA,
     "commits": COMMITS_SCHEMA,
     "diff": DIFF_SCHEMA,
     "diff_files": DIFF_FILES_SCHEMA,
@@ -607,6 +748,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "reconstructable_versions": VERSIONS_SCHEMA,
     "vacuum_preview": VACUUM_SCHEMA,
     "features": FEATURES_SCHEMA,
+    "protocol_versions": PROTOCOL_VERSIONS_SCHEMA,
     "compatibility": COMPATIBILITY_SCHEMA,
     "column_mapping": COLUMN_MAPPING_SCHEMA,
     "row_tracking": ROW_TRACKING_SCHEMA,
@@ -615,4 +757,5 @@ SCHEMAS: dict[str, pa.Schema] = {
     "transactions": TXNS_SCHEMA,
     "catalog_status": CATALOG_SCHEMA,
     "commit_infos": COMMIT_INFOS_SCHEMA,
+    "advise": ADVICE_SCHEMA,
 }

@@ -22,8 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore import inspect
+from deltaexplore.core.protocol.schema import type_text
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect import row_diff
 from deltaexplore.inspect.formatting import TABLE_KEY, count_noun, human_bytes, human_count
 from deltaexplore.magics.report import Report
 from deltaexplore.widgets import explore, maintenance
@@ -151,6 +153,16 @@ def cmd_explore(ctx: Context, argv: list[str]) -> Any:
     args = p.parse_args(argv)
 
     return explore(table_named(ctx, args.table), args.version, page_size=ctx.page_size, tab=args.tab)
+
+
+@command("follow", "the explorer following the table as it changes (new versions and their commits)")
+def cmd_follow(ctx: Context, argv: list[str]) -> Any:
+    p = parser("follow", "Open the explorer with Follow on: new versions appear as they land.", version=False)
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls while commits come (backs off to 30 s)")
+    p.add_argument("--tab", default="history", help="tab to open on")
+    args = p.parse_args(argv)
+    table = table_named(ctx, args.table)
+    return explore(table, None, page_size=ctx.page_size, tab=args.tab, follow=True, follow_interval=args.interval)
 
 
 @command("history", "commits, newest first")
@@ -297,16 +309,51 @@ def cmd_diff(ctx: Context, argv: list[str]) -> Any:
     p = parser("diff", "Compare two versions from metadata only: %delta diff [TABLE] V1 [V2].", table=False, version=False)
     p.add_argument("items", nargs="*", metavar="[TABLE] V1 [V2]", help="V2 defaults to the latest version")
     p.add_argument("--files", action="store_true", help="one row per changed file")
-    p.add_argument("--rows", action="store_true", help="row-level changes (change data feed)")
+    p.add_argument("--rows", action="store_true", help="the rows that truly differ (read from the files that differ)")
+    p.add_argument(
+        "--key",
+        action="append",
+        default=None,
+        metavar="COLUMN",
+        help="with --rows: pair old and new rows by this key (repeatable)",
+    )
+    p.add_argument("--columns", default=None, metavar="A,B", help="with --rows: compare only these columns")
     args = p.parse_args(argv)
+    if (args.key or args.columns) and not args.rows:
+        p.error("--key and --columns go with --rows")
     ref, versions = _table_and_versions(p, args.items, required=1, most=2)
     table = table_named(ctx, ref)
     v1, v2 = versions[0], (versions[1] if len(versions) > 1 else None)
     span = f"v{v1} → v{v2 if v2 is not None else table.latest_version()}"
     if args.rows:
-        return titled(inspect.diff_rows(table, v1, v2), f"Changed rows · {_short_name(table)} {span}", name="rows")
+        out = inspect.diff_rows(table, v1, v2, key=args.key, columns=_names(args.columns))
+        read = row_diff.read_summary(out)
+        files = count_noun(read["files_read"], "file")
+        note = f"{count_noun(out.num_rows, 'changed row')} · read {files}, {human_bytes(read['bytes_read'])}"
+        return titled(out, f"Changed rows · {_short_name(table)} {span} · {note}", name="diff_rows")
     out = (inspect.diff_files if args.files else inspect.diff)(table, v1, v2)
     return titled(out, f"{'Changed files' if args.files else 'Diff'} · {_short_name(table)} {span}")
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+@command("advise", "what maintenance to run, ranked, with its predicted effect (--check: predicted vs measured)")
+def cmd_advise(ctx: Context, argv: list[str]) -> Any:
+    p = parser("advise", "Ranked maintenance advice predicted from the log (nothing is written).")
+    p.add_argument("-c", "--columns", default=None, metavar="A,B", help="columns point queries filter on")
+    p.add_argument("--zorder", default=None, metavar="A,B", help="the what-if of a Z-order by these columns")
+    p.add_argument("--target-bytes", type=int, default=None, help="target file size of compaction and Z-order")
+    p.add_argument("--check", action="store_true", help="the prediction before the newest OPTIMIZE/REORG vs the result")
+    args = p.parse_args(argv)
+    snap = table_named(ctx, args.table).snapshot(args.version)
+    if args.check:
+        out = inspect.advise(snap, check=True, target_size=args.target_bytes)
+        ok = sum(out.column("within").to_pylist())
+        return titled(out, f"Advice checked · {_short_name(snap.table)}: {ok} of {out.num_rows} predictions within tolerance")
+    out = inspect.advise(snap, columns=_names(args.columns), zorder_by=_names(args.zorder), target_size=args.target_bytes)
+    return _named(out, f"Advice ({count_noun(out.num_rows, 'recommendation')})", snap.table, snap.version)
 
 
 @command("health", "log health: checkpoints, commits since, log vs data bytes, tombstones, .crc")
@@ -341,8 +388,14 @@ def cmd_schema(ctx: Context, argv: list[str]) -> Any:
     args = p.parse_args(argv)
     snap = table_named(ctx, args.table).snapshot(args.version)
     schema = snap.arrow_schema
+    fields = []
+    for f, delta_field in zip(schema, snap.schema.fields):
+        text = type_text(delta_field)
+        if text != str(delta_field.type):  # collated strings: the collation beside the Arrow type
+            f = f.with_metadata({**(f.metadata or {}), b"delta_type": text.encode()})
+        fields.append(f)
     md = {**(schema.metadata or {}), TABLE_KEY: b"schema", TITLE_KEY: _title("Schema", snap.table, snap.version).encode()}
-    return schema.with_metadata(md)
+    return pa.schema(fields, metadata=md)
 
 
 @command("read", "rows (deletion vectors applied), optionally filtered")
@@ -364,7 +417,7 @@ def cmd_read(ctx: Context, argv: list[str]) -> Any:
             ) from exc
         return spark.read(spark.get_spark(), table, version=args.version, columns=cols, where=args.where)
     snap = table.snapshot(args.version)
-    rows = snap.to_arrow(cols, where=args.where)
+    rows = snap.to_arrow(cols, where=args.where, variant="json")  # variants as JSON text, as Spark shows them
     limit = ctx.limit if args.limit is None else args.limit
     rows = rows.slice(0, limit) if limit else rows
     return _named(rows, "Rows", table, snap.version, name="rows")

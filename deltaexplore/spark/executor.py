@@ -11,7 +11,9 @@ cloudpickle), and every other import is the standard library, numpy or pyarrow. 
   MERGE with deletion vectors);
 - `dv_rows`: DV descriptors become deleted row indexes, optionally minus a second DV's rows
   (reads in executor mode, the change data feed's pieces);
-- `path_deleter`: table-relative paths are deleted (VACUUM of many files).
+- `path_deleter`: table-relative paths are deleted (VACUUM of many files);
+- `variant_structs`: Spark's VARIANT values (read natively, shredded files rebuilt by Spark's
+  reader) become the core's `struct<metadata, value>`.
 
 Files are reached through fsspec when the executor has it (the same options as the driver's
 `Storage`), else through `pyarrow.fs` (local, s3, gs, abfs); table-relative paths only: nothing
@@ -58,6 +60,7 @@ __all__ = [
     "dv_writer",
     "path_deleter",
     "ship",
+    "variant_structs",
 ]
 
 #: what `dv_writer` returns per file (its new DV's descriptor and counts)
@@ -388,5 +391,50 @@ def path_deleter(root: str, storage_options: dict[str, Any] | None) -> ArrowTask
             for rel in batch.column(0).to_pylist():
                 deleted += files.delete(posixpath.normpath(rel))
         yield pa.RecordBatch.from_pydict({"deleted": pa.array([deleted], pa.int64())})
+
+    return run
+
+
+# -- variants ------------------------------------------------------------------------------------
+
+
+def _is_spark_variant(t: pa.DataType) -> bool:
+    """Spark's Arrow form of a VARIANT: struct<value, metadata>, the metadata field marked."""
+    return (
+        pa.types.is_struct(t)
+        and [f.name for f in t] == ["value", "metadata"]
+        and (t.field(1).metadata or {}).get(b"variant") == b"true"
+    )
+
+
+def _variant_structs(arr: pa.Array) -> pa.Array:
+    t = arr.type
+    mask = arr.is_null() if arr.null_count else None
+    if _is_spark_variant(t):
+        value, metadata = arr.flatten()
+        fields = [pa.field("metadata", pa.binary()), pa.field("value", pa.binary())]
+        return pa.StructArray.from_arrays([metadata, value], fields=fields, mask=mask)
+    if pa.types.is_struct(t):
+        children = [_variant_structs(c) for c in arr.flatten()]
+        fields = [pa.field(f.name, c.type, f.nullable) for f, c in zip(t, children)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = _variant_structs(arr.values)
+        offsets = arr.offsets
+        return type(arr).from_arrays(offsets, values, mask=mask)
+    if pa.types.is_map(t):
+        items = _variant_structs(arr.items)
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, mask=mask)
+    return arr
+
+
+def variant_structs() -> ArrowTask:
+    """A `mapInArrow` function: every column passes through, Spark's VARIANTs (at any depth)
+    become ``struct<metadata, value>``, the core's form of a variant."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            columns = [_variant_structs(c) for c in batch.columns]
+            yield pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
     return run

@@ -1,4 +1,4 @@
-"""Core filter expressions (`core.predicates.Expr`) as Spark columns, with the core's semantics.
+"""Core filter expressions (`core.protocol.predicates.Expr`) as Spark columns, with the core's semantics.
 
 The result keeps exactly the rows `ScanPlan.to_arrow()` keeps: comparisons with null drop the
 row (as in Spark); ``x IN (...)`` is never null (a null ``x`` matches only a null in the list,
@@ -56,8 +56,10 @@ def _spark_literal(value: Any, dtype: DataType) -> Column:
     return F.lit(py).cast(target)
 
 
-def to_spark_filter(expr: Expr, schema: StructType) -> Column:
-    """A boolean Spark column equivalent to `expr.to_arrow(...)` on a table with `schema`."""
+def to_spark_filter(expr: Expr, schema: StructType, *, lowered: frozenset[str] = frozenset()) -> Column:
+    """A boolean Spark column equivalent to `expr.to_arrow(...)` on a table with `schema`;
+    columns in `lowered` (collation spark.UTF8_LCASE) are compared lower-cased, with the
+    literals of `expr` lower-cased already (`predicates.lower_literals`), as `ScanPlan` does."""
     from pyspark.sql import functions as F
 
     def column(name: str) -> tuple[Column, DataType]:
@@ -65,7 +67,7 @@ def to_spark_filter(expr: Expr, schema: StructType) -> Column:
         col = F.col(f"`{names[0].replace('`', '``')}`")
         for n in names[1:]:
             col = col.getField(n)
-        return col, dtype
+        return (F.lower(col) if name in lowered else col), dtype
 
     def floating(dtype: DataType) -> bool:
         return getattr(dtype, "name", "") in ("float", "double")

@@ -13,6 +13,10 @@ with and without DVs) with the physical schema (physical names or parquet field 
   row indexes and never filtered;
 - columns are cast from their physical to their logical type and name (widened types,
   renamed nested fields), missing columns are null, timestamps are instants (UTC);
+- variants are the core's `struct<metadata, value>`: read as that struct, or, in a table that may
+  hold shredded variants (`variantShredding`), read as Spark's VARIANT (its reader rebuilds
+  shredded values, file by file) and turned into the struct on the executors
+  (`executor.variant_structs`);
 - the row filter runs last, with the core's semantics (`filters.to_spark_filter`).
 """
 
@@ -26,15 +30,15 @@ import pyarrow as pa
 
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor
-from deltaexplore.core.protocol.predicates import parse_predicate
+from deltaexplore.core.protocol.predicates import lower_literals, parse_predicate
 from deltaexplore.core.protocol.schema import PrimitiveType, StructField, any_leaf
 from deltaexplore.core.scan.plan import ScanPlan, partition_table
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table, open_table
-from deltaexplore.errors import UnsupportedFeatureError
 from deltaexplore.spark import file_values as fv
 from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_rows, keep_row
+from deltaexplore.spark.executor import ship, variant_structs
 from deltaexplore.spark.file_values import FILE_COL, ROW_COL
 from deltaexplore.spark.filters import to_spark_filter
 from deltaexplore.spark.paths import file_path_key, spark_location, spark_root
@@ -139,7 +143,8 @@ def read_plan(
             storage_options=storage_options,
         )
         if plan.predicate is not None:
-            df = df.where(to_spark_filter(plan.predicate, snap.schema))
+            predicate = lower_literals(plan.predicate, plan.lowered)
+            df = df.where(to_spark_filter(predicate, snap.schema, lowered=plan.lowered))
         if [f.name for f in wanted] == [f.name for f in plan.fields]:
             return df  # already exactly these columns (each planned DataFrame step costs ~10 ms)
         return df.selectExpr(*[quoted(f.name) for f in plan.fields])
@@ -181,11 +186,16 @@ def parquet_reader(spark: SparkSession, schema: Any) -> Any:
 
 
 def logical_columns(
-    fields: list[StructField], data_fields: list[StructField], part_fields: list[StructField]
+    fields: list[StructField],
+    data_fields: list[StructField],
+    part_fields: list[StructField],
+    *,
+    native_variant: bool = False,
 ) -> list[str | Column]:
     """`fields` as columns of a scan: data field i is ``__dx_c<i>``, partition field j
-    `file_values.part_col(j)`, any other field null; each cast to its Spark type. SQL text
-    where it can say the type (see `project`), else a Column."""
+    `file_values.part_col(j)`, any other field null; each cast to its Spark type (variants as
+    Spark's VARIANT with `native_variant`). SQL text where it can say the type (see `project`),
+    else a Column."""
     from pyspark.sql import functions as F
 
     data_index = {f.name: i for i, f in enumerate(data_fields)}
@@ -197,12 +207,12 @@ def logical_columns(
             source = f"__dx_c{data_index[f.name]}"
         elif f.name in part_index:
             source = fv.part_col(part_index[f.name])
-        text = sql_type(f.type)
+        text = sql_type(f.type, native_variant=native_variant)
         if text is not None:
             value = "NULL" if source is None else quoted(source)
             out.append(f"CAST({value} AS {text}) AS {quoted(f.name)}")
         else:
-            target = spark_type(f.type)
+            target = spark_type(f.type, native_variant=native_variant)
             value_col = F.lit(None) if source is None else F.col(source)
             out.append(value_col.cast(target).alias(f.name))
     return out
@@ -245,17 +255,13 @@ def scan_files(
     mode = snapshot.column_mapping_mode
     if mode == "id":
         ensure_field_ids(spark)
+    # a table that may hold shredded variants is read with Spark's VARIANT, whose reader rebuilds
+    # them (a struct read would drop `typed_value`); they become the core's structs at the end
+    native_variant = False
     if any(any_leaf(f.type, lambda p: p.name == "variant") for f in fields):
-        if snapshot.protocol.has("variantShredding", "variantShredding-preview"):
-            # Spark would read a shredded file's struct without its `typed_value`: wrong values
-            raise UnsupportedFeatureError(
-                f"{snapshot.uri} may store shredded variants (variantShredding): reading its variant columns "
-                "on Spark as struct<metadata, value> is not supported yet; select other columns",
-                feature="variantShredding",
-                needed_by="readers",
-                path=snapshot.uri,
-            )
-        ensure_variant_structs(spark)
+        native_variant = snapshot.protocol.has("variantShredding", "variantShredding-preview")
+        if not native_variant:
+            ensure_variant_structs(spark)
     parts = set(snapshot.partition_columns)
     part_fields = [f for f in fields if f.name in parts]
     data_fields = [f for f in fields if f.name not in parts and f.type != PrimitiveType("void")]
@@ -269,7 +275,7 @@ def scan_files(
     need_values = bool(part_fields) or with_ids
 
     # Spark matches parquet columns by the read schema's names (or ids): use the physical ones.
-    physical = T.StructType([spark_field(f, mode=mode) for f in data_fields])
+    physical = T.StructType([spark_field(f, mode=mode, native_variant=native_variant) for f in data_fields])
     reader = parquet_reader(spark, physical)
 
     deleted = None
@@ -317,7 +323,7 @@ def scan_files(
         )
 
     def finish(df: DataFrame) -> DataFrame:
-        out = logical_columns(fields, data_fields, part_fields)
+        out = logical_columns(fields, data_fields, part_fields, native_variant=native_variant)
         if with_ids:
             out += [FILE_COL, ROW_COL]
         return project(df, out)
@@ -350,4 +356,10 @@ def scan_files(
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
+    if native_variant:
+        ship()
+        schema = spark_schema(fields)
+        if with_ids:
+            schema = schema.add(FILE_COL, T.IntegerType()).add(ROW_COL, T.LongType())
+        df = df.mapInArrow(variant_structs(), schema)
     return df

@@ -1,14 +1,16 @@
 """Delta types as Spark types: the logical schema users see and the physical one files use.
 
 Under column mapping the physical schema uses physical names (mode ``name``) or carries parquet
-field ids (mode ``id``, Spark's ``parquet.field.id`` field metadata); variant columns are read
-as ``struct<metadata: binary, value: binary>`` (what the core gives), geo types as WKB binary.
+field ids (mode ``id``, Spark's ``parquet.field.id`` field metadata); variant columns are given
+as ``struct<metadata: binary, value: binary>`` (what the core gives; `native_variant` asks for
+Spark's VARIANT, which a scan of shredded files reads), geo types as WKB binary.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from deltaexplore.core.protocol.features import FEATURES
 from deltaexplore.core.protocol.schema import (
     ArrayType,
     DataType,
@@ -18,7 +20,7 @@ from deltaexplore.core.protocol.schema import (
     StructField,
     StructType,
 )
-from deltaexplore.errors import DeltaProtocolError
+from deltaexplore.errors import DeltaProtocolError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from pyspark.sql import types as T
@@ -28,8 +30,10 @@ __all__ = ["delta_type_from_spark", "spark_field", "spark_schema", "spark_type",
 SPARK_FIELD_ID = "parquet.field.id"
 
 
-def spark_type(t: DataType, *, mode: str | None = None) -> T.DataType:
-    """The Spark type of a Delta type; with `mode` ("name"/"id") nested fields are physical."""
+def spark_type(t: DataType, *, mode: str | None = None, native_variant: bool = False) -> T.DataType:
+    """The Spark type of a Delta type; with `mode` ("name"/"id") nested fields are physical;
+    with `native_variant` a variant is Spark's VARIANT (which rebuilds shredded values when it
+    reads a file), else ``struct<metadata, value>``."""
     from pyspark.sql import types as T
 
     if isinstance(t, PrimitiveType):
@@ -52,21 +56,39 @@ def spark_type(t: DataType, *, mode: str | None = None) -> T.DataType:
         if name in simple:
             return simple[name]
         if name == "variant":
+            if native_variant:
+                return T.VariantType()
             return T.StructType([T.StructField("metadata", T.BinaryType(), True), T.StructField("value", T.BinaryType(), True)])
         if name.startswith(("geometry", "geography")):
             return T.BinaryType()
         if name.startswith(("char", "varchar")):
             return T.StringType()
+        if name in ("timestamp_nanos", "timestamp_ntz_nanos"):
+            raise UnsupportedFeatureError(
+                f"column type {name!r} (table feature 'timestampNanos', {FEATURES['timestampNanos'].rfc}) cannot be read "
+                "with Spark, which has no nanosecond timestamps: read it with the local reader (snapshot.to_arrow())",
+                feature="timestampNanos",
+                needed_by="readers",
+            )
+        if name.startswith("interval "):
+            raise UnsupportedFeatureError(
+                f"column type {name!r} (delta-io/delta protocol_rfcs/interval-types.md) cannot be read with Spark by "
+                "deltaexplore yet: read it with the local reader (snapshot.to_arrow())",
+                feature=name,
+                needed_by="readers",
+            )
         raise DeltaProtocolError(f"data type {name!r} cannot be read with Spark by deltaexplore")
     if isinstance(t, DecimalType):
         if t.precision > 38:
             raise DeltaProtocolError(f"{t.name} exceeds Spark's maximum decimal precision (38)")
         return T.DecimalType(t.precision, t.scale)
+    nv = native_variant
     if isinstance(t, ArrayType):
-        return T.ArrayType(spark_type(t.element_type, mode=mode), t.contains_null)
+        return T.ArrayType(spark_type(t.element_type, mode=mode, native_variant=nv), t.contains_null)
     if isinstance(t, MapType):
-        return T.MapType(spark_type(t.key_type, mode=mode), spark_type(t.value_type, mode=mode), t.value_contains_null)
-    return T.StructType([spark_field(f, mode=mode) for f in t.fields])
+        key, value = spark_type(t.key_type, mode=mode, native_variant=nv), spark_type(t.value_type, mode=mode, native_variant=nv)
+        return T.MapType(key, value, t.value_contains_null)
+    return T.StructType([spark_field(f, mode=mode, native_variant=nv) for f in t.fields])
 
 
 _SQL_NAMES = {
@@ -87,10 +109,12 @@ _SQL_NAMES = {
 }
 
 
-def sql_type(t: DataType) -> str | None:
+def sql_type(t: DataType, *, native_variant: bool = False) -> str | None:
     """Spark SQL text of `spark_type(t)` (logical names), or None where text cannot say it
     exactly (a nested field, element or value that is not nullable)."""
     if isinstance(t, PrimitiveType):
+        if t.name == "variant" and native_variant:
+            return "VARIANT"
         if t.name in _SQL_NAMES:
             return _SQL_NAMES[t.name]
         if t.name.startswith(("geometry", "geography")):
@@ -101,14 +125,14 @@ def sql_type(t: DataType) -> str | None:
     if isinstance(t, DecimalType):
         return f"DECIMAL({t.precision},{t.scale})" if t.precision <= 38 else None
     if isinstance(t, ArrayType):
-        element = sql_type(t.element_type)
+        element = sql_type(t.element_type, native_variant=native_variant)
         return f"ARRAY<{element}>" if element is not None and t.contains_null else None
     if isinstance(t, MapType):
-        key, value = sql_type(t.key_type), sql_type(t.value_type)
+        key, value = sql_type(t.key_type, native_variant=native_variant), sql_type(t.value_type, native_variant=native_variant)
         return f"MAP<{key}, {value}>" if key is not None and value is not None and t.value_contains_null else None
     fields = []
     for f in t.fields:
-        inner = sql_type(f.type)
+        inner = sql_type(f.type, native_variant=native_variant)
         if inner is None:
             return None
         fields.append(f"{quoted(f.name)}: {inner}")
@@ -120,7 +144,7 @@ def quoted(name: str) -> str:
     return f"`{name.replace('`', '``')}`"
 
 
-def spark_field(f: StructField, *, mode: str | None = None) -> T.StructField:
+def spark_field(f: StructField, *, mode: str | None = None, native_variant: bool = False) -> T.StructField:
     """A Spark field: logical (mode None/"none") or physical (name/id mode, with field ids)."""
     from pyspark.sql import types as T
 
@@ -129,7 +153,7 @@ def spark_field(f: StructField, *, mode: str | None = None) -> T.StructField:
     metadata: dict[str, Any] = {}
     if mode == "id" and f.field_id is not None:
         metadata[SPARK_FIELD_ID] = f.field_id
-    return T.StructField(name, spark_type(f.type, mode=mode), True, metadata)
+    return T.StructField(name, spark_type(f.type, mode=mode, native_variant=native_variant), True, metadata)
 
 
 def spark_schema(fields: list[StructField], *, mode: str | None = None) -> T.StructType:

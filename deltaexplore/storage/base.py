@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.errors import StorageError
+from deltaexplore.storage.concurrency import map_bounded
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -74,6 +75,9 @@ class Storage(ABC):
 
     #: URI (or local path) of the table root, without a trailing slash.
     root: str
+    #: requests `read_many` / `head_many` keep in flight at once (1: one after the other, as
+    #: on a local disk, where threads only add overhead)
+    max_concurrency: int = 1
 
     @property
     def local_root(self) -> str | None:
@@ -155,9 +159,21 @@ class Storage(ABC):
         """`length` bytes at `start` of a file (short if the file is shorter)."""
         return self.read_bytes(path)[start : start + length]
 
+    def read_many(self, paths: list[str]) -> list[bytes]:
+        """`read_bytes` of each path, in order, `max_concurrency` requests at a time.
+
+        Raises:
+            FileNotFoundError / StorageError: as `read_bytes`, once every read has ended.
+        """
+        return map_bounded(self.read_bytes, paths, self.max_concurrency)
+
     @abstractmethod
     def head(self, path: str) -> FileInfo | None:
         """Size and mtime of a file, or None when it does not exist."""
+
+    def head_many(self, paths: list[str]) -> list[FileInfo | None]:
+        """`head` of each path, in order, `max_concurrency` requests at a time."""
+        return map_bounded(self.head, paths, self.max_concurrency)
 
     def exists(self, path: str) -> bool:
         return self.head(path) is not None
@@ -174,6 +190,11 @@ class Storage(ABC):
         """
         fs, _ = self.arrow_filesystem()
         return fs.open_input_file(self.location(path))
+
+    def prefetch(self, paths: list[str]) -> None:
+        """A hint: `paths` will be opened soon (`open_input`). An object store may start
+        fetching them now; a local disk ignores it."""
+        return None
 
     @abstractmethod
     def location(self, path: str) -> str:

@@ -1,23 +1,32 @@
-"""Storage on any fsspec filesystem (s3://, gs://, az://, memory://, ...)."""
+"""Storage on any fsspec filesystem (s3://, gs://, az://, memory://, ...).
+
+Every store goes through the same code: reads, listings and stats are retried on transient
+failures (`storage.retries`), many reads or stats overlap up to `max_concurrency` requests
+(`storage.concurrency`; s3fs's connection pool is widened to match), and a parquet file whose
+size the listing gave is fetched in one request when it is small (`WHOLE_READ_BYTES`), in
+range requests otherwise.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import posixpath
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fsspec
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from deltaexplore.errors import MissingDependencyError, StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
+from deltaexplore.storage.concurrency import DEFAULT_MAX_CONCURRENCY, in_background
 from deltaexplore.storage.credentials import redact, secret_values
 from deltaexplore.storage.local import LocalStorage, walk_local
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from deltaexplore.storage.retries import with_retries
 
 __all__ = ["FsspecStorage"]
 
@@ -29,6 +38,15 @@ _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "a
 #: `allow_unsafe_commits=True` says only one writer ever commits to the table.
 ATOMIC_CREATE = frozenset({"s3", "s3a", "memory"})
 UNSAFE_OPTION = "allow_unsafe_commits"
+#: storage option: requests kept in flight at once (`Storage.max_concurrency`)
+CONCURRENCY_OPTION = "max_concurrency"
+#: a parquet file (checkpoint part, sidecar) at most this big, of a size the listing gave, is
+#: fetched in one request: pyarrow would make three (footer length, footer, columns), each a
+#: round trip
+WHOLE_READ_BYTES = 32 << 20
+#: whole files kept for a second open (a checkpoint is opened for its protocol and metadata,
+#: then for its file actions): the newest ones, this many bytes at most
+WHOLE_CACHE_BYTES = 64 << 20
 
 
 def _mtime_ms(info: dict[str, Any]) -> int:
@@ -51,6 +69,60 @@ def _mtime_ms(info: dict[str, Any]) -> int:
                 parsed = parsed.replace(tzinfo=dt.UTC)
             return int(parsed.timestamp() * 1000)
     return 0
+
+
+def _concurrency(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise StorageError(f"storage option {CONCURRENCY_OPTION} must be a positive integer, got {value!r}")
+    return value
+
+
+#: s3fs options with a pyarrow `S3FileSystem` equivalent (any other option keeps reads on s3fs)
+_NATIVE_S3_OPTIONS = frozenset({"key", "secret", "token", "anon", "client_kwargs", "config_kwargs"})
+
+
+def _native_s3(options: dict[str, Any]) -> pafs.FileSystem | None:
+    """pyarrow's C++ S3 client for reads, when the s3fs options translate to it exactly and
+    name the endpoint or region (s3fs finds a bucket's region itself; pyarrow does not).
+    Reading many small objects, it spends ~1 ms of CPU per request where s3fs and aiobotocore
+    spend ~4 (`benchmarks/results/object-store.md`); writes stay on s3fs (conditional PUT)."""
+    if not isinstance(options.get("client_kwargs") or {}, dict):
+        return None
+    client = dict(options.get("client_kwargs") or {})
+    endpoint = client.pop("endpoint_url", None)
+    region = client.pop("region_name", None)
+    if set(options) - _NATIVE_S3_OPTIONS or client or not (endpoint or region):
+        return None
+    kwargs: dict[str, Any] = {"region": region or "us-east-1"}
+    if options.get("anon"):
+        kwargs["anonymous"] = True
+    elif options.get("key") and options.get("secret"):
+        kwargs.update(access_key=options["key"], secret_key=options["secret"], session_token=options.get("token"))
+    elif options.get("key") or options.get("secret") or options.get("token"):
+        return None
+    if endpoint:
+        scheme, _, rest = str(endpoint).partition("://")
+        if not rest or scheme not in ("http", "https"):
+            return None
+        kwargs.update(endpoint_override=rest.rstrip("/"), scheme=scheme)
+    try:
+        return pafs.S3FileSystem(**kwargs)
+    except Exception:  # noqa: BLE001 - a pyarrow built without S3: s3fs reads
+        return None
+
+
+def _once(fn: Callable[[], bytes]) -> Callable[[], bytes]:
+    """`fn`, called on the first call only (its result kept)."""
+    box: list[bytes] = []
+    lock = threading.Lock()
+
+    def call() -> bytes:
+        with lock:
+            if not box:
+                box.append(fn())
+            return box[0]
+
+    return call
 
 
 def _under_skipped(path: str, rel: str, skip_dir: Callable[[str], bool], memo: dict[str, bool]) -> bool:
@@ -76,6 +148,17 @@ class FsspecStorage(Storage):
         #: (Spark executors open their own filesystem)
         self.storage_options: dict[str, Any] = dict(options)
         self.unsafe_commits_allowed = bool(options.pop(UNSAFE_OPTION, False))
+        self.max_concurrency = _concurrency(options.pop(CONCURRENCY_OPTION, DEFAULT_MAX_CONCURRENCY))
+        if scheme in ("s3", "s3a") and isinstance(options.get("config_kwargs") or {}, dict):
+            # botocore keeps 10 connections: more requests in flight would wait for one
+            config = dict(options.get("config_kwargs") or {})
+            config.setdefault("max_pool_connections", self.max_concurrency)
+            options["config_kwargs"] = config
+        #: sizes of the files listed or stat'ed (log files do not change once written)
+        self._sizes: dict[str, int] = {}
+        #: whole small files fetched or being fetched (`prefetch`, `open_input`), newest last
+        self._whole: OrderedDict[str, Callable[[], bytes]] = OrderedDict()
+        self._whole_lock = threading.Lock()
         try:
             fs, path = fsspec.core.url_to_fs(uri, **options)
         except ImportError as exc:
@@ -88,6 +171,7 @@ class FsspecStorage(Storage):
             raise self._error(f"cannot open {uri!r} with these storage options", exc, uri) from self._cause(exc)
         self.fs = fs
         self.scheme = scheme
+        self._reader = _native_s3(options) if scheme in ("s3", "s3a") else None
         self._root_path = path.rstrip("/")
         self.root = uri.rstrip("/")
 
@@ -126,10 +210,12 @@ class FsspecStorage(Storage):
         directory = self._full(rel_dir)
         prefix = rel_dir.rstrip("/") + "/" if rel_dir else ""
         try:
-            entries = (
-                self.fs.ls(directory, detail=True, refresh=True)
-                if self._supports_refresh()
-                else self.fs.ls(directory, detail=True)
+            entries = with_retries(
+                lambda: (
+                    self.fs.ls(directory, detail=True, refresh=True)
+                    if self._supports_refresh()
+                    else self.fs.ls(directory, detail=True)
+                )
             )
         except FileNotFoundError:
             raise
@@ -143,6 +229,7 @@ class FsspecStorage(Storage):
             if start_after is not None and name <= start_after:
                 continue
             out.append(FileInfo(prefix + name, int(info.get("size") or 0), _mtime_ms(info)))
+            self._sizes[out[-1].path] = out[-1].size
         if not out and not entries and not self.fs.exists(directory):
             raise FileNotFoundError(f"no such directory: {self.scheme}://{directory}")
         out.sort(key=lambda f: f.path)
@@ -160,7 +247,7 @@ class FsspecStorage(Storage):
         try:
             if self._supports_refresh():
                 self.fs.invalidate_cache(top)
-            found = self.fs.find(top, detail=True, withdirs=False)
+            found = with_retries(lambda: self.fs.find(top, detail=True, withdirs=False))
         except FileNotFoundError:
             return tree_table([], [], [])
         except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
@@ -207,7 +294,10 @@ class FsspecStorage(Storage):
     def read_bytes(self, path: str) -> bytes:
         full = self._full(path)
         try:
-            return bytes(self.fs.cat_file(full))
+            if self._reader is not None:
+                reader = self._reader
+                return bytes(with_retries(lambda: reader.open_input_stream(full).readall()))
+            return bytes(with_retries(lambda: self.fs.cat_file(full)))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
         except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
@@ -216,7 +306,7 @@ class FsspecStorage(Storage):
     def read_range(self, path: str, start: int, length: int) -> bytes:
         full = self._full(path)
         try:
-            return bytes(self.fs.cat_file(full, start=start, end=start + length))
+            return bytes(with_retries(lambda: self.fs.cat_file(full, start=start, end=start + length)))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
         except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
@@ -225,17 +315,60 @@ class FsspecStorage(Storage):
     def head(self, path: str) -> FileInfo | None:
         full = self._full(path)
         try:
-            info = self.fs.info(full)
+            info = with_retries(lambda: self.fs.info(full))
         except FileNotFoundError:
             return None
         except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
             raise self._error(f"cannot stat {self.scheme}://{full}", exc, full) from self._cause(exc)
         if info.get("type") != "file":
             return None
-        return FileInfo(path, int(info.get("size") or 0), _mtime_ms(info))
+        self._sizes[path] = int(info.get("size") or 0)
+        return FileInfo(path, self._sizes[path], _mtime_ms(info))
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs)), self._root_path
+
+    def _small(self, path: str) -> bool:
+        size = self._sizes.get(path)
+        return size is not None and size <= WHOLE_READ_BYTES
+
+    def _whole_read(self, path: str, *, background: bool) -> Callable[[], bytes]:
+        """The fetch of a whole small file: the one started before, else a new one (started on
+        its own thread when `background`); the newest fetches are kept up to `WHOLE_CACHE_BYTES`."""
+        with self._whole_lock:
+            fetch = self._whole.get(path)
+            if fetch is None:
+                fetch = in_background(lambda: self.read_bytes(path)) if background else _once(lambda: self.read_bytes(path))
+                self._whole[path] = fetch
+                kept, total = [], 0
+                for p in reversed(self._whole):
+                    total += self._sizes.get(p, 0)
+                    if total > WHOLE_CACHE_BYTES:
+                        kept.append(p)
+                for p in kept:
+                    del self._whole[p]
+            self._whole.move_to_end(path)
+        return fetch
+
+    def prefetch(self, paths: list[str]) -> None:
+        """Start fetching the small files among `paths` (parquet checkpoint parts) in the
+        background, so that `open_input` finds them fetched: they overlap the commit reads."""
+        for path in paths:
+            if self._small(path):
+                self._whole_read(path, background=True)
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        """A random-access file for parquet reads: a file listed or stat'ed at most
+        `WHOLE_READ_BYTES` is fetched whole in one request (retried like every read; kept for
+        the next open), a bigger or unknown one is read with range requests."""
+        if not self._small(path):
+            return super().open_input(path)
+        try:
+            return pa.BufferReader(self._whole_read(path, background=False)())
+        except BaseException:
+            with self._whole_lock:  # a failed fetch is not kept: the next open fetches again
+                self._whole.pop(path, None)
+            raise
 
     def location(self, path: str) -> str:
         return self._full(path)

@@ -18,6 +18,8 @@ thousand rows, whatever the table size.
 - `dv_density_chart(deletion_vectors)`: deleted ratio per file (binned when large)
 - `deleted_rows_heatmap(deleted_rows, path=None, num_records=None)`: deleted rows within a file
 - `log_health_chart(log_files)`: commit / checkpoint bytes and JSON replayed per version
+- `timeline_chart(timeline, metric="files")`: one metric of `inspect.timeline` per version,
+  schema and protocol changes marked
 
 Rendering: in a Jupyter kernel, importing this package switches Altair from its default
 renderer (Vega from a CDN: blank without internet, and JupyterLab 4 has no Vega-Lite 6
@@ -39,6 +41,7 @@ from deltaexplore.viz.history import history_chart, operations_chart, versions_c
 from deltaexplore.viz.layout import explain_funnel, layout_chart, layout_density_chart
 from deltaexplore.viz.log import log_health_chart
 from deltaexplore.viz.render import enable_in_kernel, enable_offline_renderer, show, to_png, to_svg
+from deltaexplore.viz.timeline import timeline_chart
 
 enable_in_kernel()
 
@@ -56,6 +59,7 @@ __all__ = [
     "operations_chart",
     "partition_skew_chart",
     "show",
+    "timeline_chart",
     "to_png",
     "to_svg",
     "versions_chart",

@@ -4,7 +4,8 @@ The widget never sends rows as JSON: every table travels as one Arrow IPC stream
 widget buffer, decoded in the browser by Apache Arrow's JS library. Before sending, columns are
 normalised to types the grid formats without guessing: integers as int64, other numbers as
 float64, timestamps as `timestamp[ms]` (UTC when zoned), dates and times as ISO text, binary as
-hex, and nested values (maps, structs, lists) as JSON text. Field metadata (the inspection
+hex, variants as the JSON text Spark shows, and other nested values (maps, structs, lists) as
+JSON text. Field metadata (the inspection
 schemas' `doc` and display `unit`) travels with the schema.
 """
 
@@ -15,6 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from deltaexplore.core.protocol.variant import variant_structs_as_json
+from deltaexplore.errors import DeltaExploreError
 
 __all__ = ["from_ipc", "normalize", "to_ipc"]
 
@@ -63,6 +67,10 @@ def _normalize_column(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.A
 
 def normalize(table: pa.Table) -> pa.Table:
     """`table` with every column in a type the browser shows directly; field metadata kept."""
+    try:
+        table = variant_structs_as_json(table)
+    except DeltaExploreError:
+        pass  # bytes that are no valid variant: shown as the struct of hex they are
     arrays = [_normalize_column(table.column(i)) for i in range(table.num_columns)]
     fields = [pa.field(f.name, a.type, nullable=True, metadata=f.metadata) for f, a in zip(table.schema, arrays)]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from deltaexplore.core.protocol.schema import type_text
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.widgets.dependencies import missing
 
@@ -50,7 +51,7 @@ def summary_json(table: Any, version: int | None = None, *, snapshot: Any = None
         out["name"] = md.name
         out["partition_columns"] = list(md.partition_columns)
         try:
-            out["columns"] = [{"name": f.name, "type": str(f.type)} for f in snap.schema.fields]
+            out["columns"] = [{"name": f.name, "type": type_text(f)} for f in snap.schema.fields]
         except DeltaExploreError:
             out["columns"] = []
     out["num_files"] = snap.num_files

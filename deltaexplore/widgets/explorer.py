@@ -16,7 +16,11 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
     browser -> kernel  {"type": "prefetch", "req", "version", "tabs"}  (send the tabs the background prepared)
     kernel -> browser  {"type": "prefetch", "req", "version", "states": {tab: "sent"|"pending"|"none"|"stale"}}
-    browser -> kernel  {"type": "preview"|"run", "op", "params"} and {"type": "refresh"}
+    browser -> kernel  {"type": "preview"|"run", "op", "params"}, {"type": "advise"} and {"type": "refresh"}
+
+Follow (`follow` trait, the header's toggle): a `core.follow.Follower` polls the log on its own
+thread; each new version extends the slider (and moves to it when the latest was shown), reloads
+an open History tab and adds its commit summary to `follow_state`.
 
 A reply carrying "error" says why a request failed (a bad sort, a version that vanished).
 """
@@ -33,6 +37,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from deltaexplore.core.follow import Follower, FollowUpdate
 from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
 from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
@@ -51,6 +56,8 @@ _PER_VERSION = ("overview", "files", "layout", "dv", "health")
 PREFETCHED = ("history", "files", "health", "layout")
 #: row sources kept (older ones are dropped; a grid asking for one then reloads its tab)
 _SOURCES_KEPT = 16
+#: commit summaries `follow_state` keeps (the newest)
+FOLLOW_KEPT = 20
 
 
 def _warm_charts() -> None:
@@ -76,6 +83,8 @@ class Explorer(anywidget.AnyWidget):
         version: the version to open at (latest when None).
         tab: the tab shown first.
         page_size: rows a grid asks the kernel for at a time as it scrolls.
+        follow: follow the table as it changes (the Follow toggle; `core.follow.Follower`).
+        follow_interval: seconds between polls while commits keep coming (backs off to 30 s).
         streaming_files: past this many files (as the log says before a replay) the overview,
             files, DV and health tabs are counted by one streaming pass over the log, not a
             replay of the state (`TableView`); each tab's data says which engine and why.
@@ -110,6 +119,10 @@ class Explorer(anywidget.AnyWidget):
     diff_from = t.Int(-1).tag(sync=True)
     diff_to = t.Int(-1).tag(sync=True)
 
+    follow = t.Bool(False).tag(sync=True)
+    #: {"running", "error", "commits": [summaries of the versions seen, newest last]}
+    follow_state = t.Dict().tag(sync=True)
+
     def __init__(
         self,
         table: Any,
@@ -117,6 +130,8 @@ class Explorer(anywidget.AnyWidget):
         *,
         tab: str = "overview",
         page_size: int = 200,
+        follow: bool = False,
+        follow_interval: float = 2.0,
         streaming_files: int | None = None,
         spark: Any = None,
         spark_files: int | None = None,
@@ -134,6 +149,9 @@ class Explorer(anywidget.AnyWidget):
         self._loaded: set[str] = set()
         self._sources: OrderedDict[str, RowSource] = OrderedDict()
         self._choosing = False
+        self._follower: Follower | None = None
+        self._follow_interval = follow_interval
+        self._follow_lock = threading.Lock()
         lo, hi = self.view.version_range()
         super().__init__(
             uri=table.uri,
@@ -153,6 +171,8 @@ class Explorer(anywidget.AnyWidget):
         self._load("overview")
         if tab != "overview":
             self.tab = tab
+        if follow:
+            self.follow = True
         #: seconds the constructor took (the benchmark reads it)
         self.first_render_seconds = time.perf_counter() - started
 
@@ -355,12 +375,14 @@ class Explorer(anywidget.AnyWidget):
         self.maintenance = {**self.maintenance, "operations": [maintenance.describe(op) for op in maintenance.OPERATIONS]}
 
     # -- reactions to the browser (or to Python code setting traits) -----------------------
+    # The user first: while one of these runs, the view's background work waits (`TableView.user`).
     @t.observe("tab")
     def _tab_changed(self, change: dict[str, Any]) -> None:
         if change["new"] not in TABS:
             self.error = f"unknown tab {change['new']!r}: expected one of {', '.join(TABS)}"
             return
-        self._load(change["new"])
+        with self.view.user():
+            self._load(change["new"])
 
     @t.validate("version")
     def _valid_version(self, proposal: dict[str, Any]) -> int:
@@ -379,28 +401,38 @@ class Explorer(anywidget.AnyWidget):
             if self.tab in _PER_VERSION and self.tab != "overview":
                 self._load(self.tab)
 
-        self._guard(f"version {change['new']}", move)
+        with self.view.user():
+            self._guard(f"version {change['new']}", move)
 
     @t.observe("layout_column")
     def _layout_column_changed(self, change: dict[str, Any]) -> None:
         if not self._choosing:
-            self._load("layout", force=True)
+            with self.view.user():
+                self._load("layout", force=True)
 
     @t.observe("diff_from", "diff_to")
     def _diff_changed(self, change: dict[str, Any]) -> None:
         if self.tab == "diff" or "diff" in self._loaded:
-            self._load("diff", force=True)
+            with self.view.user():
+                self._load("diff", force=True)
 
     def _on_custom_msg(self, _widget: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
+        if content.get("type") == "prefetch":  # asks for background results only: never waits for them
+            self._answer_prefetch(content)
+            return
+        with self.view.user():
+            self._on_user_msg(content)
+
+    def _on_user_msg(self, content: dict[str, Any]) -> None:
         kind = content.get("type")
         if kind in ("rows", "export", "commit"):
             self._answer(kind, content)
-        elif kind == "prefetch":
-            self._answer_prefetch(content)
         elif kind == "complete_overview":
             self._complete_overview(content.get("version"))
         elif kind == "refresh":
             self.refresh()
+        elif kind == "advise":
+            self.advise()
         elif kind == "preview":
             self.preview(str(content.get("op")), **(content.get("params") or {}))
         elif kind == "run":
@@ -434,7 +466,66 @@ class Explorer(anywidget.AnyWidget):
             reply["error"] = f"unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
         self.send(reply, buffers)
 
+    # -- follow ----------------------------------------------------------------------------
+    @t.observe("follow")
+    def _follow_changed(self, change: dict[str, Any]) -> None:
+        if change["new"]:
+            self._guard("follow", self._start_following)
+        else:
+            self._stop_following()
+
+    def _start_following(self) -> None:
+        if self._follower is not None and self._follower.running:
+            return
+        self._follower = Follower(self.view.table, interval=self._follow_interval, on_change=self._followed)
+        self._followed(None)  # versions that landed before following began
+        self.follow_state = {**self.follow_state, "running": True, "error": ""}
+
+    def _stop_following(self) -> None:
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.stop()
+        if self.follow:
+            self.follow = False
+        self.follow_state = {**self.follow_state, "running": False}
+
+    def _followed(self, update: FollowUpdate | None) -> None:
+        """New versions landed (on the follower's thread): extend the slider, move to the newest
+        when the latest was shown, reload an open History tab, add the commits' summaries."""
+        with self._follow_lock:
+            was_latest = self.version == self.max_version
+            self.view.refresh()
+            lo, hi = self.view.version_range()
+            self._loaded.discard("history")
+            commits = list(self.follow_state.get("commits") or [])
+            if update is not None:
+                for row in update.commits.to_pylist():
+                    stamp = row["timestamp"]
+                    row["timestamp"] = int(stamp.timestamp() * 1000) if stamp is not None else None
+                    commits.append(row)
+            with self.hold_sync():
+                self.min_version, self.max_version = lo, hi
+                self.follow_state = {
+                    **self.follow_state,
+                    "commits": commits[-FOLLOW_KEPT:],
+                    "latest": hi,
+                    "error": str(self._follower.error) if self._follower is not None and self._follower.error else "",
+                }
+            if was_latest and self.version != hi:
+                self.version = hi
+            if self.tab == "history":
+                self._load("history")
+
     # -- Python API ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the widget: stop following and the background work."""
+        if self.__dict__.get("_follower") is not None:
+            self._stop_following()
+        view = self.__dict__.get("view")  # None when the constructor failed (closed on collection)
+        if view is not None:
+            view.background.close()
+        super().close()
+
     def refresh(self) -> None:
         """Re-list the log; when new versions appeared, move to the newest."""
 
@@ -451,13 +542,39 @@ class Explorer(anywidget.AnyWidget):
 
         self._guard("refresh", reread)
 
+    def advise(self) -> list[dict[str, Any]]:
+        """The maintenance advice of the latest version (`inspect.advise`), listed in the
+        Maintenance tab; each card previews and runs through `preview` / `run`."""
+        cards: list[dict[str, Any]] = []
+
+        def do() -> None:
+            cards.extend(self.view.advice())
+            self.maintenance = {**self.maintenance, "advice": cards}
+
+        self._guard("advise", do)
+        return cards
+
+    def _restore_default(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        """RESTORE without a version restores the version the explorer shows."""
+        if op == "restore" and params.get("version") is None:
+            return {**params, "version": int(self.version)}
+        return params
+
     def preview(self, op: str, **params: Any) -> dict[str, Any]:
         """Preview a maintenance operation (shown in the maintenance tab, and returned)."""
         result: dict[str, Any] = {}
+        params = self._restore_default(op, params)
 
         def do() -> None:
             result.update(maintenance.preview(op, self.view, **params))
-            self.maintenance = {**self.maintenance, "selected": op, "preview": result, "result": None, "progress": 0}
+            self.maintenance = {
+                **self.maintenance,
+                "selected": op,
+                "preview": result,
+                "params": params,
+                "result": None,
+                "progress": 0,
+            }
 
         self._guard(f"preview {op}", do)
         return result
@@ -465,6 +582,7 @@ class Explorer(anywidget.AnyWidget):
     def run(self, op: str, **params: Any) -> dict[str, Any]:
         """Run a maintenance operation with a progress bar; the explorer then shows the new version."""
         outcome: dict[str, Any] = {}
+        params = self._restore_default(op, params)
 
         def progress(fraction: float, message: str) -> None:
             self.maintenance = {**self.maintenance, "progress": max(0.0, min(1.0, float(fraction))), "message": message}

@@ -56,7 +56,9 @@ def summary(explorer: Any) -> dict[str, Any]:
     columns: list[dict[str, str]] = []
     if data.get("schema"):
         columns = [
-            {"name": c["column"], "type": c["type"]} for c in from_ipc(data["schema"]).to_pylist() if c.get("depth", 0) == 0
+            {"name": c["column"], "type": c["type"] + (f" collate {c['collation']}" if c.get("collation") else "")}
+            for c in from_ipc(data["schema"]).to_pylist()
+            if c.get("depth", 0) == 0
         ]
     commit = data.get("commit") or {}
     return {

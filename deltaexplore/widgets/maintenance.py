@@ -1,6 +1,6 @@
 """Maintenance from the explorer and from cells: preview an operation, run it with progress.
 
-Operations (optimize, vacuum, checkpoint, DV purge) are previewed from the snapshot alone, with
+Operations (optimize, vacuum, checkpoint, DV purge, restore) are previewed from the snapshot alone, with
 the same planning code that runs them (`plan_optimize`, `inspect.vacuum_preview`). Running one
 needs a backend that writes, chosen by `choose_backend` and always stated with its reason:
 
@@ -38,8 +38,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import deltaexplore.spark as dxs
-from deltaexplore.core.operations import checkpoint, optimize, plan_optimize, purge_deletion_vectors, vacuum
-from deltaexplore.errors import DeltaExploreError, MissingDependencyError
+from deltaexplore.core.operations import (
+    checkpoint,
+    optimize,
+    plan_optimize,
+    purge_deletion_vectors,
+    restore,
+    restore_actions,
+    total_bytes,
+    vacuum,
+)
+from deltaexplore.core.scan.data_file import resolve_data_path
+from deltaexplore.core.scan.stats import num_records
+from deltaexplore.errors import DeltaExploreError, InvalidArgumentError, MissingDependencyError
 
 if TYPE_CHECKING:
     from deltaexplore.core.table import Table
@@ -78,14 +89,22 @@ OPERATIONS: dict[str, Operation] = {
     "purge": Operation(
         "purge", "DV purge", False, "rewrite files with deletion vectors without their deleted rows (REORG … APPLY (PURGE))"
     ),
+    "restore": Operation(
+        "restore",
+        "RESTORE",
+        False,
+        "make the latest version equal to the version shown: its files come back, later ones go (log only)",
+    ),
 }
 
 _REGISTERED: dict[str, tuple[str, Runner]] = {}
 
 
-def _local_optimize(table: Table, *, progress: Progress, target_bytes: int | None = None, **_: Any) -> pa.Table:
-    progress(0.05, "compacting small files (local pyarrow writer)")
-    return optimize(table, target_size=target_bytes)
+def _local_optimize(
+    table: Table, *, progress: Progress, target_bytes: int | None = None, zorder_by: list[str] | None = None, **_: Any
+) -> pa.Table:
+    progress(0.05, "Z-ordering (local pyarrow writer)" if zorder_by else "compacting small files (local pyarrow writer)")
+    return optimize(table, target_size=target_bytes, zorder_by=zorder_by or None)
 
 
 def _local_vacuum(table: Table, *, progress: Progress, retention_hours: float | None = None, **_: Any) -> pa.Table:
@@ -103,12 +122,18 @@ def _local_purge(table: Table, *, progress: Progress, **_: Any) -> pa.Table:
     return purge_deletion_vectors(table)
 
 
+def _local_restore(table: Table, *, progress: Progress, version: int | None = None, **_: Any) -> pa.Table:
+    progress(0.05, f"restoring version {version} (log only)")
+    return restore(table, version=version)
+
+
 #: explorer parameter -> `deltaexplore.spark` keyword, per operation
 _SPARK_PARAMS = {
-    "optimize": {"target_bytes": "target_size"},
+    "optimize": {"target_bytes": "target_size", "zorder_by": "zorder_by"},
     "vacuum": {"retention_hours": "retention_hours"},
     "checkpoint": {},
     "purge": {},
+    "restore": {"version": "version"},
 }
 
 
@@ -134,8 +159,15 @@ _BACKENDS: dict[str, dict[str, tuple[str, str] | Runner]] = {
         "vacuum": ("deltaexplore.spark", "vacuum"),
         "checkpoint": ("deltaexplore.spark", "checkpoint"),
         "purge": ("deltaexplore.spark", "purge_deletion_vectors"),
+        "restore": ("deltaexplore.spark", "restore"),
     },
-    "local": {"optimize": _local_optimize, "vacuum": _local_vacuum, "checkpoint": _local_checkpoint, "purge": _local_purge},
+    "local": {
+        "optimize": _local_optimize,
+        "vacuum": _local_vacuum,
+        "checkpoint": _local_checkpoint,
+        "purge": _local_purge,
+        "restore": _local_restore,
+    },
 }
 
 
@@ -238,6 +270,8 @@ def preview(op: str, data: TableView, **params: Any) -> dict[str, Any]:
         return _preview_vacuum(data, params.get("retention_hours"))
     if op == "purge":
         return _preview_purge(data)
+    if op == "restore":
+        return _preview_restore(data, params.get("version"))
     return _preview_checkpoint(data)
 
 
@@ -248,10 +282,12 @@ EXACT_PLAN_MAX_FILES = 200_000
 def _preview_optimize(data: TableView, target: int | None) -> dict[str, Any]:
     if data.snap.num_files > EXACT_PLAN_MAX_FILES:
         return _estimate_optimize(data, target)
+    from deltaexplore.inspect.advise import predict_bins
+
     plan = plan_optimize(data.snap, target_size=target)
     files = plan.files
     size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
-    out_files = sum(max(1, math.ceil(int(pc.sum(b.column("size")).as_py() or 0) / plan.target_size)) for b in plan.bins)
+    out_files = predict_bins(plan).files_added
     return {
         "target_file_bytes": plan.target_size,
         "files_considered": plan.considered_files,
@@ -317,6 +353,43 @@ def _preview_purge(data: TableView) -> dict[str, Any]:
         "deleted_rows_dropped": total("cardinality"),
         "rows_kept": total("live_rows"),
         "files_past_purge_threshold": int(pc.sum(dvs.column("past_threshold")).as_py() or 0) if dvs.num_rows else 0,
+    }
+
+
+def _preview_restore(data: TableView, version: Any) -> dict[str, Any]:
+    """What RESTORE to `version` changes: files that come back and go away, their rows and
+    bytes, and whether the files to bring back still exist (VACUUM may have deleted them)."""
+    from deltaexplore.inspect.file_columns import dv_cardinality
+
+    table = data.table
+    latest = table.latest_version()
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgumentError(f"restore needs a version (an integer), got {version!r}")
+    current, target = data.snapshot(latest), data.snapshot(version)
+    plan = restore_actions(current, target, check_files=False)
+    storage = table.storage
+    missing = [p for p in plan.to_add.column("path").to_pylist() if not storage.exists(resolve_data_path(storage, p))]
+
+    def rows(adds: pa.Table) -> int | None:
+        if adds.num_rows == 0:
+            return 0
+        counts = num_records(adds)
+        if counts.null_count:
+            return None
+        return int(pc.sum(counts).as_py() or 0) - int(pc.sum(pc.fill_null(dv_cardinality(adds), 0)).as_py() or 0)
+
+    return {
+        "restore_to_version": version,
+        "latest_version": latest,
+        "files_back": plan.to_add.num_rows,
+        "bytes_back": total_bytes(plan.to_add),
+        "rows_back": rows(plan.to_add),
+        "files_away": plan.to_remove.num_rows,
+        "bytes_away": total_bytes(plan.to_remove),
+        "rows_away": rows(plan.to_remove),
+        "files_missing": len(missing),
+        "restorable": not missing,
+        "missing_examples": missing[:5],
     }
 
 

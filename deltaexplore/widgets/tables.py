@@ -28,6 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from deltaexplore.core.protocol.variant import variant_structs_as_json
+from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect import formatting as fmt
 
 __all__ = [
@@ -241,6 +243,15 @@ def _cell(unit: str, value: Any, tz: tzinfo | None, *, raw_numbers: bool = False
 
 
 # -- tables -------------------------------------------------------------------------------------
+def _readable(table: pa.Table) -> pa.Table:
+    """Variant values as the JSON text Spark shows (the shown rows only); bytes that are not a
+    valid variant stay as they are."""
+    try:
+        return variant_structs_as_json(table)
+    except DeltaExploreError:
+        return table
+
+
 def split_partitions(table: pa.Table) -> pa.Table:
     """`table` with its `partition` key column (``date=2024-01-01/region=emea``) replaced by one
     column of values per partition column, named after it (as the explorer's grids show them),
@@ -281,11 +292,11 @@ def table_html(
         body = _metrics_body(table, title or _title_of(schema), max_rows, tz)
         return _wrap(body) if style else f'<div class="dx-out">{body}</div>'
     title = title or _title_of(schema)
-    shown = split_partitions(table.slice(0, max_rows))
+    shown = split_partitions(_readable(table.slice(0, max_rows)))
     schema = shown.schema
     rows = shown.to_pylist()
     user_data = fmt.table_name(schema) in _USER_DATA
-    fields = [f for f in schema if f.name not in _LAST_COLUMNS] + [f for f in schema if f.name in _LAST_COLUMNS]
+    fields = [f for f in shown.schema if f.name not in _LAST_COLUMNS] + [f for f in shown.schema if f.name in _LAST_COLUMNS]
     keep = [f for f in fields if user_data or table.num_rows == 0 or any(r[f.name] is not None for r in rows)]
     empty = [f.name for f in fields if f not in keep]
     units = {f.name: fmt.unit_of(f) for f in keep}
@@ -382,15 +393,30 @@ def _metrics_body(table: pa.Table, title: str, max_rows: int, tz: tzinfo | None)
     )
 
 
+#: field metadata of `%delta schema`: the Delta type as text where the Arrow type says less
+#: (a collated string: `string collate spark.UTF8_LCASE`)
+_DELTA_TYPE = b"delta_type"
+
+
+def _type_of(f: pa.Field) -> str:
+    declared = (f.metadata or {}).get(_DELTA_TYPE)
+    return declared.decode(errors="replace") if declared else str(f.type)
+
+
 def schema_html(schema: pa.Schema, *, title: str | None = None) -> str:
     """An Arrow schema as a table of columns (name, type, nullable, metadata keys)."""
     rows = pa.table(
         {
             "column": [f.name for f in schema],
-            "type": [str(f.type) for f in schema],
+            "type": [_type_of(f) for f in schema],
             "nullable": [f.nullable for f in schema],
             "metadata": [
-                [(k.decode(errors="replace"), v.decode(errors="replace")) for k, v in (f.metadata or {}).items()] or None
+                [
+                    (k.decode(errors="replace"), v.decode(errors="replace"))
+                    for k, v in (f.metadata or {}).items()
+                    if k != _DELTA_TYPE
+                ]
+                or None
                 for f in schema
             ],
         },
@@ -414,7 +440,7 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
     title = title or _title_of(schema)
     lines = [f"{title}: {_shape(table.num_rows, table.num_columns)}"]
     if not _is_metrics(schema):
-        shown = split_partitions(table.slice(0, max_rows))
+        shown = split_partitions(_readable(table.slice(0, max_rows)))
         schema = shown.schema
     else:
         shown = table.slice(0, max_rows)
@@ -432,7 +458,7 @@ def table_text(table: pa.Table, *, title: str | None = None, max_rows: int = 10,
             status = f"[{r['status']}] " if r.get("status") in ("warn", "error") else ""
             lines.append(f"  {r.get('metric')!s:<28} {status}{value}")
     else:
-        cols = [f for f in schema if any(r[f.name] is not None for r in rows)]
+        cols = [f for f in shown.schema if any(r[f.name] is not None for r in rows)]
         cells = {
             f.name: [_text_cell(fmt.unit_of(f), r[f.name], floating=pa.types.is_floating(f.type)) for r in rows] for f in cols
         }
@@ -558,7 +584,7 @@ def _schema_plain_formatter(obj: pa.Schema, p: Any, cycle: bool) -> None:
         return
     width = max((len(f.name) for f in obj), default=0)
     lines = [f"{_title_of(obj)}: {len(obj)} column{'' if len(obj) == 1 else 's'}"]
-    lines += [f"  {f.name.ljust(width)}  {f.type}{'' if f.nullable else ' not null'}" for f in obj]
+    lines += [f"  {f.name.ljust(width)}  {_type_of(f)}{'' if f.nullable else ' not null'}" for f in obj]
     p.text("\n".join(lines))
 
 

@@ -9,17 +9,19 @@ module only selects, orders and packages. Nothing here imports ipywidgets.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore import inspect
-from deltaexplore.errors import DeltaExploreError, InvalidArgumentError
+from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, InvalidArgumentError, UnsupportedFeatureError
 from deltaexplore.inspect.deletion_vectors import storage_names
 from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
@@ -36,6 +38,7 @@ from deltaexplore.inspect.streaming import (
 )
 from deltaexplore.spark.inspect import spark_file_pass
 from deltaexplore.widgets.arrow_ipc import to_ipc
+from deltaexplore.widgets.background import THREAD_PREFIX, Background
 from deltaexplore.widgets.sources import RowSource, with_partition_values
 
 if TYPE_CHECKING:
@@ -67,6 +70,30 @@ def chart_spec(chart: Any) -> dict[str, Any]:
 
 def _py(value: Any) -> str:
     return repr(value)
+
+
+def _open(table: Table, version: int | None) -> Snapshot:
+    """The snapshot the explorer shows: inspect's, or, for a version this reader cannot read
+    (a damaged log, a reader feature it lacks), the table read with `strict=False`, whose
+    `problem` the overview shows (history, files and the log are still there to see)."""
+    try:
+        return snapshot_of(table, version)
+    except DeltaProtocolError:
+        return table.snapshot(version, strict=False)
+
+
+#: the protocol timeline (every commit read) is shown in History when the commits weigh less
+PROTOCOL_TIMELINE_BYTES = 64 * 1024 * 1024
+
+
+def problem_of(snap: Snapshot) -> dict[str, str] | None:
+    """Why the rows of `snap` cannot be read, for the overview: kind ("damaged": the log breaks
+    the protocol; "unsupported": it needs what deltaexplore does not read) and the error text."""
+    problem = snap.problem
+    if problem is None:
+        return None
+    kind = "unsupported" if isinstance(problem, UnsupportedFeatureError) else "damaged"
+    return {"kind": kind, "message": str(problem)}
 
 
 class TableView:
@@ -121,12 +148,13 @@ class TableView:
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
         self.listing = table.listing()
-        self.snap: Snapshot = snapshot_of(table, version)
+        self.snap: Snapshot = _open(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
         self._prepared: dict[tuple[Any, str], Future[Any]] = {}
         #: `prepare` may be called from the kernel's main thread and a subshell's
         self._preparing = threading.Lock()
-        self._worker: ThreadPoolExecutor | None = None
+        #: work ahead of the user, which gives way to the user's requests (`user()`)
+        self.background = Background()
 
     # -- time ------------------------------------------------------------------------------
     @property
@@ -142,6 +170,14 @@ class TableView:
             self.snap = new
             for key in [k for k in self._prepared if k[1] != "history" and k[0] != new.version]:
                 self._prepared.pop(key).cancel()  # the version left: its tabs are not asked for
+            # queued or running jobs of versions the user left stop (at their next pause)
+            self.background.cancel(lambda key: not isinstance(key, tuple) or key[1] == "history" or key[0] == new.version)
+            if self._pending is not None and self._pending[0] != new.version:
+                self._pending = None  # its job was dropped with the other versions'
+
+    def user(self) -> Any:
+        """A context in which a user's request is served: background work waits meanwhile."""
+        return self.background.user()
 
     def snapshot(self, version: int) -> Snapshot:
         """The snapshot at `version`: the one prepared in the background when it is that one,
@@ -150,20 +186,25 @@ class TableView:
         if pending is not None and pending[0] == version:
             self._pending = None
             try:
-                return remember(pending[1].result())
+                return remember(self.background.result(pending[1]))
             except Exception:  # noqa: BLE001 - built again below, where the error reaches the caller
                 pass
         if version == self.snap.version:
             return self.snap
-        return snapshot_of(self.table, version)
+        return _open(self.table, version)
 
     # -- background work, while the user reads the first view ---------------------------------
-    def _background(self, job: Any) -> Future[Any]:
+    def _background(self, job: Any, key: Hashable | None = None) -> Future[Any]:
         """Run `job` on this view's one background thread (jobs run one after the other; most
-        of their time is in Arrow, polars and the stats kernel, which release the GIL)."""
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaexplore-prepare")
-        return self._worker.submit(job)
+        of their time is in Arrow, polars and the stats kernel, which release the GIL). `key`
+        (version, what) lets a move to another version drop it; a job pauses between its
+        stages while the user is served (`pause`)."""
+        return self.background.submit(key if key is not None else object(), job)
+
+    def pause(self) -> None:
+        """Between two stages of a background job: wait while a user's request is served, stop
+        when the job was dropped (a no-op on any other thread)."""
+        self.background.pause()
 
     def prefetch(self, version: int) -> None:
         """Prepare in the background the snapshot at `version` (replay included), so moving
@@ -176,11 +217,13 @@ class TableView:
         if self._pending is None and version >= lo and version not in recent and small_enough:
 
             def build() -> Snapshot:
+                self.pause()
                 snap = self.table.snapshot(version)
+                self.pause()
                 snap.add_actions()
                 return snap
 
-            self._pending = (version, self._background(build))
+            self._pending = (version, self._background(build, (version, "snapshot")))
 
     def prepare(self) -> None:
         """Once the first view is complete: prepare in the background what the user is likely to
@@ -196,20 +239,34 @@ class TableView:
         # with the grids' default orders: their first window, asked for on the kernel's main
         # thread when the tab is built, is then only a take
         def files() -> tuple[dict[str, Any], RowSource, RowSource]:
+            self.pause()
             out, files, parts = self.files(snap)
-            return out, files.warm(), parts.warm()
+            self.pause()
+            files.warm()
+            self.pause()
+            return out, files, parts.warm()
 
         def layout(column: str) -> tuple[dict[str, Any], RowSource]:
+            self.pause()
             out, source = self.layout(column, snap)
+            self.pause()
             return out, source.warm()
+
+        def health() -> dict[str, Any]:
+            self.pause()
+            return self.health(snap)
+
+        def history() -> tuple[dict[str, Any], RowSource]:
+            self.pause()
+            return self.history()
 
         # the cheap tabs first (under a second each at 1M files), then this version's layout
         # tab and the previous version (seconds each): a tab opened while its job still waits
         # computes it at once
         jobs = {
-            (self.listing.latest_version, "history"): self.history,
+            (self.listing.latest_version, "history"): history,
             (snap.version, "files"): files,
-            (snap.version, "health"): lambda: self.health(snap),
+            (snap.version, "health"): health,
         }
         column = self.default_layout_column()
         if column:
@@ -217,7 +274,7 @@ class TableView:
         with self._preparing:
             for key, job in jobs.items():
                 if key not in self._prepared:
-                    self._prepared[key] = self._background(job)
+                    self._prepared[key] = self._background(job, key)
             self.prefetch(snap.version - 1)
 
     def prepared_state(self, key: tuple[Any, str]) -> str:
@@ -232,13 +289,13 @@ class TableView:
         None: nothing prepared, or its job still queued behind others (cancelled: the caller
         computes it at once rather than wait for the whole queue). Called on the background
         thread itself (by the job), it never waits for itself."""
-        if threading.current_thread().name.startswith("deltaexplore-prepare"):
+        if threading.current_thread().name.startswith(THREAD_PREFIX):
             return None
         future = self._prepared.pop(key, None)
         if future is None or future.cancel():
             return None
         try:
-            return future.result()
+            return self.background.result(future)
         except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
             return None
 
@@ -328,7 +385,7 @@ class TableView:
         out["engine"] = self.engine(snap)
         try:
             cols = inspect.column_mapping(snap)
-            keep = ["column", "type", "nullable", "is_partition", "depth", "metadata"]
+            keep = ["column", "type", "nullable", "is_partition", "depth", "collation", "metadata"]
             if snap.column_mapping_mode != "none":
                 keep += ["physical_path", "field_id"]
             out["schema"] = to_ipc(cols.select(keep))
@@ -343,6 +400,9 @@ class TableView:
         out["small_file_bytes"] = small_file_threshold(snap)
         out["published_only"] = bool(snap.published_only)
         out["checkpoint_version"] = snap.checkpoint_version
+        problem = problem_of(snap)
+        if problem is not None:
+            out["problem"] = problem
         return out
 
     def commit(self, version: int) -> dict[str, Any]:
@@ -377,6 +437,7 @@ class TableView:
             "commits": to_ipc(commits.drop_columns(["commit_info"])),
             "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
         }
+        out.update(self.protocol_timeline())
         source = RowSource(
             commits,
             search_columns=("operation", "user_name", "user_id", "engine", "user_metadata"),
@@ -384,6 +445,21 @@ class TableView:
             name="commit_infos",
         )
         return out, source
+
+    def protocol_timeline(self) -> dict[str, Any]:
+        """The versions whose commit changed the protocol (`inspect.features(all_versions=True)`,
+        rows with a change), or a note when the log is too big to read whole for it here."""
+        listing = self.listing
+        weight = sum(f.size for f in listing.commits.values())
+        if weight > PROTOCOL_TIMELINE_BYTES:
+            return {"protocol_note": "the log is large: inspect.features(all_versions=True) lists the protocol of every version"}
+        try:
+            rows = inspect.features(self.table, all_versions=True)
+        except DeltaExploreError as exc:
+            return {"protocol_note": f"protocol by version unavailable: {exc}"}
+        changed = rows.filter(pc.is_valid(rows.column("change")))
+        keep = ["version", "change", "min_reader_version", "min_writer_version", "added", "removed", "readable", "blockers"]
+        return {"protocol": to_ipc(changed.select(keep))}
 
     def commit_detail(self, version: int) -> dict[str, Any]:
         """One commit in full: its commitInfo and the counts derived from its actions (`history`)."""
@@ -654,3 +730,16 @@ class TableView:
             "status_counts": counts,
             "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
         }
+
+    def advice(self) -> list[dict[str, Any]]:
+        """`inspect.advise` of the latest version as JSON-safe cards (NaN as null, parameters
+        parsed): what the Maintenance tab lists, each runnable through its `operation`."""
+        latest = self.snapshot(self.table.latest_version())
+        cards = []
+        for row in inspect.advise(latest).to_pylist():
+            for k, v in row.items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    row[k] = None
+            row["parameters"] = json.loads(row["parameters"]) if row["parameters"] else {}
+            cards.append(row)
+        return cards

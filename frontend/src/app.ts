@@ -64,6 +64,10 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   const uriCopy = copyButton(() => String(model.get('uri')), 'copy table location');
   const refresh = h('button', { type: 'button', class: 'dxe-btn', title: 'Re-read the log: new versions appear' }, '⟳ Refresh');
   refresh.addEventListener('click', () => rpc.tell('refresh'));
+  // Follow: the kernel polls the log (backing off while nothing lands) and adds new versions
+  const followBtn = h('button', { type: 'button', class: 'dxe-btn dxe-follow', 'aria-pressed': 'false', title: 'Follow the table: new versions appear as they land' }, '◉ Follow');
+  followBtn.addEventListener('click', () => setState(model, { follow: !model.get('follow') }));
+  const followLine = h('div', { class: 'dxe-follow-line', 'aria-live': 'polite' });
 
   const sliderId = `dxe-slider-${Math.random().toString(36).slice(2, 8)}`;
   const slider = h('input', { type: 'range', id: sliderId, class: 'dxe-slider', step: 1, 'aria-label': 'version' });
@@ -77,7 +81,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   const header = h(
     'header',
     { class: 'dxe-header' },
-    h('div', { class: 'dxe-title-row' }, h('span', { class: 'dxe-logo', 'aria-hidden': 'true' }, 'Δ'), title, h('span', { class: 'dxe-uri-wrap' }, uri, uriCopy), h('span', { class: 'dxe-spacer' }), refresh),
+    h('div', { class: 'dxe-title-row' }, h('span', { class: 'dxe-logo', 'aria-hidden': 'true' }, 'Δ'), title, h('span', { class: 'dxe-uri-wrap' }, uri, uriCopy), h('span', { class: 'dxe-spacer' }), followBtn, refresh),
     h(
       'div',
       { class: 'dxe-version-row' },
@@ -89,6 +93,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
       versionBox,
     ),
     commitLine,
+    followLine,
     status,
   );
 
@@ -328,6 +333,33 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     if (!tabs.has('history') && data.timeline) prewarmChart(data.timeline, TIMELINE_HEIGHT, root);
   }
 
+  /** The Follow toggle, and the newest commits seen while following (text only). */
+  function drawFollow(): void {
+    const on = !!model.get('follow');
+    followBtn.setAttribute('aria-pressed', on ? 'true' : 'false');
+    followBtn.classList.toggle('dxe-btn-primary', on);
+    const state = model.get('follow_state') || {};
+    const commits: Array<Record<string, unknown>> = Array.isArray(state.commits) ? state.commits : [];
+    const items: Array<Node | string> = [];
+    if (on) items.push(h('span', { class: 'dxe-follow-on' }, 'following'));
+    for (const c of commits.slice(-3).reverse()) {
+      const v = Number(c.version);
+      const bits = [`v${v}`, String(c.operation ?? 'commit')];
+      if (c.user) bits.push(`by ${String(c.user)}`);
+      const files = Number(c.files_added ?? 0) - Number(c.files_removed ?? 0);
+      const rows = Number(c.rows_added ?? 0) - Number(c.rows_removed ?? 0);
+      bits.push(`${files >= 0 ? '+' : '−'}${formatValue('count', Math.abs(files))} files`);
+      bits.push(`${rows >= 0 ? '+' : '−'}${formatValue('count', Math.abs(rows))} rows`);
+      bits.push(`+${formatValue('bytes', Number(c.bytes_added ?? 0))}`);
+      const link = h('button', { type: 'button', class: 'dxe-follow-commit', 'data-version': v, title: `go to version ${v}` }, bits.join(' · '));
+      link.addEventListener('click', () => ctx.travel(v));
+      items.push(link);
+    }
+    if (state.error) items.push(note(String(state.error), 'warn'));
+    fill(followLine, ...items);
+    followLine.hidden = items.length === 0;
+  }
+
   function drawStatus(): void {
     const busy = String(model.get('busy') || '');
     const err = String(model.get('error') || '');
@@ -360,6 +392,8 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     prefetch();
   });
   on('history_data', prewarmHistory);
+  on('follow', drawFollow);
+  on('follow_state', drawFollow);
   on('busy', drawStatus);
   on('error', drawStatus);
   on('tab', () => showPanel(String(model.get('tab'))));
@@ -378,6 +412,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
   drawVersion();
   drawHeader();
   drawStatus();
+  drawFollow();
   askForRowCounts();
   prefetch();
   prewarmHistory();

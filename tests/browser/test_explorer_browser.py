@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from pyarrow import ipc
 
+import deltaexplore as dx
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -169,6 +171,39 @@ def test_explorer_in_jupyterlab(page, lab, shots):
     panel.get_by_text("files to rewrite").wait_for(timeout=30_000)
     sales.screenshot(path=str(shots / "light-maintenance.png"))
     assert _cut_grids(panel) == []
+    # the advice: ranked cards from inspect.advise, each previewed through its operation
+    panel.get_by_role("button", name="What should I run?").click()
+    advice = panel.get_by_role("list", name="advice")
+    advice.get_by_role("listitem").first.wait_for(timeout=60_000)
+    kinds = [
+        x.split(":")[0] for x in advice.get_by_role("listitem").evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    ]
+    assert (
+        kinds == dx.open_table(str(Path(lab.root) / "sales")).inspect.advise().column("kind").to_pylist()
+        and "compaction" in kinds
+    )
+    advice.get_by_role("button", name=re.compile(r"Preview advice \d+: compaction")).click()
+    panel.get_by_text("OPTIMIZE (compact): preview").wait_for(timeout=30_000)
+    sales.screenshot(path=str(shots / "light-maintenance-advice.png"))
+    # RESTORE restores the version shown: one version back, the DELETE's file comes back
+    version_slider = sales.get_by_role("slider", name="version")
+    version_slider.focus()
+    version_slider.press("ArrowLeft")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('6 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, sales)
+    panel.get_by_role("button", name="Preview RESTORE").click()
+    panel.get_by_text("files back").wait_for(timeout=30_000)
+    shown = panel.inner_text()
+    assert re.search(r"restore to version\s+6", shown) and re.search(r"files back\s+1", shown), shown
+    sales.screenshot(path=str(shots / "light-maintenance-restore.png"))
+    version_slider.focus()
+    version_slider.press("ArrowRight")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('7 of 7')", arg=sales.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, sales)
     assert _unnamed_controls(sales) == []
 
     # -- a filter applies on Enter, not on every key --------------------------------------------
@@ -658,5 +693,53 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     assert b'"files_data"' not in received and b"loading " not in received
     assert _grid_rows(panel, "files") == files_at_0
     explorer.screenshot(path=str(shots / "prepared-files-v0.png"))
+    assert watch.outside == [], watch.outside
+    assert watch.errors == [], watch.errors
+
+
+def test_follow_shows_new_versions_as_they_land(page, lab, shots):
+    """The Follow toggle in a real kernel: a commit written while the explorer follows appears
+    (the slider's newest version, the commit's summary in the header, whose click travels
+    there); the toggle off stops it; the kernel stays free meanwhile (the poll is on its thread)."""
+    import deltaexplore as dx
+    from deltaexplore.core import operations as ops
+
+    watch = Watch(page)
+    cells = [
+        ("code", "import deltaexplore as dx, demo_tables\nsales = demo_tables.build_sales('sales_follow')"),
+        ("code", "w = dx.explore(sales, follow_interval=0.2)\nw"),
+    ]
+    _open_and_run(page, lab, "explorer_follow.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=120_000)
+    settled(page, explorer)
+    toggle = explorer.get_by_role("button", name="◉ Follow")
+    assert toggle.get_attribute("aria-pressed") == "false"
+    toggle.click()
+    page.wait_for_function("() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'true'", timeout=30_000)
+    root = str(lab.root / "sales_follow")
+    rows = dx.open_table(root).snapshot().to_arrow().slice(0, 3)
+    ops.write_table(root, rows)  # another writer commits version 8
+    commit = explorer.locator(".dxe-follow-commit").first
+    commit.wait_for(timeout=60_000)
+    text = commit.inner_text()
+    assert text.startswith("v8 · WRITE") and "+3 rows" in text and "+1 files" in text, text
+    page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('8 of 8')", timeout=60_000)
+    explorer.screenshot(path=str(shots / "follow.png"))
+    # travel back, then the summary's click returns to the version it names
+    slider = explorer.get_by_role("slider", name="version")
+    slider.focus()
+    slider.press("Home")
+    page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('0 of 8')", timeout=60_000)
+    commit.click()
+    page.wait_for_function("() => document.querySelector('.dxe-version-out')?.textContent.startsWith('8 of 8')", timeout=60_000)
+    toggle.click()  # off
+    page.wait_for_function(
+        "() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'false'", timeout=30_000
+    )
+    settled(page, explorer)
+    ops.write_table(root, rows)  # version 9: nobody follows
+    page.wait_for_timeout(1500)  # several polls' worth at 0.2 s: none runs any more
+    assert _version(explorer).startswith("8 of 8")
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors

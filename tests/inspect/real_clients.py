@@ -3,7 +3,7 @@
 delta-rs and polars in one process abort at interpreter exit now and then, so the test process
 never loads `deltalake`: it runs this script once for all tables and reads its JSON answer.
 
-    python real_clients.py ROOT [ROOT ...]   # -> {root: {"delta-rs (DataFusion)": bool, "DuckDB delta": bool}}
+    python real_clients.py ROOT [ROOT ...]   # -> {root: {"delta-rs (DataFusion)": bool, "delta-rs (to_pyarrow)": bool, "DuckDB delta": bool}}
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ def check(roots: list[str]) -> dict[str, dict[str, bool]]:
                 out[root]["delta-rs (DataFusion)"] = True
             except Exception:  # noqa: BLE001 - any failure means "cannot read"
                 out[root]["delta-rs (DataFusion)"] = False
+            try:
+                deltalake.DeltaTable(root).to_pyarrow_table()
+                out[root]["delta-rs (to_pyarrow)"] = True
+            except Exception:  # noqa: BLE001 - any failure means "cannot read"
+                out[root]["delta-rs (to_pyarrow)"] = False
     try:
         import duckdb
         import duckdb_extension_delta

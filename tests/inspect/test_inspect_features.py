@@ -1,5 +1,5 @@
 """features / compatibility: activation rules, blockers, and the declared client capabilities
-checked against real clients (delta-rs and DuckDB reading the corpus)."""
+checked against real clients (delta-rs both ways, DuckDB and this reader reading the corpus)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from corpus_paths import CORPUS, corpus_catalog
 from helpers import commit_info, metadata, protocol, write_commit
 
 import deltaexplore as dx
+from deltaexplore.core.protocol.actions import Protocol
+from deltaexplore.core.protocol.features import FEATURES
 from deltaexplore.inspect import compatibility, features
-from deltaexplore.inspect.clients import CLIENTS, FEATURE_SINCE, client_features, clients_table
+from deltaexplore.inspect.clients import CHECKED_READS, CLIENTS, DELTAEXPLORE, FEATURE_SINCE, client_features, clients_table
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA, COMPATIBILITY_SCHEMA, FEATURES_SCHEMA
 
 
@@ -137,3 +139,56 @@ def test_declared_read_support_matches_real_clients(row, real_clients):
         if said and not really and ("void" in types or "geometry" in types or "geography" in types):
             continue  # a column type the client lacks, not a protocol feature
         assert said == really, (client, compat[client]["read_blockers"])
+
+
+def read_evidence(results: dict[str, dict[str, bool]]) -> dict[str, dict[str, bool]]:
+    """client -> {feature: reads it} as the real clients' reads of the corpus show it. Only
+    features a table lists (reader 3 / writer 7) count: a read table shows each listed feature is
+    read (a reader-writer feature where readerFeatures list it); a refused one shows that its one
+    listed reader feature not shown read elsewhere is not."""
+    tables = {str(CORPUS / t["table_root"]): t for t in corpus_catalog()}
+    listed: dict[str, tuple[set[str], set[str]]] = {}
+    for root in results:
+        p = Protocol.from_json(tables[root]["protocol"])
+        readers = set(p.reader_features or ()) if p.min_reader_version >= 3 else set()
+        writers = set(p.writer_features or ()) if p.min_writer_version >= 7 else set()
+        writer_only = {f for f in writers if f in FEATURES and not FEATURES[f].reader_writer}
+        listed[root] = (readers, readers | writer_only)  # a reader-writer feature is read where readers list it
+    out: dict[str, dict[str, bool]] = {}
+    for root, by_client in results.items():
+        for client, ok in by_client.items():
+            if ok:
+                out.setdefault(client, {}).update(dict.fromkeys(listed[root][1], True))
+    for root, by_client in results.items():
+        for client, ok in by_client.items():
+            unexplained = listed[root][0] - {f for f, r in out.get(client, {}).items() if r}
+            if not ok and len(unexplained) == 1:
+                out.setdefault(client, {})[unexplained.pop()] = False
+    return out
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_checked_read_cells_are_what_the_clients_do(real_clients):
+    """Every read cell marked "checked" agrees with what the real client does on the corpus, and
+    every cell the corpus can check is marked "checked" (the others stay "declared")."""
+    results = {root: dict(by_client) for root, by_client in real_clients.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for root, by_client in results.items():
+            try:
+                dx.open_table(root).snapshot().to_arrow()
+                by_client[DELTAEXPLORE] = True
+            except dx.UnsupportedFeatureError:
+                by_client[DELTAEXPLORE] = False
+    evidence = read_evidence(results)
+    assert set(evidence) == set(CHECKED_READS)
+    cells = {(r["client"], r["feature"]): r for r in client_features().to_pylist()}
+    for client, features_seen in evidence.items():
+        assert set(features_seen) == CHECKED_READS[client], client
+        for feature, reads in features_seen.items():
+            cell = cells[(client, feature)]
+            assert (cell["read"], cell["read_evidence"]) == (reads, "checked"), (client, feature)
+    declared = [r for r in cells.values() if r["read_evidence"] == "declared"]
+    assert all((r["client"], r["feature"]) not in {(c, f) for c, fs in evidence.items() for f in fs} for r in declared)
+    assert {r["write_evidence"] for r in cells.values()} == {"declared"}

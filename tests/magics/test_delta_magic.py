@@ -30,6 +30,7 @@ def test_every_documented_subcommand_exists():
         "vacuum",
         "optimize",
         "read",
+        "advise",
     }
     assert expected <= set(COMMANDS)
 
@@ -92,6 +93,14 @@ def test_diff_explain_read_schema(ip, sales):
     delta(ip, f"use {sales}")
     assert delta(ip, "diff 5 6 --files").num_rows == 5  # a number first: versions of the current table
     assert delta(ip, "diff 6 --files").column("change").to_pylist() == ["dv_changed"]  # v6 -> latest (v7)
+    # net rows: --rows reads the files that differ, --key pairs old and new values
+    rows = delta(ip, "diff 6 7 --rows")
+    direct = dx.open_table(sales).inspect.diff_rows(6, 7)
+    assert rows.num_rows == direct.num_rows > 0 and set(rows.column("_change").to_pylist()) == {"delete"}
+    assert "read 1 file," in rows.schema.metadata[b"deltaexplore.title"].decode()
+    keyed = delta(ip, "diff 5 6 --rows --key id --columns region")
+    assert keyed.column_names[:3] == ["_change", "_changed_columns", "id"] and "after.region" in keyed.column_names
+    assert keyed.num_rows == dx.open_table(sales).inspect.diff_rows(5, 6, key="id", columns=["region"]).num_rows
     e = delta(ip, f"explain {sales} --where \"region = 'emea'\"")
     assert e.num_rows == 9 and e.filter(e.column("selected")).num_rows == 1
     assert delta(ip, f"explain {sales} --where \"region = 'emea'\" --selected").num_rows == 1
@@ -166,6 +175,8 @@ def test_config_traitlets_set_defaults(ip, sales):
         ("diff {sales}", "expected 1..2 versions after the table, got 0"),
         ("diff", "expected 1..2 versions after the table, got 0"),
         ("diff {sales} 1 2 3", "expected 1..2 versions after the table, got 3"),
+        ("diff {sales} 1 2 --key id", "--key and --columns go with --rows"),
+        ("diff {sales} 1 2 --rows --key nope", "nope"),
         ("history {sales} --bogus", "unrecognized arguments: --bogus"),
         ("read {sales} -w 'id ==== 1'", ""),
         ("history 'unclosed", "cannot parse the line"),
@@ -220,3 +231,42 @@ def test_run_flag_runs_the_operation(ip, tmp_path):
         maintenance._REGISTERED.clear()
     assert r.title == "OPTIMIZE (compact) · sales" and (r["backend"], r["version_before"], r["version_after"]) == ("local", 7, 8)
     assert dx.open_table(path).snapshot().num_files == 3
+
+
+def test_follow_opens_the_explorer_following_the_table(ip, sales, tmp_path):
+    import shutil
+    import time
+
+    from deltaexplore.core import operations as ops
+
+    uri = str(tmp_path / "sales")
+    shutil.copytree(sales, uri)
+    w = delta(ip, f"follow {uri} --interval 0.05")
+    try:
+        assert isinstance(w, Explorer) and w.follow is True and w.tab == "history" and w._follower.running
+        ops.write_table(uri, dx.open_table(uri).snapshot().to_arrow().slice(0, 1))
+        deadline = time.monotonic() + 20
+        while w.max_version != 8:
+            assert time.monotonic() < deadline, "version 8 never appeared"
+            time.sleep(0.02)
+    finally:
+        w.close()
+    assert not w.follow
+
+
+def test_advise_and_its_check(ip, tmp_path):
+    from deltaexplore.core.operations import optimize, write_table
+
+    path = str(tmp_path / "adv")
+    for i in range(6):
+        write_table(path, pa.table({"id": pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())}))
+    advice = delta(ip, f"advise {path} -c id")
+    assert advice.num_rows >= 1 and advice.column("rank").to_pylist()[0] == 1
+    direct = dx.open_table(path).inspect.advise(columns=["id"])
+    assert advice.column("kind").to_pylist() == direct.column("kind").to_pylist()
+    assert "compaction" in advice.column("kind").to_pylist()
+    assert "Advice" in advice.schema.metadata[b"deltaexplore.title"].decode()
+    optimize(path)
+    checked = delta(ip, f"advise {path} --check")
+    assert set(checked.column("metric").to_pylist()) == {"files", "bytes"} and all(checked.column("within").to_pylist())
+    assert "2 of 2 predictions within tolerance" in checked.schema.metadata[b"deltaexplore.title"].decode()

@@ -161,3 +161,36 @@ def test_inspection_value_is_the_table_itself(ip, sales):
     assert h.column("version").to_pylist() == [7, 6]
     assert h.equals(dx.open_table(sales).inspect.history(2))
     assert fmt.table_name(h.schema) == "history"
+
+
+def test_variants_show_as_json_and_collations_in_the_schema(ip, shown, tmp_path):
+    """`%delta read` gives variants as the JSON text Spark shows; an Arrow table holding the
+    core's variant structs displays them as JSON too (the grid, the text and the explorer's
+    IPC); `%delta schema` names a column's collation."""
+    from helpers import variant_stats_table
+    from test_collations import build as build_collated
+
+    from deltaexplore.widgets.arrow_ipc import from_ipc, to_ipc
+
+    table = variant_stats_table(tmp_path / "v")
+    rows = delta(ip, f"read {table.uri}")
+    assert rows.schema.field("v").type == pa.string()
+    assert rows.column("v").to_pylist() == ['{"a":"min-string","b":{"c":1}}', '{"a":"variant","b":{"c":100}}', None]
+    html, plain = shown(rows)
+    assert "{&quot;a&quot;:&quot;min-string&quot;,&quot;b&quot;:{&quot;c&quot;:1}}" in html
+    assert '{"a":"variant","b":{"c":100}}' in plain
+    raw = table.snapshot().to_arrow()
+    assert pa.types.is_struct(raw.schema.field("v").type)
+    tables.register_table_display(ip, every_arrow_table=True)
+    try:
+        html, plain = shown(raw)
+    finally:
+        tables.register_table_display(ip, every_arrow_table=False)
+    assert "min-string" in html and "metadata" not in html and '{"a":"variant","b":{"c":100}}' in plain
+    assert from_ipc(to_ipc(raw)).column("v").to_pylist() == rows.column("v").to_pylist()
+
+    schema = delta(ip, f"schema {build_collated(tmp_path / 'c').uri}")
+    html, plain = shown(schema)
+    assert "string collate spark.UTF8_LCASE" in html and "array&lt;string collate spark.UTF8_LCASE&gt;" in html
+    assert "delta_type" not in html
+    assert re.search(r"name\s+string collate spark\.UTF8_LCASE\n", plain + "\n")

@@ -472,3 +472,26 @@ def test_decimal_ticks(largest, ticks):
     from deltaexplore.viz._data import decimal_ticks
 
     assert decimal_ticks(largest) == ticks
+
+
+def test_timeline_chart(hist, tmp_path):
+    tl = hist.inspect.timeline()
+    _, mark, enc, rows = spec(viz.timeline_chart(tl, metric="small_file_share"))
+    assert mark == "line" and enc["y"]["field"] == "small_file_share" and enc["y"]["axis"]["format"] == ".0%"
+    assert [(r["version"], r["small_file_share"]) for r in rows] == [
+        (r["version"], r["small_file_share"]) for r in tl.to_pylist()
+    ]
+    # a table or snapshot works too; a schema change is named in the tooltip
+    from deltaexplore.core import operations as ops
+
+    root = str(tmp_path / "evolving")
+    ops.write_table(root, pa.table({"id": pa.array([1], pa.int64())}))
+    ops.write_table(root, pa.table({"id": pa.array([2], pa.int64()), "x": ["a"]}), schema_mode="merge")
+    _, _, _, rows = spec(viz.timeline_chart(dx.open_table(root)))
+    assert [(r["version"], r["files"], r["change"]) for r in rows] == [(0, 1, None), (1, 2, "schema")]
+    # many versions: ranges keep their maximum
+    _, _, _, rows = spec(viz.timeline_chart(tl, metric="files", max_points=2))
+    assert len(rows) <= 2 and max(r["files"] for r in rows) == max(tl.column("files").to_pylist())
+    with pytest.raises(viz.VizError):
+        viz.timeline_chart(tl, metric="nope")
+    assert viz.to_svg(viz.timeline_chart(tl)).startswith("<svg")

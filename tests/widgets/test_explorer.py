@@ -453,7 +453,7 @@ def test_log_health_tab(sales):
 def test_maintenance_preview_and_a_missing_backend(sales, monkeypatch):
     w = explore(sales, tab="maintenance")
     names = [o["name"] for o in w.maintenance["operations"]]
-    assert names == ["optimize", "vacuum", "checkpoint", "purge"]
+    assert names == ["optimize", "vacuum", "checkpoint", "purge", "restore"]
     w._on_custom_msg(w, {"type": "preview", "op": "optimize"}, [])  # what the Preview button sends
     p = w.maintenance["preview"]
     assert w.maintenance["selected"] == "optimize"
@@ -520,6 +520,38 @@ def test_running_a_dv_purge_with_the_local_writer(tmp_path):
     snap = dx.open_table(path).snapshot()
     assert not any(d for d in snap.add_actions().column("deletionVector").to_pylist())
     assert sorted(r["id"] for r in snap.to_arrow().to_pylist()) == rows_before
+
+
+def test_restore_the_version_shown_with_a_preview(tmp_path):
+    import demo_tables
+
+    from deltaexplore.core.operations import vacuum
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    w = explore(path, tab="maintenance")
+    w.version = 3
+    w._on_custom_msg(w, {"type": "preview", "op": "restore"}, [])  # what the Preview button sends
+    p = w.maintenance["preview"]
+    changes = inspect.diff_files(dx.open_table(path), 7, 3)
+    back = changes.filter(pc.not_equal(changes.column("change"), "removed"))
+    away = changes.filter(pc.not_equal(changes.column("change"), "added"))
+    assert (p["restore_to_version"], p["latest_version"], p["restorable"], p["files_missing"]) == (3, 7, True, 0)
+    assert (p["files_back"], p["files_away"]) == (back.num_rows, away.num_rows) and p["files_back"] > 0
+    assert p["rows_back"] - p["rows_away"] == (
+        dx.open_table(path).snapshot(3).to_arrow().num_rows - dx.open_table(path).snapshot(7).to_arrow().num_rows
+    )
+    maintenance.register_runner("restore", "local", maintenance._local_restore)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "restore"}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and "RESTORE done with local: version 7 -> 8" in w.maintenance["result"]
+    table = dx.open_table(path)
+    assert table.inspect.diff_rows(3, 8).num_rows == 0 and table.inspect.diff_rows(7, 8).num_rows > 0
+    # once VACUUM deleted the files version 7 needs, the preview says so
+    vacuum(path, retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    gone = explore(path, tab="maintenance").preview("restore", version=7)
+    assert gone["restorable"] is False and gone["files_missing"] > 0 and gone["missing_examples"]
 
 
 def _compact(table: dx.Table, *, progress, **params) -> dict:
@@ -634,3 +666,29 @@ def test_an_internal_bug_shows_in_the_widget(sales, monkeypatch, caplog):
 def test_an_unknown_tab_is_refused(sales):
     with pytest.raises(dx.InvalidArgumentError, match="tab must be one of overview, history, files"):
         explore(sales, tab="bogus")
+
+
+def test_advice_cards_preview_and_run_with_their_parameters(tmp_path):
+    import json
+
+    from deltaexplore.core.operations import write_table
+
+    path = str(tmp_path / "adv")
+    for i in range(6):
+        write_table(path, pa.table({"id": pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())}))
+    w = explore(path, tab="maintenance")
+    w._on_custom_msg(w, {"type": "advise"}, [])  # what "What should I run?" sends
+    cards = w.maintenance["advice"]
+    expected = inspect.advise(dx.open_table(path))
+    assert [c["kind"] for c in cards] == expected.column("kind").to_pylist() and cards[0]["kind"] == "compaction"
+    assert json.dumps(cards)  # JSON-safe for the browser
+    first = cards[0]
+    w._on_custom_msg(w, {"type": "preview", "op": first["operation"], "params": first["parameters"]}, [])
+    assert w.maintenance["selected"] == "optimize" and w.maintenance["params"] == first["parameters"]
+    assert w.maintenance["preview"]["files_after"] == first["files_after"]
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize", "params": w.maintenance["params"]}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and dx.open_table(path).snapshot().num_files == first["files_after"]

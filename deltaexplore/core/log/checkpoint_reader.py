@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltaexplore.core.arrow import take_rows
 from deltaexplore.core.log.file_names import SIDECAR_DIR, LogFile, LogKind
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
@@ -237,9 +238,11 @@ def _shape_actions(
     extra: tuple[str, ...],
     exclude: Callable[[pa.Table], pa.Array | None] | None,
     fields: tuple[str, ...] | None,
+    superseded: list[pa.Table] | None = None,
 ) -> pa.Table:
     """Rows of the `kind` struct column of `table` that are `kind` actions and that `exclude`
-    keeps, flattened to the (requested) `FILE_ACTION_FIELDS` with their declared types.
+    keeps, flattened to the (requested) `FILE_ACTION_FIELDS` with their declared types. The rows
+    `exclude` drops go to `superseded` when it is given, with the same columns.
 
     Big columns (stats!) are copied at most once: the struct is flattened without copying, and
     rows that are not `kind` actions or that `exclude` drops go in one filter."""
@@ -259,22 +262,31 @@ def _shape_actions(
             **{e: out[e] for e in extra if e in out},
         }
     )
+    replaced = None
     if exclude is not None:
         dropped = exclude(result)
         if dropped is not None:
+            if superseded is not None:
+                replaced = _bool_array(pc.and_(valid, dropped))
             valid = pc.and_(valid, pc.invert(dropped))
+
+    def typed(rows: pa.Table) -> pa.Table:
+        columns = {}
+        for f in declared:
+            col = rows.column(f.name)
+            if not _compatible(col.type, f.type):
+                col = pa.chunked_array([_cast_to(c, f.type, path, f"{kind}.{f.name}") for c in col.chunks], type=f.type)
+            columns[f.name] = col
+        for e in extra:
+            if e in rows.column_names:
+                columns[e] = rows.column(e)
+        return pa.table(columns)
+
+    if replaced is not None and superseded is not None and replaced.any():
+        superseded.append(typed(take_rows(result, np.flatnonzero(replaced))))
     if n:
         result = select_rows(result, _bool_array(valid))
-    columns = {}
-    for f in declared:
-        col = result.column(f.name)
-        if not _compatible(col.type, f.type):
-            col = pa.chunked_array([_cast_to(c, f.type, path, f"{kind}.{f.name}") for c in col.chunks], type=f.type)
-        columns[f.name] = col
-    for e in extra:
-        if e in result.column_names:
-            columns[e] = result.column(e)
-    return pa.table(columns)
+    return typed(result)
 
 
 def _file_actions_from_parquet(
@@ -286,9 +298,11 @@ def _file_actions_from_parquet(
     *,
     sidecar: bool = False,
     paths: pa.Array | None = None,
+    superseded: list[pa.Table] | None = None,
 ) -> pa.Table:
     """The `kind` actions of one parquet checkpoint file or sidecar (only those whose path is
-    one of `paths` when given: filtered batch by batch, the other rows never held).
+    one of `paths` when given: filtered batch by batch, the other rows never held); the rows
+    `exclude` drops go to `superseded` when given.
 
     Raises:
         InvalidCheckpointError: see `_action_columns`.
@@ -308,7 +322,7 @@ def _file_actions_from_parquet(
         row_groups = _row_groups_with(pf, kind, keep, path)
 
     table = _read_file_columns(pf, [f"{kind}.{name}" for name in wanted], path, keep, row_groups)
-    return _shape_actions(table, path, kind, struct_type, wanted, extra, exclude, None)
+    return _shape_actions(table, path, kind, struct_type, wanted, extra, exclude, None, superseded)
 
 
 def _iter_file_actions_from_parquet(
@@ -382,6 +396,8 @@ class CheckpointReader:
         self._hint = hint  # `_last_checkpoint.v2Checkpoint` when it describes this checkpoint
         self._non_file: NonFileActions | None = None
         self._json_lines: LogLines | None = None
+        if not self.is_json:
+            storage.prefetch([p.path for p in checkpoint.parts])  # overlaps the commit reads
 
     @property
     def is_json(self) -> bool:
@@ -475,8 +491,12 @@ class CheckpointReader:
         extra: tuple[str, ...] = (),
         exclude: Callable[[pa.Table], pa.Array | None] | None = None,
         paths: pa.Array | None = None,
+        superseded: list[pa.Table] | None = None,
     ) -> pa.Table:
         """All `kind` ('add' or 'remove') actions of the checkpoint, sidecars included.
+
+        The rows `exclude` drops are appended to `superseded` when given (what the newer
+        commits replaced: a state moving back to the checkpoint's version restores them).
 
         `extra` names optional checkpoint-only fields to carry along (`stats_parsed`,
         `partitionValues_parsed`) when present. `exclude(table)` may return a mask of rows to
@@ -492,13 +512,15 @@ class CheckpointReader:
             if paths is not None:
                 t = t.filter(pc.is_in(t.column("path"), value_set=paths.cast(t.schema.field("path").type)))
             dropped = exclude(t) if exclude is not None and t.num_rows else None
+            if dropped is not None and superseded is not None:
+                superseded.append(t.filter(dropped))
             tables.append(t.filter(pc.invert(dropped)) if dropped is not None else t)
         sources, sidecar_paths = self._parquet_sources()
         if sources:
 
             def load(path: str) -> pa.Table:
                 return _file_actions_from_parquet(
-                    self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths, paths=paths
+                    self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths, paths=paths, superseded=superseded
                 )
 
             if len(sources) == 1:
@@ -520,6 +542,39 @@ class CheckpointReader:
             promote_options="permissive",
         )
 
+    def uniform_data_change(self) -> bool | None:
+        """The `dataChange` flag every add row of this checkpoint holds, read off the parquet
+        footers (row group statistics), when the rows are what the commits wrote but for that
+        flag: a parquet checkpoint without sidecars whose adds keep JSON `stats` and no
+        `stats_parsed`. None when that cannot be told without reading the rows (a state moved
+        across this checkpoint is then read from it instead: `core.log.state.move_log`)."""
+        if self.is_json or self.checkpoint.kind.startswith("v2"):
+            return None
+        value: bool | None = None
+        for part in self.checkpoint.parts:
+            meta = _parquet_file(self.storage, part.path).metadata
+            schema = meta.schema.to_arrow_schema()
+            i = schema.get_field_index("add")
+            if i < 0:
+                continue
+            add = schema.field(i).type
+            if not pa.types.is_struct(add) or add.get_field_index("stats") < 0 or add.get_field_index("stats_parsed") >= 0:
+                return None
+            column = next((j for j in range(meta.num_columns) if meta.schema.column(j).path == "add.dataChange"), None)
+            if column is None:
+                return None
+            for g in range(meta.num_row_groups):
+                chunk = meta.row_group(g).column(column)
+                stats = chunk.statistics
+                if chunk.num_values == 0 or (stats is not None and stats.null_count == chunk.num_values):
+                    continue  # no add rows in this row group
+                if stats is None or not stats.has_min_max or stats.min != stats.max:
+                    return None
+                if value is not None and value != stats.min:
+                    return None
+                value = bool(stats.min)
+        return value if value is not None else False
+
     def _parquet_sources(self) -> tuple[list[str], set[str]]:
         """The parquet files holding file actions (parts, then sidecars) and which are sidecars,
         each checked to be there (and a sidecar to be the size its checkpoint says).
@@ -530,11 +585,12 @@ class CheckpointReader:
         sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
         sidecars = self.sidecar_files()
         sources += [s.path for s in sidecars]
+        infos = dict(zip(sources, self.storage.head_many(sources), strict=True))  # stat'ed side by side
         for path in sources:
-            if not self.storage.exists(path):
+            if infos[path] is None:
                 raise InvalidCheckpointError(f"checkpoint {self.checkpoint.version} is incomplete: {path} is missing", path=path)
         for sc in sidecars:
-            info = self.storage.head(sc.path)
+            info = infos[sc.path]
             if sc.size > 0 and info is not None and info.size != sc.size:
                 raise InvalidCheckpointError(
                     f"sidecar {sc.path} is {info.size} bytes, checkpoint {self.checkpoint.version} says {sc.size}: "

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
+from deltaexplore.storage.concurrency import map_bounded
 
 __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 
@@ -41,8 +41,7 @@ _KIND_RE = r'^\s*\{\s*"(?P<k>[A-Za-z_][A-Za-z0-9_]*)"'
 def _read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
     if len(files) <= 4 or storage.local_root is not None:  # local reads: threads only add overhead
         return [_read_one(storage, f) for f in files]
-    with ThreadPoolExecutor(max_workers=min(32, len(files))) as pool:
-        return list(pool.map(lambda f: _read_one(storage, f), files))
+    return map_bounded(lambda f: _read_one(storage, f), files, storage.max_concurrency)
 
 
 def _read_one(storage: Storage, f: LogFile) -> bytes:
@@ -77,6 +76,86 @@ class LogLines:
 
     def __len__(self) -> int:
         return len(self.text)
+
+    # -- slices and joins: moving a state between versions (`core.log.travel`) -----------------
+    def upto(self, version: int) -> LogLines | None:
+        """The lines of the files of versions up to `version` (a zero-copy prefix, with the
+        parsed file actions cut alike); None when a compaction file straddles the cut."""
+        keep = self._files_through(version)
+        if keep is None:
+            return None
+        return self._slice(0, keep)
+
+    def after(self, version: int) -> LogLines | None:
+        """The lines of the files of versions after `version` (a zero-copy suffix); None when a
+        compaction file straddles the cut."""
+        keep = self._files_through(version)
+        if keep is None:
+            return None
+        return self._slice(keep, len(self.files))
+
+    def _files_through(self, version: int) -> int | None:
+        """How many leading files hold versions <= `version` only (None: one holds both sides)."""
+        n = 0
+        for f in self.files:
+            if f.end_version <= version:
+                n += 1
+            elif f.version <= version:
+                return None
+            else:
+                break
+        return n
+
+    def _slice(self, first_file: int, end_file: int) -> LogLines:
+        lo, hi = (int(x) for x in np.searchsorted(self.file_index, [first_file, end_file]))
+        order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
+        out = LogLines(
+            self.files[first_file:end_file],
+            self.text.slice(lo, hi - lo),
+            self.version[lo:hi],
+            self.file_index[lo:hi] - first_file,
+            self.line_number[lo:hi],
+            self.kind.slice(lo, hi - lo),
+            order[lo:hi],
+        )
+        if hi > lo:
+            first, last = order[lo:hi].min(), order[lo:hi].max()
+            for key, table in self._file_action_cache.items():
+                line = table.column("line").to_numpy()
+                rows = np.flatnonzero((line >= first) & (line <= last))
+                out._file_action_cache[key] = table.slice(int(rows[0]), len(rows)) if len(rows) else table.slice(0, 0)
+        else:
+            out._file_action_cache = {key: table.slice(0, 0) for key, table in self._file_action_cache.items()}
+        return out
+
+    def then(self, newer: LogLines) -> LogLines:
+        """These lines followed by `newer`'s (the next commits): one set of lines whose replay
+        order puts every newer line after these. File actions parsed on both sides are joined,
+        not parsed again (the newer side is parsed when this side was)."""
+        if not len(newer):
+            return self
+        if not len(self):
+            return newer
+        mine = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
+        theirs = newer.order if newer.order is not None else np.arange(len(newer.text), dtype=np.int64)
+        shift = int(mine.max()) + 1 - int(theirs.min())
+        out = LogLines(
+            [*self.files, *newer.files],
+            pa.concat_arrays([self.text, newer.text]),
+            np.concatenate([self.version, newer.version]),
+            np.concatenate([self.file_index, newer.file_index + len(self.files)]).astype(np.int32),
+            np.concatenate([self.line_number, newer.line_number]),
+            pa.concat_arrays([self.kind, newer.kind.cast(self.kind.type)]),
+            np.concatenate([mine, theirs + shift]),
+        )
+        for key, table in self._file_action_cache.items():
+            kind, _, columns = key.partition(":")
+            other = newer.file_actions(kind, columns.split(",") if columns else None)
+            other = other.set_column(
+                other.schema.get_field_index("line"), "line", pc.add(other.column("line"), pa.scalar(shift, pa.int64()))
+            )
+            out._file_action_cache[key] = pa.concat_tables([table, other.select(table.column_names).cast(table.schema)])
+        return out
 
     def where(self, kind: str) -> np.ndarray:
         """Indices of the lines holding `kind` actions."""
@@ -170,11 +249,11 @@ class LogLines:
                     for kind, fields in fields_by_kind.items()
                 ]
             )
-            offsets = np.frombuffer(self.text.buffers()[1], dtype=np.int64)[: len(self.text) + 1]
+            offsets, _ = text_buffers(self.text)  # a slice of lines (`after`) starts inside the buffer
             data = self.text.buffers()[2]
             longest = int(np.max(np.diff(offsets))) if len(offsets) > 1 else 0
             table = pajson.read_json(
-                pa.BufferReader(data.slice(0, int(offsets[-1]))),  # zero-copy (io.BytesIO copies)
+                pa.BufferReader(data.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))),  # zero-copy (io.BytesIO copies)
                 read_options=pajson.ReadOptions(block_size=max(1 << 22, 2 * longest + 16), use_threads=data.size > (8 << 20)),
                 parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
                 memory_pool=PARSE_POOL,

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import take_rows
 
-__all__ = ["align", "dv_unique_id", "reconcile", "superseded_by"]
+__all__ = ["align", "dv_unique_id", "newest_per_key", "reconcile", "replay", "superseded_by"]
 
 
 def dv_unique_id(dv: pa.Array) -> pa.Array:
@@ -89,6 +89,13 @@ def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def reconcile(checkpoint_actions: pa.Table | None, json_adds: pa.Table, json_removes: pa.Table, *, want: str = "add") -> pa.Table:
+    """The surviving `want` actions after replay (`replay` without the rows' replay order)."""
+    return replay(checkpoint_actions, json_adds, json_removes, want=want)[0]
+
+
+def replay(
+    checkpoint_actions: pa.Table | None, json_adds: pa.Table, json_removes: pa.Table, *, want: str = "add"
+) -> tuple[pa.Table, np.ndarray]:
     """The surviving `want` ('add' or 'remove') actions after replay.
 
     Args:
@@ -100,22 +107,32 @@ def reconcile(checkpoint_actions: pa.Table | None, json_adds: pa.Table, json_rem
 
     Returns:
         The surviving actions (checkpoint entries first) with the checkpoint's schema when there
-        is one, else the JSON actions' columns without `version`/`line`.
+        is one, else the JSON actions' columns without `version`/`line`; and per surviving row
+        the replay order (`line`) of its action, -1 for checkpoint rows.
     """
     wanted = json_adds if want == "add" else json_removes
     out_columns = [c for c in wanted.column_names if c not in ("version", "line")]
     survivors = _json_survivors(json_adds, json_removes, want).to_numpy()
+    lines = wanted.column("line").to_numpy() if wanted.num_rows else np.zeros(0, np.int64)
     if len(survivors) == wanted.num_rows:
         json_part = wanted.select(out_columns)  # every action survives: no copy
     else:
         keep = np.zeros(wanted.num_rows, dtype=bool)
         keep[survivors] = True  # a mask: filter is far cheaper than take on chunked columns
         json_part = wanted.select(out_columns).filter(pa.array(keep))
+        lines = lines[keep]
     if checkpoint_actions is None:
-        return json_part
+        return json_part, lines.astype(np.int64)
+    order = np.concatenate([np.full(checkpoint_actions.num_rows, -1, np.int64), lines.astype(np.int64)])
     if json_part.num_rows == 0:
-        return checkpoint_actions
-    return pa.concat_tables([checkpoint_actions, align(json_part, checkpoint_actions.schema)])
+        return checkpoint_actions, order
+    return pa.concat_tables([checkpoint_actions, align(json_part, checkpoint_actions.schema)]), order
+
+
+def newest_per_key(adds: pa.Table, removes: pa.Table) -> np.ndarray:
+    """Row indices into `adds` of the adds that are the newest action of their key among both
+    tables (each with `path`, `deletionVector` and `line`, the replay order)."""
+    return _json_survivors(adds, removes, "add").to_numpy()
 
 
 def _codes(values: pa.Array) -> tuple[np.ndarray, int]:

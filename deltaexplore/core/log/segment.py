@@ -14,6 +14,7 @@ from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_lo
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltaexplore.errors import InvalidLogError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import FileInfo, Storage
+from deltaexplore.storage.concurrency import in_background
 
 __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 
@@ -74,6 +75,12 @@ def list_log(storage: Storage) -> LogListing:
     Raises:
         TableNotFoundError: no `_delta_log` directory, or nothing in it.
     """
+
+    # on an object store, `_last_checkpoint` is fetched while the listing is in flight
+    def read_last_checkpoint() -> bytes | None:
+        return _read_if_present(storage, f"{LOG_DIR}/_last_checkpoint")
+
+    last_checkpoint = in_background(read_last_checkpoint) if storage.max_concurrency > 1 else read_last_checkpoint
     try:
         infos = storage.list_dir(LOG_DIR)
     except FileNotFoundError as exc:
@@ -100,11 +107,7 @@ def list_log(storage: Storage) -> LogListing:
         elif parsed.kind is LogKind.CRC:
             listing.crcs[parsed.version] = parsed
         elif parsed.kind is LogKind.LAST_CHECKPOINT:
-            try:
-                data = storage.read_bytes(parsed.path)
-            except FileNotFoundError:
-                data = None
-            listing.last_checkpoint = parse_last_checkpoint(data)
+            listing.last_checkpoint = parse_last_checkpoint(last_checkpoint())
         elif parsed.is_checkpoint:
             files.append(parsed)
     listing.checkpoints = group_checkpoints(files)
@@ -121,6 +124,13 @@ def list_log(storage: Storage) -> LogListing:
             f"not a Delta table: {storage.root}/{LOG_DIR} holds no commits or checkpoints", path=storage.root
         )
     return listing
+
+
+def _read_if_present(storage: Storage, path: str) -> bytes | None:
+    try:
+        return storage.read_bytes(path)
+    except FileNotFoundError:
+        return None
 
 
 @dataclass(frozen=True)

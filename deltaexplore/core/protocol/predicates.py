@@ -21,7 +21,19 @@ import pyarrow.compute as pc
 
 from deltaexplore.errors import DeltaExploreError
 
-__all__ = ["And", "Cmp", "Expr", "In", "IsNull", "Not", "Or", "PredicateError", "parse_predicate", "typed_literal"]
+__all__ = [
+    "And",
+    "Cmp",
+    "Expr",
+    "In",
+    "IsNull",
+    "Not",
+    "Or",
+    "PredicateError",
+    "lower_literals",
+    "parse_predicate",
+    "typed_literal",
+]
 
 
 class PredicateError(DeltaExploreError, ValueError):
@@ -196,6 +208,20 @@ class Or(Expr):
 def Not(child: Expr) -> Expr:
     """Negation, pushed down to the leaves."""
     return child.negate()
+
+
+def lower_literals(expr: Expr, columns: frozenset[str]) -> Expr:
+    """`expr` with its string literals lower-cased where it compares one of `columns` (a
+    case-insensitive comparison, spark.UTF8_LCASE, is a comparison of lower-cased values)."""
+    if isinstance(expr, Cmp) and expr.column in columns and isinstance(expr.value, str):
+        return Cmp(expr.column, expr.op, expr.value.lower())
+    if isinstance(expr, In) and expr.column in columns:
+        return In(expr.column, tuple(v.lower() if isinstance(v, str) else v for v in expr.values), expr.negated)
+    if isinstance(expr, And):
+        return And(tuple(lower_literals(c, columns) for c in expr.children))
+    if isinstance(expr, Or):
+        return Or(tuple(lower_literals(c, columns) for c in expr.children))
+    return expr
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,12 @@ __all__ = [
     "StructField",
     "StructType",
     "any_leaf",
+    "collations",
     "column_mapping_mode",
+    "is_binary_collation",
     "parse_schema",
     "to_arrow_type",
+    "type_text",
 ]
 
 PRIMITIVES = {
@@ -46,7 +49,19 @@ PRIMITIVES = {
     "timestamp_ntz",
     "variant",
     "void",
+    # nanosecond timestamps (protocol_rfcs/nanosecond-timestamps.md, feature timestampNanos): the
+    # RFC settles their Parquet encoding (INT64 TIMESTAMP(NANOS)) but not yet their type names;
+    # these are the names read here
+    "timestamp_nanos",
+    "timestamp_ntz_nanos",
+    # interval types (protocol_rfcs/interval-types.md): the canonical names; narrowed spellings
+    # are normalized to these by `_interval`
+    "interval year to month",
+    "interval day to second",
 }
+#: the interval fields of each family, longest unit first (protocol_rfcs/interval-types.md)
+_INTERVAL_FAMILIES = (("year", "month"), ("day", "hour", "minute", "second"))
+COLLATIONS_KEY = "__COLLATIONS"
 #: the protocol's largest decimal precision
 MAX_DECIMAL_PRECISION = 38
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$")
@@ -191,7 +206,9 @@ def _parse_type(obj: Any, where: str) -> DataType:
             return DecimalType(10, 0)
         if _GEO.match(text):
             return PrimitiveType(text)
-        if text.startswith(("interval", "char", "varchar")):
+        if text.lower().startswith("interval"):
+            return PrimitiveType(_interval(text, where))
+        if text.startswith(("char", "varchar")):
             return PrimitiveType(text)
         raise DeltaProtocolError(f"unknown data type {text!r} in the schema at {where}")
     if isinstance(obj, dict):
@@ -210,6 +227,81 @@ def _parse_type(obj: Any, where: str) -> DataType:
                 bool(obj.get("valueContainsNull", True)),
             )
     raise InvalidLogError(f"malformed type {obj!r} in the schema at {where}")
+
+
+def _interval(text: str, where: str) -> str:
+    """The canonical name of an interval spelling (`interval day to minute` -> `interval day to
+    second`), as protocol_rfcs/interval-types.md defines them: case-sensitive, one family,
+    fields from the longer unit to the shorter.
+
+    Raises:
+        DeltaProtocolError: a spelling the RFC does not allow.
+    """
+    words = text.split(" ")
+    fields = words[1:2] if len(words) == 2 else words[1::2] if len(words) == 4 and words[2] == "to" else []
+    for family, canonical in zip(_INTERVAL_FAMILIES, ("interval year to month", "interval day to second")):
+        if (
+            fields
+            and all(f in family for f in fields)
+            and [family.index(f) for f in fields] == sorted({family.index(f) for f in fields})
+        ):
+            if len(fields) == 2 and fields[0] == fields[1]:
+                break
+            return canonical
+    raise DeltaProtocolError(
+        f"data type {text!r} at {where} is not an interval type of protocol_rfcs/interval-types.md "
+        "(one family, year-month or day-second, from the longer unit to the shorter, lower case)"
+    )
+
+
+def is_binary_collation(collation: str | None) -> bool:
+    """Whether strings under `collation` compare by their UTF-8 bytes (no collation, or UTF8_BINARY)."""
+    if collation is None:
+        return True
+    provider, _, rest = collation.partition(".")
+    return provider.lower() == "spark" and rest.split(".")[0].upper() == "UTF8_BINARY"
+
+
+def collations(schema: StructType) -> dict[str, str]:
+    """The collation of every string the schema collates, by dotted logical path (strings in
+    arrays and maps as `col.element`, `col.key`, `col.value`), from the `__COLLATIONS`
+    metadata of their nearest struct field (protocol_rfcs/collated-string-type.md)."""
+    out: dict[str, str] = {}
+
+    def walk(t: DataType, prefix: str) -> None:
+        if isinstance(t, ArrayType):
+            walk(t.element_type, prefix + "element.")
+        elif isinstance(t, MapType):
+            walk(t.key_type, prefix + "key.")
+            walk(t.value_type, prefix + "value.")
+        elif isinstance(t, StructType):
+            for f in t.fields:
+                declared = f.metadata.get(COLLATIONS_KEY)
+                if isinstance(declared, dict):
+                    for key, collation in declared.items():
+                        out[prefix + str(key)] = str(collation)
+                walk(f.type, f"{prefix}{f.name}.")
+
+    walk(schema, "")
+    return out
+
+
+def type_text(f: StructField) -> str:
+    """A field's type as text with the collation of its strings, as Spark writes it
+    (`string collate spark.UTF8_LCASE`, `array<string collate icu.UNICODE>`)."""
+    declared = f.metadata.get(COLLATIONS_KEY)
+    declared = declared if isinstance(declared, dict) else {}
+
+    def text(t: DataType, path: str) -> str:
+        if isinstance(t, PrimitiveType) and t.name == "string" and path in declared:
+            return f"string collate {declared[path]}"
+        if isinstance(t, ArrayType):
+            return f"array<{text(t.element_type, path + '.element')}>"
+        if isinstance(t, MapType):
+            return f"map<{text(t.key_type, path + '.key')},{text(t.value_type, path + '.value')}>"
+        return str(t)
+
+    return text(f.type, f.name)
 
 
 def _parse_field(obj: Any, where: str) -> StructField:
@@ -283,6 +375,10 @@ _ARROW_PRIMITIVES: dict[str, pa.DataType] = {
     "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),
     "variant": VARIANT_ARROW,
+    "timestamp_nanos": pa.timestamp("ns", tz="UTC"),
+    "timestamp_ntz_nanos": pa.timestamp("ns"),
+    "interval year to month": pa.month_day_nano_interval(),  # months only
+    "interval day to second": pa.duration("us"),
 }
 
 

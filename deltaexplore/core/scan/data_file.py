@@ -3,7 +3,8 @@
 A file's log path becomes a storage path with `resolve_data_path` (URL-decoded; relative paths
 never leave the table). Columns are found by logical name, physical name or parquet field id depending on the column
 mapping mode, recursively through structs, lists and maps; values are cast to the table's
-types (type widening, INT96/ns timestamps, binary strings); columns the file lacks are null;
+types (type widening, INT96/ns timestamps, binary strings; variants rebuilt from their shredded
+parts by `variant_shredding`); columns the file lacks are null;
 deleted rows (deletion vectors) are dropped; partition values become constant columns.
 """
 
@@ -14,10 +15,10 @@ from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltaexplore.core.log.state import TableState
+from deltaexplore.core.protocol.partitions import months_interval
 from deltaexplore.core.protocol.schema import (
     PARQUET_FIELD_ID,
     ArrayType,
@@ -28,7 +29,14 @@ from deltaexplore.core.protocol.schema import (
     to_arrow_type,
 )
 from deltaexplore.core.scan.stats import num_records
-from deltaexplore.errors import DeletionVectorError, DeltaExploreError, StorageError, UnsupportedFeatureError
+from deltaexplore.core.scan.variant_shredding import rebuild_variant
+from deltaexplore.errors import (
+    DeletionVectorError,
+    DeltaExploreError,
+    InvalidVariantError,
+    StorageError,
+    UnsupportedFeatureError,
+)
 from deltaexplore.storage import check_relative
 
 __all__ = [
@@ -135,25 +143,7 @@ def project_column(arr: pa.Array, dtype: DataType, mode: str) -> pa.Array:
         mask = arr.is_null() if arr.null_count else None
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
     if dtype.name == "variant":
-        if pa.types.is_struct(arr.type):
-            names = [f.name for f in arr.type]
-            if "typed_value" in names and arr.field(names.index("typed_value")).null_count < len(arr):
-                raise UnsupportedFeatureError(
-                    "shredded variant values (a `typed_value` column in the data file) cannot be read yet: "
-                    "rebuilding variants from their shredded parts is not implemented",
-                    feature="variantShredding",
-                    needed_by="readers",
-                )
-            children = [
-                arr.field(names.index(n)) if n in names else pa.nulls(len(arr), pa.binary()) for n in ("metadata", "value")
-            ]
-            children = [c.cast(pa.binary()) for c in children]
-            mask = arr.is_null() if arr.null_count else None
-            if mask is not None:  # a null variant's parts may be null too: empty under the null
-                children = [pc.if_else(mask, pa.scalar(b"", pa.binary()), c) if c.null_count else c for c in children]
-            if any(c.null_count for c in children):
-                raise StorageError("malformed variant column: a non-null variant lacks its metadata or value bytes")
-            return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+        return rebuild_variant(arr)
     return cast_primitive(arr, target)
 
 
@@ -163,6 +153,10 @@ def cast_primitive(arr: pa.Array, target: pa.DataType) -> pa.Array:
         return arr
     if pa.types.is_null(target):
         return pa.nulls(len(arr), target)
+    if pa.types.is_interval(target) and pa.types.is_integer(arr.type):  # interval year to month: int32 months
+        return months_interval(arr.cast(pa.int32()))
+    if pa.types.is_duration(target) and pa.types.is_integer(arr.type):  # interval day to second: int64 micros
+        return arr.cast(pa.int64()).cast(target)
     if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type):
         if arr.type.tz is None and target.tz is not None:
             arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC"))
@@ -248,6 +242,8 @@ def read_data_file(
                 ) from exc
             except StorageError as exc:
                 raise StorageError(f"data file {path}, column {lf.name}: {exc}", path=path) from exc
+            except InvalidVariantError as exc:
+                raise InvalidVariantError(f"data file {path}, column {lf.name}: {exc}", path=path) from exc
         else:
             out[lf.name] = pa.nulls(kept, to_arrow_type(lf.type))
     extra_cols: dict[str, pa.Array] = {}

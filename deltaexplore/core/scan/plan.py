@@ -18,12 +18,13 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from deltaexplore.core.protocol.predicates import Expr, parse_predicate
+from deltaexplore.core.protocol.predicates import Expr, lower_literals, parse_predicate
 from deltaexplore.core.protocol.schema import StructField, StructType, to_arrow_type
+from deltaexplore.core.protocol.variant import has_variant, json_type, variants_as_json
 from deltaexplore.core.scan.data_file import constant_column, read_data_file, resolve_data_path
 from deltaexplore.core.scan.partition_values import partition_table
-from deltaexplore.core.scan.skipping import prune_by_partitions, prune_by_stats
-from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError
+from deltaexplore.core.scan.skipping import filter_collations, prune_by_partitions, prune_by_stats, unprunable
+from deltaexplore.errors import ColumnNotFoundError, DeltaProtocolError, InvalidArgumentError
 
 __all__ = ["ScanPlan", "plan_scan", "resolve_columns"]
 
@@ -53,6 +54,8 @@ class ScanPlan:
     partition_pruned: int = 0
     stats_pruned: int = 0
     extra_fields: list[StructField] = field(default_factory=list)  # needed by the filter only
+    #: filtered columns compared lower-cased (collation spark.UTF8_LCASE)
+    lowered: frozenset[str] = frozenset()
 
     @property
     def columns(self) -> list[str]:
@@ -70,8 +73,14 @@ class ScanPlan:
     def deletion_vectors(self) -> list[DeletionVectorDescriptor | None]:
         return [DeletionVectorDescriptor.from_dict(d) if d else None for d in self.files.column("deletionVector").to_pylist()]
 
-    def to_arrow(self, *, row_tracking: bool = False, max_workers: int = 8) -> pa.Table:
-        """Execute the plan with pyarrow: rows with DVs applied and logical names."""
+    def to_arrow(self, *, row_tracking: bool = False, max_workers: int = 8, variant: str = "binary") -> pa.Table:
+        """Execute the plan with pyarrow: rows with DVs applied and logical names.
+
+        `variant`: "binary" gives variant columns as `struct<metadata, value>` (the encoding, shredded
+        values rebuilt), "json" as JSON text (as Spark's `to_json` writes them).
+        """
+        if variant not in ("binary", "json"):
+            raise InvalidArgumentError(f'variant must be "binary" or "json", got {variant!r}')
         snapshot = self.snapshot
         storage = snapshot.storage
         mode = snapshot.column_mapping_mode
@@ -136,9 +145,24 @@ class ScanPlan:
             result = full.empty_table()
         if self.predicate is not None:
             types = {f.name: to_arrow_type(f.type) for f in [*self.fields, *self.extra_fields]}
-            result = result.filter(self.predicate.to_arrow(types))
+            if self.lowered:  # case-insensitive columns: compare lower-cased copies, keep the rows
+                keyed = result.append_column("__dx_row", pa.array(np.arange(result.num_rows, dtype=np.int64)))
+                for c in self.lowered:
+                    i = keyed.schema.get_field_index(c)
+                    keyed = keyed.set_column(i, c, pc.utf8_lower(keyed.column(i)))
+                kept = keyed.filter(lower_literals(self.predicate, self.lowered).to_arrow(types)).column("__dx_row")
+                result = result.take(kept)
+            else:
+                result = result.filter(self.predicate.to_arrow(types))
         if extra_schema:
             result = result.drop_columns([f.name for f in extra_schema])
+        if variant == "json":
+            for f in self.fields:
+                if has_variant(f.type):
+                    i = result.schema.get_field_index(f.name)
+                    result = result.set_column(
+                        i, pa.field(f.name, json_type(f.type), nullable=f.nullable), variants_as_json(result.column(i), f.type)
+                    )
         return result
 
     def explain(self) -> dict[str, int]:
@@ -167,7 +191,14 @@ def _commit_versions(extras: dict[str, pa.Array], column: str | None, version: i
 
 
 def plan_scan(snapshot: TableState, *, columns: list[str] | None = None, where: Any = None) -> ScanPlan:
-    """Plan a read of `columns` (all by default) filtered by `where` (see `predicates`)."""
+    """Plan a read of `columns` (all by default) filtered by `where` (see `predicates`).
+
+    Raises:
+        DeltaProtocolError: the state was read with `strict=False` and its rows cannot be read
+            (`TableState.problem`).
+    """
+    if snapshot.problem is not None:
+        raise snapshot.problem
     schema = snapshot.schema
     fields = resolve_columns(schema, columns)
     expr = parse_predicate(where)
@@ -184,15 +215,19 @@ def plan_scan(snapshot: TableState, *, columns: list[str] | None = None, where: 
                 extra.append(f)
     parts = partition_table(snapshot, adds)
     part_pruned = stats_pruned = 0
+    lowered: frozenset[str] = frozenset()
+    if expr is not None:
+        lowered = frozenset(filter_collations(snapshot, expr))  # raises for collations it cannot compare
     if expr is not None and total:
-        keep = prune_by_partitions(snapshot, expr, parts)
+        skip = unprunable(snapshot, expr)
+        keep = prune_by_partitions(snapshot, expr, parts, skip=skip)
         part_pruned = int(total - keep.sum())
         adds, parts = _kept(adds, keep), _kept(parts, keep)
         if adds.num_rows:
-            keep = prune_by_stats(snapshot, expr, adds)
+            keep = prune_by_stats(snapshot, expr, adds, skip=skip)
             stats_pruned = int(len(keep) - keep.sum())
             adds, parts = _kept(adds, keep), _kept(parts, keep)
-    return ScanPlan(snapshot, fields, expr, adds, parts, total, part_pruned, stats_pruned, extra)
+    return ScanPlan(snapshot, fields, expr, adds, parts, total, part_pruned, stats_pruned, extra, lowered)
 
 
 def _kept(table: pa.Table, keep: np.ndarray) -> pa.Table:

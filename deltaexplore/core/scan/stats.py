@@ -22,9 +22,10 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import put_rows, text_buffers
 from deltaexplore.core.log.state import TableState
+from deltaexplore.core.protocol.schema import leaf_paths
 from deltaexplore.core.scan import stats_search
 from deltaexplore.core.scan.stats_columns import stats_columns
-from deltaexplore.core.scan.stats_parse import stats_for_adds
+from deltaexplore.core.scan.stats_parse import stats_for_adds, variant_stats
 from deltaexplore.errors import ColumnNotFoundError
 
 __all__ = ["Bounds", "column_bounds", "column_limit", "file_stats", "num_records"]
@@ -179,7 +180,9 @@ def _records_of(adds: pa.Table, got: stats_search.Found) -> pa.Array:
 
 def file_stats(snapshot: TableState, columns: list[str] | str | None = None) -> pa.Table:
     """Typed per-file statistics of a snapshot: `path`, `num_records`, `tight_bounds`, then
-    `min.<col>`, `max.<col>`, `null_count.<col>` per leaf column (logical, dotted names).
+    `min.<col>`, `max.<col>`, `null_count.<col>` per leaf column (logical, dotted names); a
+    variant column has `variant_min.<col>` / `variant_max.<col>` instead, JSON objects of the
+    bounds of its paths (`stats_parse.variant_stats`: no bounds of the column itself).
 
     Raises:
         ColumnNotFoundError: a column that is not in the table, or a partition column (its
@@ -187,8 +190,9 @@ def file_stats(snapshot: TableState, columns: list[str] | str | None = None) -> 
     """
     if isinstance(columns, str):
         columns = [columns]
+    variants = {".".join(p) for p, f in leaf_paths(snapshot.schema) if f.type.name == "variant"}
     if columns is not None:
-        known = {c.name for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, [], None)}
+        known = {c.name for c in stats_columns(snapshot.schema, snapshot.column_mapping_mode, [], None)} | variants
         tops = {c.split(".", 1)[0] for c in known}
         parts = {p.lower() for p in snapshot.partition_columns}
         for name in columns:
@@ -198,4 +202,9 @@ def file_stats(snapshot: TableState, columns: list[str] | str | None = None) -> 
                 raise ColumnNotFoundError(f"{name!r} is a partition column: files carry no stats for it (see partition_values)")
             if name not in known and name not in tops:
                 raise ColumnNotFoundError(f"no column {name!r} with per-file stats (columns: {', '.join(sorted(tops))})")
-    return stats_for_adds(snapshot, snapshot.add_actions(), columns)
+    adds = snapshot.add_actions()
+    plain = [c for c in columns if c not in variants] if columns is not None else None
+    out = stats_for_adds(snapshot, adds, plain)
+    for name, values in variant_stats(snapshot, adds, columns).items():
+        out = out.append_column(name, values)
+    return out

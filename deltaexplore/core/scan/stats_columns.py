@@ -1,7 +1,7 @@
 """Which columns carry file statistics, where they sit in the stats JSON, and their values' types.
 
 A stats column is a leaf (through structs) that is not a partition column, an array, a map or
-a binary/variant/void value. Its values sit under its physical names in `minValues`,
+a binary/variant/void/interval/nanosecond-timestamp value. Its values sit under its physical names in `minValues`,
 `maxValues` and `nullCount`; temporal values are written as JSON strings. Both ways of reading
 stats (`stats_parse`, `stats_search`) start from these definitions.
 """
@@ -18,7 +18,18 @@ from deltaexplore.core.protocol.schema import ArrayType, MapType, StructField, S
 
 __all__ = ["StatsColumn", "physical_path", "stats_columns", "typed_values"]
 
-_SKIP_TYPES = ("binary", "variant", "void")
+#: no min/max to read: binaries and voids; variants (their bounds are variant objects keyed by
+#: JSON path, read by `stats_parse.variant_stats`); intervals (the RFC forbids skipping on them);
+#: nanosecond timestamps (their stats' truncation is not specified yet)
+_SKIP_TYPES = (
+    "binary",
+    "variant",
+    "void",
+    "interval year to month",
+    "interval day to second",
+    "timestamp_nanos",
+    "timestamp_ntz_nanos",
+)
 
 
 class StatsColumn:

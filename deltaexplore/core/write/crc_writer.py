@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.log.crc_reader import DELETED_RECORD_BINS
 from deltaexplore.core.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 from deltaexplore.storage import Storage
 
@@ -29,8 +30,8 @@ FILE_SIZE_BINS: list[int] = (
     + [i * 4 * _MB for i in range(1, 65)]  # 4 MB .. 256 MB
     + [384 * _MB, 512 * _MB, 768 * _MB, _GB, 2 * _GB, 4 * _GB, 8 * _GB, 16 * _GB, 32 * _GB, 64 * _GB, 128 * _GB, 256 * _GB]
 )
-#: lower bounds of the 10 bins of `deletedRecordCountsHistogramOpt`
-_DELETED_BINS = [0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 2**31 - 1]
+#: lower bounds of the 10 bins of `deletedRecordCountsHistogramOpt` (the reader's definition)
+_DELETED_BINS = list(DELETED_RECORD_BINS)
 
 
 def checksum_path(version: int) -> str:

@@ -10,6 +10,7 @@ import type { Ctx, Tab } from '../context';
 import { badge, copyButton, fill, h, kv, note, section } from '../dom';
 import { countNoun, formatValue, humanBytes, humanCount, humanDuration, jsonItems, relativeTime, timestampTitle, toMillis } from '../format';
 import { createGrid } from '../grid';
+import { protocolSection } from './protocol';
 import type { IRowNode } from 'ag-grid-community';
 
 /** A display unit for an operationMetrics key (writers record numbers as text). */
@@ -134,6 +135,7 @@ export function historyTab(ctx: Ctx): Tab {
 
   // -- detail ------------------------------------------------------------------------------
   const detail = h('aside', { class: 'dxe-detail', 'aria-label': 'selected commit' });
+  const protocol = protocolSection(ctx);
 
   const el = h(
     'div',
@@ -142,6 +144,7 @@ export function historyTab(ctx: Ctx): Tab {
     filters,
     compareBar,
     h('div', { class: 'dxe-split' }, h('div', { class: 'dxe-split-main' }, gridSection.el), detail),
+    protocol.el,
   );
 
   function options(select: HTMLSelectElement, values: Map<string, number>, all: string): void {
@@ -371,6 +374,7 @@ export function historyTab(ctx: Ctx): Tab {
     options(userSelect, users, 'all users');
     userSelect.disabled = users.size === 0;
     timeline.update(data.timeline);
+    protocol.draw(data);
     if (selectedVersion === null && commits && commits.rows.length) selectedVersion = Number(model.get('version'));
     applyFilters();
     drawDetail();

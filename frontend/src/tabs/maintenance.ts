@@ -37,12 +37,70 @@ function pairs(obj: Record<string, unknown> | null | undefined): Array<[string, 
   return Object.entries(obj || {}).map(([k, v]) => [k.replace(/_/g, ' '), valueNode(k, v)]);
 }
 
+/** One advice line: `label a → b` (numbers in their unit), or null when nothing is predicted. */
+function change(label: string, unit: string, before: unknown, after: unknown): string | null {
+  if (before === null || before === undefined || after === null || after === undefined) return null;
+  return `${label} ${formatValue(unit, before as number)} → ${formatValue(unit, after as number)}`;
+}
+
 export function maintenanceTab(ctx: Ctx): Tab {
   const list = h('div', { class: 'dxe-op-cards', role: 'list' });
   const panel = h('div', { class: 'dxe-op-panel', 'aria-live': 'polite' });
-  const el = h('div', { class: 'dxe-tab-maintenance' }, note('Preview an operation to see what it would do at the latest version, before running it.', 'hint'), list, panel);
+  const adviceList = h('ol', { class: 'dxe-advice', 'aria-label': 'advice' });
+  const ask = h('button', { type: 'button', class: 'dxe-btn' }, 'What should I run?');
+  ask.addEventListener('click', () => ctx.rpc.tell('advise', {}));
+  const el = h(
+    'div',
+    { class: 'dxe-tab-maintenance' },
+    h('div', { class: 'dxe-btn-row' }, ask, note('ranked advice with its predicted effect, from the log', 'hint')),
+    adviceList,
+    note('Preview an operation to see what it would do at the latest version, before running it.', 'hint'),
+    list,
+    panel,
+  );
   let confirming: string | null = null;
   let cardsKey = '';
+  let adviceKey = '';
+
+  function drawAdvice(m: any): void {
+    const advice: any[] = m.advice || [];
+    const key = JSON.stringify(advice) + String(!!m.running);
+    if (key === adviceKey) return;
+    adviceKey = key;
+    if (m.advice && !advice.length) {
+      fill(adviceList, h('li', null, 'Nothing to do: no maintenance would change this table.'));
+      return;
+    }
+    fill(
+      adviceList,
+      advice.map((a) => {
+        const lines = [
+          change('files', 'count', a.files_before, a.files_after),
+          change('bytes', 'bytes', a.bytes_before, a.bytes_after),
+          change('files a point query reads', 'number', a.point_files_before, a.point_files_after),
+          change('max overlap depth', 'count', a.max_depth_before, a.max_depth_after),
+          a.bytes_rewritten ? `rewrites ${humanBytes(a.bytes_rewritten)}` : null,
+          a.retention_hours !== null && a.retention_hours !== undefined ? `needs ${formatValue('number', a.retention_hours)} h of retention` : null,
+        ].filter((x): x is string => !!x);
+        const preview = a.operation
+          ? h('button', { type: 'button', class: 'dxe-btn', disabled: !!m.running, 'aria-label': `Preview advice ${a.rank}: ${a.kind}` }, 'Preview')
+          : null;
+        preview?.addEventListener('click', () => {
+          confirming = null;
+          ctx.rpc.tell('preview', { op: a.operation, params: a.parameters || {} });
+        });
+        return h(
+          'li',
+          { class: 'dxe-advice-card', 'aria-label': `${a.kind}: ${a.target}` },
+          h('div', { class: 'dxe-op-title' }, h('strong', null, `${a.rank}. ${a.kind.replace(/_/g, ' ')}`), pill('info', `score ${formatValue('ratio', a.score)}`)),
+          h('p', { class: 'dxe-op-desc' }, a.target),
+          h('p', { class: 'dxe-op-desc' }, a.reason),
+          lines.length ? h('p', { class: 'dxe-muted' }, lines.join(' · ')) : null,
+          h('div', { class: 'dxe-btn-row' }, h('code', null, a.action), preview),
+        );
+      }),
+    );
+  }
 
   function drawCards(ops: any[], m: any): void {
     const key = JSON.stringify(ops.map((o) => [o.name, o.available, o.backend])) + String(m.selected) + String(!!m.running);
@@ -71,6 +129,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
   function draw(): void {
     const m = ctx.model.get('maintenance') || {};
     const ops: any[] = m.operations || [];
+    drawAdvice(m);
     drawCards(ops, m);
     const op = ops.find((o) => o.name === m.selected);
     if (!op) {
@@ -94,7 +153,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
         return;
       }
       confirming = null;
-      ctx.rpc.tell('run', { op: op.name });
+      ctx.rpc.tell('run', { op: op.name, params: m.params || {} });
     });
     if (confirming === op.name && !m.running) {
       const cancel = h('button', { type: 'button', class: 'dxe-btn' }, 'Cancel');

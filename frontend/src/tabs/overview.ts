@@ -39,7 +39,7 @@ export function overviewTab(ctx: Ctx): Tab {
     noun: 'field',
     height: 320,
     filterPlaceholder: 'filter columns',
-    columns: ['column', 'type', 'nullable', 'is_partition', 'metadata', 'physical_path', 'field_id'],
+    columns: ['column', 'type', 'nullable', 'is_partition', 'collation', 'metadata', 'physical_path', 'field_id'],
     options: { column: { flex: 1.5 }, is_partition: { header: 'partition' }, physical_path: { header: 'physical name' }, field_id: { header: 'field id', unit: 'number' } },
   });
   const schema = section('Schema');
@@ -147,7 +147,13 @@ export function overviewTab(ctx: Ctx): Tab {
           )
         : note('Legacy protocol: no table features listed.', 'empty'),
     );
-    fill(problems, data.schema_error ? note(`schema unreadable: ${data.schema_error}`, 'warn') : null);
+    const problem = data.problem
+      ? note(
+          `${data.problem.kind === 'unsupported' ? 'Not readable by deltaexplore' : 'Damaged table'}: ${data.problem.message} — its history, files and log are shown; its rows cannot be read.`,
+          'error',
+        )
+      : null;
+    fill(problems, problem, data.schema_error ? note(`schema unreadable: ${data.schema_error}`, 'warn') : null);
     if (data.version !== gridsVersion) {
       // the second overview of a version only adds row counts: the grids stay as they are
       gridsVersion = data.version;

@@ -1,0 +1,218 @@
+"""Opening a table on S3 at an object store's latency: deltaexplore vs delta-rs, in one run.
+
+moto's S3 server runs in its own process on 127.0.0.1 (`tests/s3_server.py`) and answers every
+request after a fixed delay (20 ms and 100 ms: a region away, a continent away). moto spends
+~10 ms of CPU on a request on this 2-core machine, which would hide the latency being measured:
+with ``--cache-reads`` (the default here) the server answers a repeated GET/HEAD of an object
+from memory (objects never change during the run; one unmeasured open per contender warms it),
+listings always go to moto. Each contender opens the same table in a fresh process, a few
+times, interleaved:
+
+- deltaexplore: ``dx.open_table("s3://...", storage_options=...).snapshot().files()``
+- deltaexplore at a baseline git ref (``--baseline main``: the code before a change, measured
+  in the same run as after it), extracted with ``git archive``
+- delta-rs: ``DeltaTable("s3://...", storage_options=...)`` + ``get_add_actions(flatten=True)``
+
+Tables (``../shared/tools/gen_big_log.py``, uploaded to the server once per latency):
+
+- ``c1000``: 1,000 JSON commits, no checkpoint (10k files)
+- ``ck900``: a checkpoint at version 900 and 100 commits after it (10k files)
+
+Usage: ``python benchmarks/bench_object_store.py [--runs 3] [--latencies 20,100] [--baseline main]``.
+Results go to ``benchmarks/results/object-store.md`` (and ``.json``). Nothing here asserts timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PYCACHE = HERE / ".pycache"
+GEN = ROOT.parent / "shared" / "tools" / "gen_big_log.py"
+SERVER = ROOT / "tests" / "s3_server.py"
+TABLES = {
+    "c1000": ["--files", "10000", "--commits", "1000", "--no-checkpoint"],
+    "ck900": ["--files", "10000", "--commits", "900", "--post-commits", "100"],
+}
+
+CONTENDERS = {
+    "deltaexplore": """
+import deltaexplore as dx
+opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": ENDPOINT, "region_name": "us-east-1"}}
+ROWS = dx.open_table(URI, storage_options=opts).snapshot().files().num_rows
+""",
+    "delta-rs": """
+from deltalake import DeltaTable
+opts = {"AWS_ENDPOINT_URL": ENDPOINT, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+ROWS = DeltaTable(URI, storage_options=opts).get_add_actions(flatten=True).num_rows
+""",
+}
+CONTENDERS["baseline"] = CONTENDERS["deltaexplore"]
+
+RUNNER = """
+import sys, time
+URI, ENDPOINT = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+{code}
+print(f"RESULT {{time.perf_counter() - t0}} {{ROWS}}")
+"""
+
+
+def ensure_table(name: str, base: Path) -> Path:
+    path = base / name
+    if (path / "_delta_log").exists():
+        return path
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"generating {path} ...", flush=True)
+    subprocess.run([sys.executable, str(GEN), str(path), *TABLES[name], "--no-validate"], check=True)
+    return path
+
+
+def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--latency-ms", str(latency_ms), "--cache-reads"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    endpoint = proc.stdout.readline().strip()
+    if not endpoint.startswith("http"):
+        proc.kill()
+        raise RuntimeError(f"the S3 server did not start (said {endpoint!r})")
+    return proc, endpoint
+
+
+def upload(endpoint: str, name: str, path: Path) -> None:
+    import boto3
+
+    client = boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    files = [Path(d) / f for d, _, names in os.walk(path) for f in names]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda f: client.upload_file(str(f), "lake", f"{name}/{f.relative_to(path).as_posix()}"), files))
+
+
+def baseline_checkout(ref: str, into: Path) -> Path:
+    """The package at git `ref`, extracted (its code only) under `into`."""
+    archive = into / "baseline.tar"
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), ref, "deltaexplore"], check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "baseline", filter="data")
+    return into / "baseline"
+
+
+def env_for(code_root: Path) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(code_root), PYTHONPYCACHEPREFIX=str(PYCACHE))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def run_once(contender: str, uri: str, endpoint: str, code_root: Path) -> tuple[float, int]:
+    code = RUNNER.format(code=CONTENDERS[contender])
+    out = subprocess.run(
+        [sys.executable, "-c", code, uri, endpoint], capture_output=True, text=True, check=True, env=env_for(code_root)
+    )
+    line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
+    _, elapsed, rows = line.split()
+    return float(elapsed), int(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--latencies", default="20,100", help="milliseconds per request, comma-separated")
+    ap.add_argument("--tables", default="c1000,ck900")
+    ap.add_argument("--baseline", default=None, help="also run deltaexplore at this git ref (before a change)")
+    ap.add_argument("--dir", default=os.environ.get("DELTAEXPLORE_BENCH_DIR", str(HERE / "tables")))
+    args = ap.parse_args()
+    tables = {name: ensure_table(name, Path(args.dir)) for name in args.tables.split(",")}
+    contenders = ["deltaexplore", "delta-rs"] + (["baseline"] if args.baseline else [])
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        roots = {"deltaexplore": ROOT, "delta-rs": ROOT}
+        if args.baseline:
+            roots["baseline"] = baseline_checkout(args.baseline, Path(tmp))
+        for root in set(roots.values()):
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "deltaexplore")], check=True, env=env_for(root))
+        for latency in [float(x) for x in args.latencies.split(",")]:
+            server, endpoint = start_server(latency)
+            try:
+                for name, path in tables.items():
+                    upload(endpoint, name, path)
+                    uri = f"s3://lake/{name}"
+                    measured: dict[str, list[tuple[float, int]]] = {c: [] for c in contenders}
+                    for c in contenders:  # warms the server's read cache
+                        run_once(c, uri, endpoint, roots[c])
+                    for _ in range(args.runs):
+                        for c in contenders:
+                            measured[c].append(run_once(c, uri, endpoint, roots[c]))
+                    for c in contenders:
+                        times = [m[0] for m in measured[c]]
+                        row = {
+                            "latency_ms": latency,
+                            "table": name,
+                            "contender": c,
+                            "median_s": statistics.median(times),
+                            "min_s": min(times),
+                            "rows": measured[c][-1][1],
+                        }
+                        results.append(row)
+                        print(
+                            f"{latency:5.0f} ms {name:6} {c:12} median {row['median_s']:6.2f}s min {row['min_s']:6.2f}s "
+                            f"rows {row['rows']}",
+                            flush=True,
+                        )
+            finally:
+                server.kill()
+                server.wait()
+    out_dir = HERE / "results"
+    (out_dir / "object-store.json").write_text(json.dumps(results, indent=1))
+    by = {(r["latency_ms"], r["table"], r["contender"]): r for r in results}
+    head = "| latency | table | deltaexplore | delta-rs | vs delta-rs |"
+    sep = "|---|---|---|---|---|"
+    if args.baseline:
+        head += f" before (`{args.baseline}`) | before vs delta-rs |"
+        sep += "---|---|"
+    lines = [
+        "# Opening a table on S3 at a latency (`snapshot().files()`)",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.0f}): "
+        "moto's S3 server in its own process, every request answered after the latency, repeated object reads "
+        f"from memory; median of {args.runs} interleaved runs, each in a fresh process "
+        "(imports included).",
+        "",
+        head,
+        sep,
+    ]
+    for latency in sorted({r["latency_ms"] for r in results}):
+        for name in tables:
+            dx_, rs = by[(latency, name, "deltaexplore")], by[(latency, name, "delta-rs")]
+            line = (
+                f"| {latency:.0f} ms | {name} | {dx_['median_s']:.2f} s | {rs['median_s']:.2f} s | "
+                f"{dx_['median_s'] / rs['median_s']:.2f}x |"
+            )
+            if args.baseline:
+                b = by[(latency, name, "baseline")]
+                line += f" {b['median_s']:.2f} s | {b['median_s'] / rs['median_s']:.2f}x |"
+            lines.append(line)
+    (out_dir / "object-store.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""The net row diff of two versions: the rows that truly differ, read from the files that differ.
+
+`plan_row_diff` takes the file changes of `diff_files` (from the log) and says what to read: the
+rows of files removed between the versions (live at the older one), of files added (live at the
+newer one), and, for a file re-added with another deletion vector, the rows one DV deletes and
+the other does not. `net_rows` counts every distinct row on both sides (older -1, newer +1) in
+one polars group-by: rows rewritten unchanged (UPDATE and copy-on-write MERGE of other rows,
+OPTIMIZE, DV purge) cancel out, and what is left is the multiset difference of the two versions.
+`shape_rows` turns that into the declared result, unkeyed (one row per distinct changed row
+with its count) or keyed (old and new values side by side, changed columns named). Rows are
+compared in the newer version's schema: columns matched by column mapping id (renames) else by
+name, a column missing at the older version is null there, widened types cast. Spark runs the
+same plan (`deltaexplore.spark.row_diff`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from deltaexplore.core.protocol.schema import StructField, to_arrow_type
+from deltaexplore.core.scan.data_file import row_counts
+from deltaexplore.core.scan.partition_values import partition_table
+from deltaexplore.core.scan.plan import ScanPlan
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.errors import StorageError
+from deltaexplore.inspect.diff import file_changes, resolve_versions
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.schemas import diff_rows_schema
+from deltaexplore.inspect.snapshots import table_of
+
+if TYPE_CHECKING:
+    from deltaexplore.core.table import Table
+
+__all__ = ["RowDiffPlan", "align", "diff_rows", "net_rows", "plan_row_diff", "shape_rows"]
+
+COUNT = "_count"
+CHANGE = "_change"
+CHANGED = "_changed_columns"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One compared column: its name and type at the newer version, its name at the older one."""
+
+    name: str
+    type: pa.DataType
+    older_name: str | None  # None: absent at the older version (null there)
+
+
+@dataclass
+class RowDiffPlan:
+    """What a net row diff reads (add actions of each side, log field names)."""
+
+    older: Snapshot
+    newer: Snapshot
+    columns: list[Column]
+    key: list[str]
+    removed: pa.Table  # adds of `older` absent from `newer`: their live rows are old rows
+    added: pa.Table  # adds of `newer` absent from `older`: their live rows are new rows
+    dv_before: pa.Table  # adds of `older` re-added with another DV (same paths, same order as dv_after)
+    dv_after: pa.Table  # the same files at `newer`
+    backwards: bool  # v1 > v2: old and new swap in the result
+
+    @property
+    def files(self) -> int:
+        return self.removed.num_rows + self.added.num_rows + self.dv_after.num_rows
+
+    @property
+    def bytes(self) -> int:
+        """Data file bytes plus the deletion vector bytes read."""
+        total = 0
+        for t in (self.removed, self.added, self.dv_after):
+            if t.num_rows:
+                total += int(pc.sum(t.column("size")).as_py() or 0)
+        for t in (self.removed, self.added, self.dv_before, self.dv_after):
+            if t.num_rows:
+                dv = pc.struct_field(t.column("deletionVector").combine_chunks(), "sizeInBytes")
+                total += int(pc.sum(dv).as_py() or 0)
+        return total
+
+
+def _columns(older: Snapshot, newer: Snapshot, columns: list[str] | None) -> list[Column]:
+    """The newer schema's top-level columns (or `columns` of them), each found at the older
+    version by column mapping id, else by name."""
+    new_fields = list(newer.schema.fields)
+    names = [f.name for f in new_fields]
+    if columns is not None:
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise InspectError(f"columns must be a list of column names, got {columns!r}")
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise InspectError(f"columns {missing} are not in version {newer.version} (columns: {', '.join(names)})")
+        new_fields = [f for f in new_fields if f.name in set(columns)]
+    old_fields = list(older.schema.fields) if older.has_metadata else []
+    by_id = {f.field_id: f for f in old_fields if f.field_id is not None}
+    by_name = {f.name: f for f in old_fields}
+    out = []
+    for f in new_fields:
+        match: StructField | None = by_id.get(f.field_id) if f.field_id is not None else None
+        if match is None and f.field_id is None:
+            match = by_name.get(f.name)
+        out.append(Column(f.name, to_arrow_type(f.type), None if match is None else match.name))
+    return out
+
+
+def plan_row_diff(
+    obj: Table | Snapshot, v1: int | None, v2: int | None, *, key: Any = None, columns: list[str] | None = None
+) -> RowDiffPlan:
+    """What the net row diff of `v1` -> `v2` reads (see the module docstring).
+
+    Raises:
+        InspectError: bad versions, a key or column not in the newer version.
+    """
+    v1, v2 = resolve_versions(obj, v1, v2)
+    lo, hi = min(v1, v2), max(v1, v2)
+    changes, older, newer, _ = file_changes(obj, lo, hi)
+    keys = [key] if isinstance(key, str) else list(key or [])
+    if not all(isinstance(k, str) for k in keys):
+        raise InspectError(f"key must be a column name or a list of them, got {key!r}")
+    names = newer.schema.names
+    bad = [k for k in keys if k not in names]
+    if bad:
+        raise InspectError(f"key column(s) {bad} are not in version {newer.version} (columns: {', '.join(names)})")
+    if columns is not None and keys:
+        columns = [*keys, *[c for c in columns if c not in keys]]
+    cols = _columns(older, newer, columns)
+    change = changes.column("change")
+
+    def adds(snap: Snapshot, kind: str) -> pa.Table:
+        paths = changes.filter(pc.equal(change, kind)).column("path")
+        got = snap.add_actions_for(paths.combine_chunks())
+        order = pc.sort_indices(got.column("path"))
+        return got.take(order)
+
+    return RowDiffPlan(
+        older=older,
+        newer=newer,
+        columns=cols,
+        key=keys,
+        removed=adds(older, "removed"),
+        added=adds(newer, "added"),
+        dv_before=adds(older, "dv_changed"),
+        dv_after=adds(newer, "dv_changed"),
+        backwards=v1 > v2,
+    )
+
+
+def scan_of(snapshot: Snapshot, files: pa.Table, *, without_dvs: bool = False) -> ScanPlan:
+    """A scan of exactly `files` (add actions of `snapshot`), every column; with `without_dvs`
+    the files' deletion vectors are not applied (every physical row, in file order)."""
+    if without_dvs:
+        i = files.schema.get_field_index("deletionVector")
+        files = files.set_column(i, "deletionVector", pa.nulls(files.num_rows, files.schema.field(i).type))
+    return ScanPlan(snapshot, list(snapshot.schema.fields), None, files, partition_table(snapshot, files), files.num_rows)
+
+
+def align(rows: pa.Table, columns: list[Column], *, older: bool) -> pa.Table:
+    """Rows read at one version in the compared columns (the newer schema's names and types)."""
+    out = []
+    for c in columns:
+        name = c.older_name if older else c.name
+        if name is None or name not in rows.column_names:
+            out.append(pa.nulls(rows.num_rows, c.type))
+            continue
+        col = rows.column(name)
+        if col.type != c.type:
+            try:
+                col = col.cast(c.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise InspectError(
+                    f"column {c.name!r} changed type from {col.type} to {c.type} between the versions: "
+                    f"its rows cannot be compared ({exc}); leave it out with columns=[...]"
+                ) from exc
+        out.append(col)
+    return pa.Table.from_arrays(out, schema=pa.schema([pa.field(c.name, c.type) for c in columns]))
+
+
+def _dv_positions(snapshot: Snapshot, files: pa.Table) -> list[np.ndarray]:
+    out = []
+    paths = files.column("path").to_pylist()
+    for raw, d in zip(paths, files.column("deletionVector").to_pylist()):
+        if d is None:
+            out.append(np.zeros(0, np.int64))
+        else:
+            out.append(
+                read_deletion_vector(snapshot.storage, DeletionVectorDescriptor.from_dict(d), data_file=raw).astype(np.int64)
+            )
+    return out
+
+
+def read_sides(plan: RowDiffPlan) -> tuple[pa.Table, pa.Table]:
+    """(old rows, new rows) in the compared columns, read locally."""
+    old = [align(scan_of(plan.older, plan.removed).to_arrow(), plan.columns, older=True)]
+    new = [align(scan_of(plan.newer, plan.added).to_arrow(), plan.columns, older=False)]
+    if plan.dv_after.num_rows:
+        before, after = _dv_positions(plan.older, plan.dv_before), _dv_positions(plan.newer, plan.dv_after)
+        whole = align(scan_of(plan.newer, plan.dv_after, without_dvs=True).to_arrow(), plan.columns, older=False)
+        starts = np.concatenate([[0], np.cumsum(np.asarray(row_counts(plan.newer, plan.dv_after), np.int64))])
+        gone = [s + np.setdiff1d(a, b) for s, a, b in zip(starts, after, before)]
+        back = [s + np.setdiff1d(b, a) for s, a, b in zip(starts, after, before)]
+        old.append(whole.take(pa.array(np.concatenate(gone).astype(np.int64))))
+        new.append(whole.take(pa.array(np.concatenate(back).astype(np.int64))))
+    return pa.concat_tables(old), pa.concat_tables(new)
+
+
+def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
+    """The multiset difference: one row per distinct row whose count differs, with `_count` =
+    copies at the newer side minus copies at the older side (never 0)."""
+    both = pa.concat_tables([old, new])
+    if both.num_rows == 0:
+        return both.append_column(COUNT, pa.array([], pa.int64()))
+    frame = pl.from_arrow(both, rechunk=False)
+    assert isinstance(frame, pl.DataFrame)
+    names = list(frame.columns)
+    side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
+    frame = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
+    if names:
+        groups = frame.group_by(names, maintain_order=True).agg(pl.col("__row").first(), pl.col("__side").sum())
+    else:
+        groups = pl.DataFrame({"__row": [0], "__side": [int(side.sum())]})
+    groups = groups.filter(pl.col("__side") != 0)
+    rows = both.take(groups.get_column("__row").to_arrow())
+    return rows.append_column(COUNT, groups.get_column("__side").to_arrow().cast(pa.int64()))
+
+
+def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str, str]) -> pa.Table:
+    """The declared result (`schemas.diff_rows_schema`) from `net_rows`' output."""
+    count = net.column(COUNT).combine_chunks()
+    if backwards:
+        count = pc.negate(count)
+    values = net.drop_columns([COUNT])
+    fields = list(values.schema)
+    if not key:
+        change = pc.if_else(pc.greater(count, 0), "insert", "delete")
+        flat = {CHANGE: change, COUNT: pc.abs(count), **{f.name: values.column(f.name) for f in fields}}
+        return _conform(flat, diff_rows_schema(fields, None), meta, order=[CHANGE])
+    if net.num_rows and int(pc.max(pc.abs(count)).as_py()) > 1:
+        i = int(np.flatnonzero(np.abs(count.to_numpy()) > 1)[0])
+        shown = {k: values.column(k)[i].as_py() for k in key}
+        raise InspectError(f"key {key} is not unique among the changed rows: {shown} has {abs(int(count[i].as_py()))} copies")
+    deleted = values.filter(pc.less(count, 0))
+    inserted = values.filter(pc.greater(count, 0))
+    d = _frame(deleted.select(key)).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("__d"))
+    n = _frame(inserted.select(key)).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("__n"))
+    for side, frame in (("older", d), ("newer", n)):
+        dup = frame.group_by(key).len().filter(pl.col("len") > 1)
+        if dup.height:
+            raise InspectError(f"key {key} is not unique among the changed rows of the {side} version: {dup.row(0)[:-1]} repeats")
+    pairs = d.join(n, on=key, how="full", nulls_equal=True, coalesce=True).sort(key, nulls_last=True)
+    di = pairs.get_column("__d").to_arrow()
+    ni = pairs.get_column("__n").to_arrow()
+    before = deleted.take(di)
+    after = inserted.take(ni)
+    has_b, has_a = pc.is_valid(di), pc.is_valid(ni)
+    change = pc.if_else(pc.and_(has_b, has_a), "update", pc.if_else(has_b, "delete", "insert"))
+    others = [f for f in fields if f.name not in key]
+    diffs = []
+    bf, af = _frame(before.select([f.name for f in others])), _frame(after.select([f.name for f in others]))
+    for f in others:
+        diffs.append(pl.when(bf.get_column(f.name).ne_missing(af.get_column(f.name))).then(pl.lit(f.name)))
+    if others:
+        flags = pl.DataFrame({"__x": [0] * pairs.height}).select(pl.concat_list(diffs).list.drop_nulls().alias("c"))
+        changed = flags.get_column("c").to_arrow().cast(pa.list_(pa.string()))
+    else:
+        changed = pa.array([[]] * pairs.height, pa.list_(pa.string()))
+    changed = pc.if_else(pc.equal(change, "update"), changed, pa.nulls(pairs.height, pa.list_(pa.string())))
+    out: dict[str, Any] = {CHANGE: change, CHANGED: changed}
+    for k in key:
+        out[k] = pc.coalesce(before.column(k), after.column(k))
+    for f in others:
+        out[f"before.{f.name}"] = before.column(f.name)
+        out[f"after.{f.name}"] = after.column(f.name)
+    key_fields = [f for f in fields if f.name in key]
+    return _conform(out, diff_rows_schema(key_fields + others, key), meta, order=None)
+
+
+def _frame(t: pa.Table) -> pl.DataFrame:
+    f = pl.from_arrow(t)
+    assert isinstance(f, pl.DataFrame)
+    return f
+
+
+def _conform(cols: dict[str, Any], schema: pa.Schema, meta: dict[str, str], order: list[str] | None) -> pa.Table:
+    arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in schema]
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    md = {**(schema.metadata or {}), **{f"deltaexplore.diff_rows.{k}".encode(): v.encode() for k, v in meta.items()}}
+    table = pa.Table.from_arrays(arrays, schema=schema.with_metadata(md))
+    if order:
+        # deletes first, then inserts; the order rows were read in otherwise
+        table = table.take(pc.sort_indices(table.column(CHANGE), sort_keys=[(CHANGE, "ascending")]))
+    return table
+
+
+def read_summary(result: pa.Table) -> dict[str, Any]:
+    """What a `diff_rows` result read: versions, files, bytes, method (from its metadata)."""
+    md = result.schema.metadata or {}
+    prefix = b"deltaexplore.diff_rows."
+    raw = {k[len(prefix) :].decode(): v.decode() for k, v in md.items() if k.startswith(prefix)}
+    return {k: (int(v) if k in ("v1", "v2", "files_read", "bytes_read") else v) for k, v in raw.items()}
+
+
+def diff_rows(
+    obj: Table | Snapshot,
+    v1: int | None = None,
+    v2: int | None = None,
+    *,
+    key: str | list[str] | None = None,
+    columns: list[str] | None = None,
+) -> pa.Table:
+    """The rows that truly differ from version `v1` to `v2` (`schemas.diff_rows_schema`).
+
+    Reads only the data files that differ between the versions (and their deletion vectors),
+    with or without change data feed; rows rewritten unchanged cancel out. Without `key`: one
+    row per distinct changed row, `_change` (insert | delete) and `_count` (copies: the
+    comparison is a multiset). With `key` (a column or columns, unique among the changed rows):
+    one row per key, `_change` (insert | delete | update), `_changed_columns` (update), the key
+    and `before.<column>` / `after.<column>` side by side. Rows are compared in the newer
+    version's schema; `columns` limits the comparison to some columns. `v2` defaults to the
+    latest (or the snapshot's) version and `v1` to `v2 - 1`; `v1 > v2` diffs backwards. The
+    schema metadata says what was read (`read_summary(result)`: files_read, bytes_read).
+
+    Raises:
+        InspectError: bad versions, an unknown key or column, a key repeated among the changed
+            rows, a column whose type changed so that its values cannot be compared.
+        StorageError: a data file of either version is gone (vacuumed).
+    """
+    plan = plan_row_diff(obj, v1, v2, key=key, columns=columns)
+    try:
+        old, new = read_sides(plan)
+    except StorageError as exc:
+        raise StorageError(
+            f"the row diff of versions {plan.older.version} and {plan.newer.version} reads the data files that differ "
+            f"between them, and one is gone (vacuumed?): {exc}",
+            path=exc.path,
+        ) from exc
+    return shape_rows(net_rows(old, new), plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
+
+
+def plan_meta(plan: RowDiffPlan, engine: str) -> dict[str, str]:
+    lo, hi = plan.older.version, plan.newer.version
+    v1, v2 = (hi, lo) if plan.backwards else (lo, hi)
+    return {
+        "v1": str(v1),
+        "v2": str(v2),
+        "files_read": str(plan.files),
+        "bytes_read": str(plan.bytes),
+        "engine": engine,
+        "table": str(table_of(plan.older).uri),
+    }

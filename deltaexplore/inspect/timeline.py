@@ -1,0 +1,255 @@
+"""`timeline()`: the table through time, every version's health from one replay of the log.
+
+Reopening each version would replay the log once per version. Instead every add action gets the
+version range it is active in: from its commit (or the start, for the first state's files) to
+the first later action on the same key (`path`, deletion vector id) — the replay rule, applied
+to all actions at once (one sort by key). A file's size, rows, deleted rows and smallness then
+count in every version of its range: one `+` at its start and one `-` at its end, summed up
+(`numpy.cumsum`) over the versions. Partitions count the partition keys with at least one file
+(the same per key). Schema and protocol changes come from the commits' `metaData` and
+`protocol` actions. Metadata only: no data file is read.
+
+The first version is the oldest one the log can rebuild (version 0 when its commit is there,
+else the oldest checkpoint); its files are its snapshot's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltaexplore.core.log.checkpoint_reader import CheckpointReader
+from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.log.replay import dv_unique_id
+from deltaexplore.core.log.segment import build_segment
+from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.snapshot import Snapshot
+from deltaexplore.core.table import Table
+from deltaexplore.errors import DeltaExploreError
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.files import small_file_threshold
+from deltaexplore.inspect.schemas import TIMELINE_SCHEMA
+from deltaexplore.inspect.snapshots import snapshot_of, table_of
+
+__all__ = ["timeline"]
+
+
+def _first_version(table: Table, latest: int) -> int:
+    """The oldest version the log rebuilds: 0 when its commit is there, else the oldest
+    checkpoint whose later commits are all there."""
+    listing = table.listing(refresh=False)
+    commits = set(listing.versions())
+    if 0 in commits:
+        first = 0
+    else:
+        checkpoints = sorted(v for v in listing.checkpoints if v <= latest)
+        if not checkpoints:
+            raise InspectError(f"no version of {table.uri} can be rebuilt: the log's start was cleaned up without a checkpoint")
+        first = checkpoints[0]
+    gaps = [v for v in range(first + 1, latest + 1) if v not in commits]
+    if gaps:  # commits missing after the start: begin after the last gap's checkpoint
+        later = sorted(v for v in listing.checkpoints if gaps[-1] <= v <= latest)
+        if not later:
+            raise InspectError(f"commits {gaps[:5]} of {table.uri} are missing: no timeline past them")
+        first = later[0]
+    return first
+
+
+def _same_schema(a: str | None, b: str | None) -> bool:
+    """Whether two schema strings say the same schema (parsed: writers format them differently)."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        return Metadata(id="", schema_string=a).schema == Metadata(id="", schema_string=b).schema
+    except DeltaExploreError:
+        return False
+
+
+def _partition_codes(maps: pa.ChunkedArray) -> np.ndarray:
+    """One code per distinct partitionValues map (by its keys' values, whatever their order)."""
+    maps_arr = maps.combine_chunks()
+    names = pc.unique(maps_arr.keys).to_pylist()
+    parts = [pc.fill_null(pc.map_lookup(maps_arr, name, "first").cast(pa.large_string()), "\x01") for name in sorted(names)]
+    if not parts:
+        return np.zeros(len(maps_arr), np.int64)
+    joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, pa.scalar("\x00", pa.large_string()))
+    return pc.dictionary_encode(joined).indices.to_numpy().astype(np.int64)
+
+
+def _keys(adds: pa.Table) -> pa.Array:
+    """`path` + deletion vector id per action (the replay key), as one string."""
+    path = adds.column("path").combine_chunks().cast(pa.large_string())
+    dv = adds.column("deletionVector")
+    dv_id = pc.fill_null(dv_unique_id(dv.combine_chunks() if isinstance(dv, pa.ChunkedArray) else dv), "")
+    return pc.binary_join_element_wise(path, dv_id.cast(pa.large_string()), pa.scalar("\x00", pa.large_string()))
+
+
+def _per_version(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, first: int, n: int) -> np.ndarray:
+    """Per version first..first+n-1: the sum of `values` of the rows active there ([start, end))."""
+    delta = np.zeros(n + 1, dtype=np.float64 if values.dtype.kind == "f" else np.int64)
+    np.add.at(delta, starts - first, values)
+    np.add.at(delta, ends - first, -values)
+    return np.cumsum(delta[:n])
+
+
+def _partition_counts(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, first: int, n: int) -> np.ndarray:
+    """Per version: how many partition `codes` have at least one active file."""
+    if len(codes) == 0:
+        return np.zeros(n, np.int64)
+    keys = np.concatenate([codes, codes])
+    versions = np.concatenate([starts, ends]) - first
+    steps = np.concatenate([np.ones(len(codes), np.int64), -np.ones(len(codes), np.int64)])
+    order = np.lexsort((versions, keys))
+    keys, versions, steps = keys[order], versions[order], steps[order]
+    files = np.cumsum(steps)
+    group_start = np.r_[True, keys[1:] != keys[:-1]]
+    base = np.maximum.accumulate(np.where(group_start, np.arange(len(keys)), 0))
+    files = files - np.r_[0, np.cumsum(steps)][base]  # the running count within each partition
+    last_of_version = np.r_[(keys[1:] != keys[:-1]) | (versions[1:] != versions[:-1]), True]
+    keys, versions, files = keys[last_of_version], versions[last_of_version], files[last_of_version]
+    before = np.r_[0, files[:-1]]
+    before[np.r_[True, keys[1:] != keys[:-1]]] = 0
+    change = (files > 0).astype(np.int64) - (before > 0).astype(np.int64)
+    delta = np.zeros(n + 1, np.int64)
+    np.add.at(delta, versions, change)
+    return np.cumsum(delta[:n])
+
+
+def timeline(
+    obj: Table | Snapshot, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None
+) -> pa.Table:
+    """One row per version (`TIMELINE_SCHEMA`): files, bytes, rows, small-file share, deletion
+    vector ratio, partitions, schema and protocol changes, from one replay (module docstring).
+
+    Args:
+        obj: a table (every version the log rebuilds) or a snapshot (versions up to it).
+        start, end: the versions to report (default: all).
+        small_file_bytes: the small-file threshold (default: the latest's, as `files()`).
+
+    Raises:
+        InspectError: a range outside the versions the log rebuilds.
+    """
+    latest_snap = snapshot_of(obj)
+    table = table_of(obj)
+    latest = latest_snap.version
+    first = _first_version(table, latest)
+    lo = first if start is None else int(start)
+    hi = latest if end is None else int(end)
+    if not first <= lo <= hi <= latest:
+        raise InspectError(f"versions {lo}..{hi} are not in {first}..{latest}, the versions the log of {table.uri} rebuilds")
+    n = latest - first + 1
+    base = table.snapshot(version=first)
+    listing = table.listing(refresh=False)
+    lines = read_log_files(table.storage, [listing.commit(v) for v in range(first + 1, latest + 1)])  # type: ignore[misc]
+    base_adds = base.add_actions()
+    needed = ["size", "partitionValues", "deletionVector", "stats"]  # one parse of only these, for both kinds
+    json_adds, json_removes = lines.file_actions("add", needed), lines.file_actions("remove", needed)
+
+    # every action: its key, version and replay order (the first state's files first)
+    keys = pa.chunked_array([_keys(base_adds), _keys(json_adds), _keys(json_removes)], pa.large_string())
+    codes = pc.dictionary_encode(keys).combine_chunks().indices.to_numpy()
+    versions = np.concatenate(
+        [
+            np.full(base_adds.num_rows, first, np.int64),
+            json_adds.column("version").to_numpy().astype(np.int64),
+            json_removes.column("version").to_numpy().astype(np.int64),
+        ]
+    )
+    order_in_log = np.concatenate(
+        [
+            np.arange(-base_adds.num_rows, 0, dtype=np.int64) - 1,
+            json_adds.column("line").to_numpy().astype(np.int64),
+            json_removes.column("line").to_numpy().astype(np.int64),
+        ]
+    )
+    order = np.lexsort((order_in_log, codes))
+    next_same = np.r_[codes[order][1:] == codes[order][:-1], False]
+    ends_sorted = np.where(next_same, np.r_[versions[order][1:], 0], latest + 1)
+    ends = np.empty_like(ends_sorted)
+    ends[order] = ends_sorted
+    adds_n = base_adds.num_rows + json_adds.num_rows
+    starts, ends = versions[:adds_n], ends[:adds_n]  # the adds come first
+
+    # the values each add counts with
+    def ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        return pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+
+    size = np.concatenate([ints(base_adds.column("size")), ints(json_adds.column("size"))])
+    records_arr = pa.concat_arrays([num_records(base_adds), num_records(json_adds)])
+    records = pc.fill_null(records_arr, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    deleted = np.concatenate([ints(pc.struct_field(t.column("deletionVector"), "cardinality")) for t in (base_adds, json_adds)])
+    with_dv = (deleted > 0).astype(np.int64)
+    threshold = small_file_threshold(latest_snap, small_file_bytes)
+    small = (size < threshold).astype(np.int64)
+    ones = np.ones(adds_n, np.int64)
+
+    files_n = _per_version(starts, ends, ones, first, n)
+    bytes_n = _per_version(starts, ends, size, first, n)
+    records_n = _per_version(starts, ends, records, first, n)
+    deleted_n = _per_version(starts, ends, deleted, first, n)
+    dv_files_n = _per_version(starts, ends, with_dv, first, n)
+    small_n = _per_version(starts, ends, small, first, n)
+    # schema, partitioning and protocol per version: the commits' actions, then (as a cold read
+    # of that version does) the metadata a checkpoint of that version holds
+    changes: dict[int, list[Metadata | Protocol]] = {}
+    for _, version, body in lines.objects("protocol"):
+        changes.setdefault(version, []).append(Protocol.from_json(body))
+    for _, version, body in lines.objects("metaData"):
+        changes.setdefault(version, []).append(Metadata.from_json(body))
+    for version in sorted(v for v in listing.checkpoints if first < v <= latest):
+        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
+        if checkpoint is not None and checkpoint.version == version:  # a complete one: its non-file columns only
+            held = CheckpointReader(table.storage, checkpoint).non_file_actions()
+            if held.protocol is not None:
+                changes.setdefault(version, []).append(Protocol.from_json(held.protocol))
+            if held.metadata is not None:
+                changes.setdefault(version, []).append(Metadata.from_json(held.metadata))
+    schema_changed = np.zeros(n, bool)
+    protocol_changed = np.zeros(n, bool)
+    partitioned = np.zeros(n, bool)
+    schema = base.metadata.schema_string if base.has_metadata else None
+    columns: tuple[str, ...] | list[str] = base.partition_columns if base.has_metadata else ()
+    protocol = base.protocol
+    for i, version in enumerate(range(first, latest + 1)):
+        for action in changes.get(version, ()):
+            if isinstance(action, Protocol):
+                protocol_changed[i] |= action != protocol
+                protocol = action
+            else:
+                schema_changed[i] |= not _same_schema(action.schema_string, schema)
+                schema, columns = action.schema_string, action.partition_columns
+        partitioned[i] = bool(columns)
+
+    partitions_n: np.ndarray | None = None
+    if partitioned.any():
+        maps = [t.column("partitionValues") for t in (base_adds, json_adds)]
+        pcodes = _partition_codes(pa.chunked_array([c for m in maps for c in m.chunks], maps[0].type))
+        partitions_n = _partition_counts(pcodes, starts, ends, first, n)
+    clock = latest_snap.clock
+    stamps = [clock.timestamp(v) for v in range(first, latest + 1)]
+
+    live = records_n - deleted_n
+    partitions = pa.nulls(n, pa.int64()) if partitions_n is None else pa.array(partitions_n, pa.int64(), mask=~partitioned)
+    out = pa.table(
+        {
+            "version": pa.array(np.arange(first, latest + 1), pa.int64()),
+            "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "files": pa.array(files_n),
+            "bytes": pa.array(bytes_n),
+            "rows": pa.array(live),
+            "small_files": pa.array(small_n),
+            "small_file_share": pa.array(np.where(files_n > 0, small_n / np.maximum(files_n, 1), np.nan), from_pandas=True),
+            "dv_files": pa.array(dv_files_n),
+            "dv_deleted_rows": pa.array(deleted_n),
+            "dv_deleted_ratio": pa.array(np.where(records_n > 0, deleted_n / np.maximum(records_n, 1), np.nan), from_pandas=True),
+            "partitions": partitions,
+            "schema_changed": pa.array(schema_changed),
+            "protocol_changed": pa.array(protocol_changed),
+        }
+    )
+    return out.slice(lo - first, hi - lo + 1).cast(TIMELINE_SCHEMA)

@@ -1,0 +1,69 @@
+"""The table through time: one of `inspect.timeline`'s metrics over every version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from deltaexplore.inspect import timeline
+from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
+
+__all__ = ["TIMELINE_METRICS", "timeline_chart"]
+
+#: metric -> (axis title, vega format)
+TIMELINE_METRICS = {
+    "files": ("active files", ",d"),
+    "bytes": ("bytes", "~s"),
+    "rows": ("live rows", "~s"),
+    "small_files": ("small files", ",d"),
+    "small_file_share": ("small-file share", ".0%"),
+    "dv_files": ("files with a deletion vector", ",d"),
+    "dv_deleted_rows": ("rows deleted by DVs", "~s"),
+    "dv_deleted_ratio": ("DV deleted-row ratio", ".1%"),
+    "partitions": ("partitions", ",d"),
+}
+
+
+def _timeline(data: Any) -> Any:
+    return timeline(data)
+
+
+def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS) -> alt.Chart:
+    """`metric` of every version as a step line; versions whose commit changed the schema or the
+    protocol are marked (filled points, named in the tooltip). `data` is `inspect.timeline()`
+    output or a Table/Snapshot. Over `max_points` versions, ranges of versions keep their
+    maximum (and any change they hold)."""
+    if metric not in TIMELINE_METRICS:
+        raise VizError(f"metric must be one of {', '.join(TIMELINE_METRICS)}, got {metric!r}")
+    tl = as_inspect_table(data, ("version", metric, "schema_changed", "protocol_changed"), _timeline, "timeline_chart")
+    df = frame(tl, ["version", metric, "schema_changed", "protocol_changed"])
+    df, width = bucket_versions(df, max_points)
+    if width > 1:
+        df = df.group_by("bucket").agg(pl.col(metric).max(), pl.col("schema_changed").any(), pl.col("protocol_changed").any())
+        df = df.rename({"bucket": "version"})
+    change = (
+        pl.when(pl.col("schema_changed") & pl.col("protocol_changed"))
+        .then(pl.lit("schema and protocol"))
+        .when(pl.col("schema_changed"))
+        .then(pl.lit("schema"))
+        .when(pl.col("protocol_changed"))
+        .then(pl.lit("protocol"))
+        .otherwise(pl.lit(None, pl.String))
+    )
+    df = df.with_columns(change.alias("change")).sort("version")
+    title, fmt = TIMELINE_METRICS[metric]
+    return (
+        alt.Chart(df.to_arrow(), title=f"{title} per version" + (f" (max over {width} versions)" if width > 1 else ""))
+        .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=18))
+        .encode(
+            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            y=alt.Y(f"{metric}:Q", title=title, axis=alt.Axis(format=fmt)),
+            tooltip=[
+                alt.Tooltip("version:Q", format="d"),
+                alt.Tooltip(f"{metric}:Q", title=title, format=fmt),
+                alt.Tooltip("change:N", title="changed"),
+            ],
+        )
+    )

@@ -1,0 +1,247 @@
+"""The maintenance advisor: each kind of advice on a generated table built to need it and absent
+on one that does not; predictions (files, bytes, overlap depth, files a point query reads)
+against what the table measures after the operation runs (`advise(check=True)`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import deltaexplore as dx
+from deltaexplore.core.operations import (
+    checkpoint,
+    delete,
+    optimize,
+    purge_deletion_vectors,
+    set_table_properties,
+    write_table,
+)
+from deltaexplore.inspect import advise
+from deltaexplore.inspect.advise import TOLERANCE, simulate_zorder
+from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.schemas import ADVICE_CHECK_SCHEMA, ADVICE_SCHEMA
+
+
+def _kinds(t: pa.Table) -> set[str]:
+    return set(t.column("kind").to_pylist())
+
+
+def _row(t: pa.Table, kind: str) -> dict:
+    return next(r for r in t.to_pylist() if r["kind"] == kind)
+
+
+def _random(n: int, seed: int, start: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "id": pa.array(rng.integers(0, 1_000_000, n), pa.int64()),
+            "seq": pa.array(np.arange(start, start + n), pa.int64()),
+            "v": pa.array(rng.random(n)),
+            "region": pa.array(["hot" if i % 10 else "cold" for i in range(n)]),
+        }
+    )
+
+
+@pytest.fixture
+def small_files(tmp_path):
+    """20 appends of random keys: small files, every file spanning the whole id domain."""
+    path = str(tmp_path / "small")
+    for i in range(20):
+        write_table(path, _random(3000, i, start=3000 * i))
+    return dx.open_table(path)
+
+
+@pytest.fixture
+def compact(tmp_path):
+    """One file, ids sequential: nothing to do."""
+    path = str(tmp_path / "compact")
+    write_table(path, _random(20000, 0))
+    return dx.open_table(path)
+
+
+def test_schema_and_ranking(small_files):
+    got = small_files.inspect.advise(columns=["id"])
+    assert got.schema == ADVICE_SCHEMA
+    assert got.column("rank").to_pylist() == list(range(1, got.num_rows + 1))
+    scores = got.column("score").to_pylist()
+    assert scores == sorted(scores, reverse=True)
+    assert json.loads(_row(got, "zorder")["parameters"]) == {"zorder_by": ["id"]}
+
+
+def test_compaction_names_partitions_and_is_absent_on_a_compact_table(tmp_path, compact):
+    path = str(tmp_path / "skewed")
+    for i in range(12):  # the hot partition gets many small files, the cold one two
+        data = _random(1000, i)
+        write_table(
+            path, data.filter(pa.array([r == "hot" or i < 2 for r in data.column("region").to_pylist()])), partition_by=["region"]
+        )
+    got = _row(advise(dx.open_table(path)), "compaction")
+    assert got["target"].startswith("region=hot (12 files)")
+    assert "region=cold (2 files)" in got["target"]
+    assert (got["files_before"], got["files_after"]) == (14, 2)
+    assert got["operation"] == "optimize" and got["bytes_rewritten"] == got["bytes_before"]
+    assert "compaction" not in _kinds(advise(compact))
+
+
+def test_dv_purge_only_with_heavy_deletion_vectors(tmp_path, compact):
+    path = str(tmp_path / "dv")
+    write_table(path, _random(20000, 1), configuration={"delta.enableDeletionVectors": "true"}, max_rows_per_file=5000)
+    delete(path, "v < 0.3")
+    table = dx.open_table(path)
+    got = _row(advise(table), "dv_purge")
+    assert got["operation"] == "purge" and "deleted rows" in got["reason"]
+    assert got["bytes_after"] < got["bytes_before"]
+    assert "dv_purge" not in _kinds(advise(compact))
+    # light deletes (under 5% of every file) are not worth a purge
+    light = str(tmp_path / "light")
+    write_table(light, _random(20000, 1), configuration={"delta.enableDeletionVectors": "true"}, max_rows_per_file=5000)
+    delete(light, "v < 0.01")
+    assert "dv_purge" not in _kinds(advise(dx.open_table(light)))
+
+
+def test_zorder_random_keys_but_not_clustered_keys(small_files, tmp_path):
+    got = _row(small_files.inspect.advise(columns=["id"]), "zorder")
+    assert got["columns"] == ["id"]
+    assert got["point_files_before"] > 15 and got["mean_depth_before"] > 15
+    # one file after compaction at the default target: a point query reads it alone
+    assert got["point_files_after"] == pytest.approx(1.0) and got["max_depth_after"] == 1
+    clustered = str(tmp_path / "clustered")
+    for i in range(20):
+        write_table(clustered, _random(3000, i, start=3000 * i))
+    # on seq (appended in order) point queries already read one file: no Z-order advice
+    assert "zorder" not in _kinds(advise(dx.open_table(clustered), columns=["seq"]))
+    # without columns, the deepest numeric column is the candidate
+    assert _row(advise(small_files), "zorder")["columns"] in (["id"], ["v"])
+    with pytest.raises(InspectError):
+        simulate_zorder(small_files, ["region"])  # strings are not simulated
+
+
+def test_stats_columns_when_a_query_column_has_no_statistics(tmp_path, small_files):
+    path = str(tmp_path / "nostats")
+    write_table(path, _random(2000, 0), configuration={"delta.dataSkippingNumIndexedCols": "1"})
+    write_table(path, _random(2000, 1))
+    got = _row(advise(dx.open_table(path), columns=["v"]), "stats_columns")
+    assert got["columns"] == ["v"] and json.loads(got["parameters"]) == {"delta.dataSkippingStatsColumns": "v"}
+    assert "stats_columns" not in _kinds(advise(dx.open_table(path), columns=["id"]))
+    assert "stats_columns" not in _kinds(advise(small_files, columns=["id"]))
+
+
+def test_checkpoint_log_cleanup_and_vacuum(tmp_path, compact):
+    path = str(tmp_path / "log")
+    write_table(
+        path,
+        _random(100, 0),
+        configuration={
+            "delta.checkpointInterval": "1000",
+            "delta.deletedFileRetentionDuration": "interval 0 hours",
+            "delta.logRetentionDuration": "interval 0 hours",
+            "delta.enableExpiredLogCleanup": "false",
+        },
+    )
+    for i in range(11):
+        write_table(path, _random(100, i + 1), mode="overwrite")
+    set_table_properties(path, {"delta.checkpointInterval": "5"})  # v12: no checkpoint written
+    table = dx.open_table(path)
+    got = advise(table)
+    cp = _row(got, "checkpoint")
+    assert cp["bytes_before"] > 0 and cp["bytes_after"] == 0 and "13 commits" in cp["reason"]
+    vac = _row(got, "vacuum")
+    assert vac["retention_hours"] == 0 and vac["bytes_before"] - vac["bytes_after"] > 0
+    assert "log_cleanup" not in _kinds(got)  # no checkpoint yet: every commit is needed
+    checkpoint(path)
+    set_table_properties(path, {"x": "1"})
+    got = advise(dx.open_table(path))
+    assert "checkpoint" not in _kinds(got)
+    clean = _row(got, "log_cleanup")
+    assert clean["retention_hours"] == 0 and clean["bytes_after"] < clean["bytes_before"]
+    assert not _kinds(advise(compact)) & {"checkpoint", "log_cleanup", "vacuum"}
+
+
+# -- predicted vs measured ---------------------------------------------------------------------
+
+
+def _check(table) -> dict[str, dict]:
+    got = table.inspect.advise(check=True)
+    assert got.schema == ADVICE_CHECK_SCHEMA
+    rows = {r["metric"]: r for r in got.to_pylist()}
+    for r in rows.values():
+        assert r["within"], r
+        assert r["tolerance"] == TOLERANCE[r["metric"]]
+    return rows
+
+
+def test_compaction_prediction_holds(small_files):
+    predicted = _row(small_files.inspect.advise(), "compaction")
+    optimize(small_files.uri)
+    table = dx.open_table(small_files.uri)
+    rows = _check(table)
+    assert rows["files"]["measured"] == predicted["files_after"] == 1
+    assert rows["bytes"]["predicted"] == predicted["bytes_after"]
+
+
+def test_zorder_prediction_holds_random_keys(tmp_path):
+    path = str(tmp_path / "z")
+    for i in range(16):
+        write_table(path, _random(5000, i, start=5000 * i))
+    table = dx.open_table(path)
+    size = int(sum(table.snapshot().files().column("size").to_pylist()))
+    target = size // 4
+    predicted = _row(advise(table, zorder_by=["id"], target_size=target), "zorder")
+    assert predicted["point_files_before"] > 10
+    assert 3 <= predicted["files_after"] <= 5 and predicted["point_files_after"] < 2
+    optimize(path, zorder_by=["id"], target_size=target)
+    rows = {r["metric"]: r for r in advise(dx.open_table(path), check=True, target_size=target).to_pylist()}
+    assert set(rows) == {"files", "bytes", "mean_depth", "max_depth", "point_files"}
+    assert all(r["within"] for r in rows.values()), rows
+    assert rows["point_files"]["measured"] < 2
+
+
+def test_zorder_two_columns_prediction_holds(tmp_path):
+    path = str(tmp_path / "z2")
+    for i in range(16):
+        write_table(path, _random(5000, i, start=5000 * i))
+    table = dx.open_table(path)
+    target = int(sum(table.snapshot().files().column("size").to_pylist())) // 8
+    predicted = simulate_zorder(table, ["id", "v"], target_size=target)
+    assert predicted.point_files_after < predicted.point_files_before / 2
+    optimize(path, zorder_by=["id", "v"], target_size=target)
+    rows = {r["metric"]: r for r in advise(dx.open_table(path), check=True, target_size=target).to_pylist()}
+    assert all(r["within"] for r in rows.values()), rows
+
+
+def test_dv_purge_prediction_holds(tmp_path):
+    path = str(tmp_path / "purge")
+    write_table(path, _random(20000, 3), configuration={"delta.enableDeletionVectors": "true"}, max_rows_per_file=5000)
+    delete(path, "v < 0.5")
+    predicted = _row(advise(dx.open_table(path)), "dv_purge")
+    purge_deletion_vectors(path)
+    rows = _check(dx.open_table(path))
+    assert rows["files"]["predicted"] == predicted["files_after"]
+    assert rows["bytes"]["predicted"] == predicted["bytes_after"]
+
+
+def test_check_needs_a_maintenance_commit(compact):
+    with pytest.raises(InspectError, match="nothing to check"):
+        compact.inspect.advise(check=True)
+
+
+def test_advice_runs_through_the_maintenance_path(tmp_path):
+    """Each advice's operation and parameters are what the explorer's maintenance runs."""
+    from deltaexplore.widgets import maintenance
+
+    path = str(tmp_path / "run")
+    for i in range(12):
+        write_table(path, _random(4000, i, start=4000 * i))
+    table = dx.open_table(path)
+    target = int(sum(table.snapshot().files().column("size").to_pylist())) // 3
+    advice = _row(advise(table, zorder_by=["id"], target_size=target), "zorder")
+    assert json.loads(advice["parameters"]) == {"zorder_by": ["id"], "target_bytes": target}
+    out = maintenance.run(advice["operation"], table, lambda f, m: None, engine="local", **json.loads(advice["parameters"]))
+    assert out["backend"] == "local" and out["version_after"] == out["version_before"] + 1
+    after = dx.open_table(path)
+    assert json.loads(dict(after.history(1).column("parameters")[0].as_py())["zOrderBy"]) == ["id"]
+    rows = {r["metric"]: r for r in advise(after, check=True, target_size=target).to_pylist()}
+    assert rows["files"]["predicted"] == advice["files_after"] and all(r["within"] for r in rows.values()), rows

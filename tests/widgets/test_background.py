@@ -1,0 +1,161 @@
+"""The user first: the explorer's background work gives way to the user's requests, drops work
+for versions the user left; moves on the slider, typed versions and the diff reuse the table's
+cached states (`Table.snapshot` moves them)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import CancelledError
+
+import pytest
+from snapshot_compare import cold_state, differences, state
+
+import deltaexplore as dx
+from deltaexplore import inspect
+from deltaexplore.widgets import explore
+from deltaexplore.widgets.background import Background
+
+WAIT = 10  # seconds: only ever reached when the behaviour is broken
+
+
+def _stages(bg: Background, log: list[str], started: threading.Event, go: threading.Event):
+    def job() -> str:
+        log.append("stage 1")
+        started.set()
+        assert go.wait(WAIT)
+        bg.pause()
+        log.append("stage 2")
+        return "done"
+
+    return job
+
+
+def test_a_running_job_pauses_while_the_user_is_served_and_queued_jobs_wait():
+    bg = Background()
+    log: list[str] = []
+    started, go = threading.Event(), threading.Event()
+    first = bg.submit("a", _stages(bg, log, started, go))
+    second = bg.submit("b", lambda: log.append("b") or "b")
+    assert started.wait(WAIT)
+    with bg.user():
+        go.set()  # the job reaches its pause while the user is served: it waits there
+        assert not first.done()
+        threading.Event().wait(0.2)
+        assert log == ["stage 1"] and not second.done()
+        log.append("user")
+    assert first.result(WAIT) == "done" and second.result(WAIT) == "b"
+    assert log == ["stage 1", "user", "stage 2", "b"]
+    bg.close()
+
+
+def test_a_job_the_user_waits_for_is_not_paused():
+    bg = Background()
+    log: list[str] = []
+    started, go = threading.Event(), threading.Event()
+    future = bg.submit("a", _stages(bg, log, started, go))
+    assert started.wait(WAIT)
+    with bg.user():
+        go.set()
+        assert bg.result(future) == "done"  # would wait forever if the job paused for this user
+    bg.close()
+
+
+def test_cancelled_jobs_stop_at_their_next_pause_or_never_start():
+    bg = Background()
+    log: list[str] = []
+    started, go = threading.Event(), threading.Event()
+    running = bg.submit((5, "files"), _stages(bg, log, started, go))
+    queued = bg.submit((5, "health"), lambda: log.append("health"))
+    kept = bg.submit((6, "files"), lambda: log.append("v6") or 6)
+    assert started.wait(WAIT)
+    assert sorted(bg.cancel(lambda key: key[0] == 6)) == [(5, "files"), (5, "health")]
+    go.set()
+    with pytest.raises(CancelledError):
+        running.result(WAIT)
+    assert queued.cancelled()
+    assert kept.result(WAIT) == 6
+    assert log == ["stage 1", "v6"]  # stage 2 and the health job never ran
+    bg.close()
+
+
+def test_pause_is_a_no_op_outside_the_background_thread():
+    bg = Background()
+    with bg.user():
+        bg.pause()  # the user's own thread never waits for itself
+    bg.close()
+
+
+def _as_a_big_table(monkeypatch):
+    from deltaexplore.widgets import views
+
+    monkeypatch.setattr(views, "EAGER_SEGMENT_BYTES", 0)
+
+
+def test_slider_typed_versions_and_diff_move_the_cached_state(sales, monkeypatch):
+    from deltaexplore.core import table as table_module
+
+    _as_a_big_table(monkeypatch)
+    monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")  # no background work: the moves alone
+    w = explore(sales)
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert w.view.snap.files_loaded
+    cold: list[int] = []
+    real = table_module.build_snapshot
+
+    def counting(table, listing, version, **kwargs):
+        if table is w.view.table:
+            cold.append(version)
+        return real(table, listing, version, **kwargs)
+
+    monkeypatch.setattr(table_module, "build_snapshot", counting)
+    for v in (6, 5, 7, 3, 4):  # the slider's steps and a typed version
+        w.version = v
+        snap = w.view.snap
+        assert snap.files_loaded, f"version {v} was read cold"  # moved: its files came replayed
+        assert differences(state(snap), cold_state(sales, v)) == [], f"version {v}"
+    w.diff_from, w.diff_to = 1, 2
+    w.tab = "diff"
+    assert w.diff_data["state"] == "ready" and (w.diff_data["from"], w.diff_data["to"]) == (1, 2)
+    expected = inspect.diff(dx.open_table(sales), 1, 2)
+    assert w.diff_data["changes"] and w.view.diff(1, 2)[0]["changes"] == w.diff_data["changes"]
+    assert inspect.diff(w.view.table, 1, 2).to_pylist() == expected.to_pylist()
+    assert cold == []  # every version above was moved from the table's cached states
+
+
+def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(sales, monkeypatch):
+    _as_a_big_table(monkeypatch)
+    w = explore(sales)
+    view = w.view
+    gate = threading.Event()
+    blocker_started = threading.Event()
+
+    def blocker() -> None:  # a long background job, in stages
+        blocker_started.set()
+        assert gate.wait(WAIT)
+        view.pause()
+
+    blocking = view._background(blocker, (7, "blocker"))
+    assert blocker_started.wait(WAIT)
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])  # queues the next tabs
+    queued = dict(view._prepared)
+    assert queued and all(not f.done() for f in queued.values())
+    w.tab = "files"  # the user's click: computed at once, not behind the queue
+    assert w.files_data["files"]["total"] == dx.open_table(sales).snapshot().num_files
+    assert (7, "files") not in view._prepared
+    pending = view._pending
+    assert pending is not None and pending[0] == 6
+    w.version = 3  # the user leaves version 7: its jobs and the prefetch of version 6 go
+    assert not any(key[0] == 7 and key[1] != "history" for key in view._prepared)
+    assert view._pending is None or view._pending[0] != 6
+    gate.set()
+    with pytest.raises(CancelledError):
+        blocking.result(WAIT)
+    for key, future in queued.items():
+        if key[1] != "history":
+            assert future.cancelled() or isinstance(future.exception(WAIT), CancelledError)
+    assert pending[1].cancelled() or isinstance(pending[1].exception(WAIT), CancelledError)
+    w.close()  # the widget closed: its background thread ends
+    thread = view.background._thread
+    assert thread is not None
+    thread.join(WAIT)
+    assert not thread.is_alive() and not view.background.busy
