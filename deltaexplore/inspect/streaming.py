@@ -45,7 +45,17 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["FILE_LIST_COLUMNS", "STREAMING_FILES", "FilePass", "estimated_files", "file_pass"]
+__all__ = [
+    "FILE_LIST_COLUMNS",
+    "KERNEL_BYTES_PER_FILE",
+    "STREAMING_FILES",
+    "FilePass",
+    "available_memory",
+    "estimated_files",
+    "file_pass",
+    "merged_bounds",
+    "spark_threshold",
+]
 
 #: the add-action fields a pass reads (stats for numRecords and bounds)
 _FIELDS = ("size", "partitionValues", "stats", "modificationTime")
@@ -53,6 +63,13 @@ _FIELDS = ("size", "partitionValues", "stats", "modificationTime")
 #: past this many active files (estimated before any replay: `estimated_files`), the explorer
 #: computes its file tabs by a streaming pass instead of replaying the state
 STREAMING_FILES = 1_000_000
+
+#: memory a file costs the kernel when it keeps a version's files (the replayed state, which the
+#: layout tab reads: ~650 bytes a file measured by `test_inspect_streaming`)
+KERNEL_BYTES_PER_FILE = 650
+
+#: the share of the free memory `spark_threshold` lets the files of one version take
+_KERNEL_SHARE = 0.5
 
 #: the columns of `FilePass.file_list()`: the explorer's file grid, no statistics or maps
 FILE_LIST_COLUMNS = (
@@ -264,17 +281,22 @@ class FilePass:
         return summarize_layout(self.snapshot, columns, files=self.files, bounds=self._merged_bounds)
 
     def _merged_bounds(self, names: list[str]) -> dict[str, dict[str, Any]]:
-        out = {}
-        for name in names:
-            pieces = self._bounds.get(name)
-            if pieces is None:
-                raise InspectError(f"the streaming pass kept no bounds of {name!r}: pass it in file_pass(layout_columns=...)")
-            merged = dict(pieces[0])
-            for key in ("min", "max", "null_count", "num_records"):
-                if merged.get(key) is not None:
-                    merged[key] = pa.concat_arrays([combined(p[key]) for p in pieces])
-            out[name] = merged
-        return out
+        missing = [name for name in names if name not in self._bounds]
+        if missing:
+            raise InspectError(f"the streaming pass kept no bounds of {missing[0]!r}: pass it in file_pass(layout_columns=...)")
+        return merged_bounds({name: self._bounds[name] for name in names})
+
+
+def merged_bounds(pieces: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per column, the bounds of batches of files (`layout_columns_bounds` of each) as one."""
+    out = {}
+    for name, parts in pieces.items():
+        merged = dict(parts[0])
+        for key in ("min", "max", "null_count", "num_records"):
+            if merged.get(key) is not None:
+                merged[key] = pa.concat_arrays([combined(p[key]) for p in parts])
+        out[name] = merged
+    return out
 
 
 def file_pass(
@@ -335,3 +357,35 @@ def estimated_files(snap: Snapshot) -> int | None:
     except (OSError, pa.ArrowInvalid):
         return None
     return rows + adds
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still take: the system's available memory (`/proc/meminfo`),
+    less when a cgroup limit is closer; None where neither can be read (not Linux)."""
+    free = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if limit != "max" and free is not None:
+            free = min(free, max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    return free
+
+
+def spark_threshold(free_bytes: int | None) -> int | None:
+    """The file count past which a version's files do not fit the kernel: half of `free_bytes`
+    at `KERNEL_BYTES_PER_FILE` a file (at least one file); None when the free memory is unknown."""
+    if free_bytes is None:
+        return None
+    return max(1, int(free_bytes * _KERNEL_SHARE) // KERNEL_BYTES_PER_FILE)

@@ -7,19 +7,23 @@ version first; a checkpoint is older than every commit after it), and an add tha
 active file. Per-file columns are the local ones (`partition` as `partition_keys` writes it,
 numRecords from the stats, deleted rows, small files), aggregated per partition and per size
 bin by Spark; only the aggregates, the files with a deletion vector and (when asked) the file
-list reach the driver, where the local shaping functions (`finish_partitions`,
-`finish_file_sizes`, `overview(totals=)`, `dv_table`) make the tables: `SparkFilePass` answers
+list or the replayed statistics (for the layout summary's per-file bounds) reach the driver,
+where the local shaping functions (`finish_partitions`, `finish_file_sizes`, `overview(totals=)`,
+`dv_table`, `layout_columns_bounds` + `summarize_layout`) make the tables: `SparkFilePass` answers
 what `inspect.streaming.FilePass` answers, with equal results (tested on the corpus, classic
-session and Spark Connect).
+session and Spark Connect). Each job reports its progress like other Spark work
+(`spark.jobs.progress`; to a callback when given one, as the explorer does).
 
     >>> from deltaexplore.spark.inspect import spark_file_pass
     >>> fp = spark_file_pass(spark, table)          # a Spark job per table asked for
-    >>> fp.partitions(), fp.file_sizes(), fp.overview(), fp.deletion_vectors()
+    >>> fp.partitions(), fp.file_sizes(), fp.overview(), fp.deletion_vectors(), fp.layout_summary()
     >>> fp.active_files().where("size < 1000000").count()    # the file listing, a DataFrame
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +34,14 @@ from deltaexplore.core.scan.partition_values import HIVE_NULL, physical_partitio
 from deltaexplore.inspect.deletion_vectors import DEFAULT_PURGE_THRESHOLD, dv_files_of, dv_table
 from deltaexplore.inspect.file_sizes import SIZE_AGGREGATES, finish_file_sizes
 from deltaexplore.inspect.files import PARTITION_AGGREGATES, finish_partitions, small_file_threshold
+from deltaexplore.inspect.layout import layout_columns_bounds, summarize_layout
 from deltaexplore.inspect.overview import FileTotals
 from deltaexplore.inspect.overview import overview as overview_table
 from deltaexplore.inspect.schemas import PARTITIONS_SCHEMA
 from deltaexplore.inspect.snapshots import snapshot_of
-from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS, FilePass
+from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS, FilePass, merged_bounds
+from deltaexplore.spark.jobs import ProgressCallback, report_progress_to
+from deltaexplore.spark.jobs import progress as spark_progress
 from deltaexplore.spark.paths import spark_location
 from deltaexplore.spark.session import spark_errors
 
@@ -53,6 +60,13 @@ _ADD_SQL = (
 )
 _REMOVE_SQL = f"struct<path:string,size:bigint,deletionTimestamp:bigint,deletionVector:{_DV_SQL}>"
 _JSON_SCHEMA = f"add {_ADD_SQL}, remove {_REMOVE_SQL}"
+#: files whose statistics are parsed at once on the driver (`SparkFilePass.layout_summary`)
+_BOUNDS_BATCH = 100_000
+_STATS_JSON = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "timeZone": "UTC",
+}
 
 
 def _field_types(spark_type: Any) -> dict[str, Any]:
@@ -96,10 +110,13 @@ def _actions(df: DataFrame, order: Column, *, parquet: bool) -> DataFrame:
             return F.col(f"{kind}.{name}").cast(sql) if name in present else F.lit(None).cast(sql)
 
         records = F.lit(None).cast("bigint")
+        stats = field("stats", "string")
         if parquet and kind == "add" and "stats_parsed" in present:
             parsed = _field_types(present["stats_parsed"])
             if "numRecords" in parsed:
                 records = F.col("add.stats_parsed.numRecords").cast("bigint")
+            # a checkpoint with only the struct: its JSON text, timestamps as writers write them
+            stats = F.coalesce(stats, F.to_json(F.col("add.stats_parsed"), _STATS_JSON))
         pieces.append(
             df.where(F.col(kind).isNotNull() & F.col(f"{kind}.path").isNotNull()).select(
                 F.lit(kind).alias("kind"),
@@ -107,7 +124,7 @@ def _actions(df: DataFrame, order: Column, *, parquet: bool) -> DataFrame:
                 field("partitionValues", "map<string,string>").alias("partitionValues"),
                 field("size", "bigint").alias("size"),
                 field("modificationTime", "bigint").alias("modificationTime"),
-                field("stats", "string").alias("stats"),
+                stats.alias("stats"),
                 records.alias("parsed_records"),
                 field("deletionTimestamp", "bigint").alias("deletionTimestamp"),
                 _dv(kind, present).alias("deletionVector"),
@@ -126,10 +143,18 @@ class SparkFilePass:
     """The file tables of one version computed on Spark (see the module docstring). Each
     table is one Spark job (the replayed active files are cached by Spark between them)."""
 
-    def __init__(self, spark: SparkSession, snap: Snapshot, *, small_file_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        snap: Snapshot,
+        *,
+        small_file_bytes: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
         self.spark = spark
         self.snapshot = snap
         self.small_file_bytes = small_file_bytes
+        self.progress = progress
 
     # -- the log, replayed by Spark ------------------------------------------------------------
     def _log_actions(self) -> DataFrame:
@@ -212,8 +237,17 @@ class SparkFilePass:
             .cache()
         )
 
+    @contextlib.contextmanager
+    def _job(self, what: str) -> Iterator[None]:
+        """Spark errors as typed errors, and the job's progress: to `self.progress` when given
+        (`report_progress_to`), else the session's own display (`spark.jobs.progress`)."""
+        snap = self.snapshot
+        sink = report_progress_to(self.progress) if self.progress is not None else contextlib.nullcontext()
+        with spark_errors(what, path=snap.uri), sink, spark_progress(self.spark, f"{what} of {snap.uri} v{snap.version}"):
+            yield
+
     def _collect(self, df: DataFrame, what: str) -> pa.Table:
-        with spark_errors(what, path=self.snapshot.uri):
+        with self._job(what):
             return df.toArrow()
 
     # -- the tables ---------------------------------------------------------------------------------
@@ -317,6 +351,22 @@ class SparkFilePass:
         records = got.column("num_records").combine_chunks()
         return dv_table(self.snapshot, got.drop_columns(["num_records"]), records, purge_threshold)
 
+    def layout_summary(self, columns: list[str] | None = None) -> pa.Table:
+        """`inspect.layout_summary(columns)` of the version: the active files' statistics
+        replayed by Spark, reduced on the driver a batch at a time to per-file bounds of the
+        columns (the local parse, `layout_columns_bounds`: one definition of each type's
+        bounds), then `summarize_layout` (the overlap depth is a sweep over every file's
+        bounds, so those reach the driver in any engine: 3 values a file and column)."""
+        return summarize_layout(self.snapshot, columns, files=self.files, bounds=self._bounds)
+
+    def _bounds(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        got = self._collect(self._files.select("path", "partitionValues", "stats"), "reading the files' statistics")
+        pieces: dict[str, list[dict[str, Any]]] = {}
+        for batch in got.to_batches(max_chunksize=_BOUNDS_BATCH):
+            for name, b in layout_columns_bounds(self.snapshot, pa.Table.from_batches([batch]), names).items():
+                pieces.setdefault(name, []).append(b)
+        return merged_bounds(pieces)
+
     def dv_files(self) -> pa.Table:
         """`inspect.dv_files()` of the version (no storage checks)."""
         return dv_files_of(self.deletion_vectors())
@@ -324,12 +374,22 @@ class SparkFilePass:
     @property
     def files(self) -> int:
         """Active files (a Spark count)."""
-        with spark_errors("counting the files", path=self.snapshot.uri):
+        with self._job("counting the files"):
             return int(self._files.count())
 
 
 def spark_file_pass(
-    spark: SparkSession, obj: Table | Snapshot, *, version: int | None = None, small_file_bytes: int | None = None
+    spark: SparkSession,
+    obj: Table | Snapshot,
+    *,
+    version: int | None = None,
+    small_file_bytes: int | None = None,
+    progress: ProgressCallback | None = None,
 ) -> SparkFilePass:
-    """The file tables of a version, computed on `spark` (see the module docstring)."""
-    return SparkFilePass(spark, snapshot_of(obj, version), small_file_bytes=small_file_bytes)
+    """The file tables of a version, computed on `spark` (see the module docstring).
+
+    Args:
+        progress: called ``progress(fraction, message)`` as each table's Spark job runs (the
+            explorer's status line); without it the jobs show `spark.jobs.progress`'s display.
+    """
+    return SparkFilePass(spark, snapshot_of(obj, version), small_file_bytes=small_file_bytes, progress=progress)

@@ -89,7 +89,8 @@ class Explorer(anywidget.AnyWidget):
             files, DV and health tabs are counted by one streaming pass over the log, not a
             replay of the state (`TableView`); each tab's data says which engine and why.
         spark, spark_files: a Spark session (classic or Connect) that computes the overview, files
-            and DV tabs past `spark_files` files (default `streaming_files`).
+            and DV tabs past `spark_files` files (default: estimated from the free memory, see
+            `TableView`).
 
     Raises:
         FrontendNotBuiltError: the front end bundle is missing (a source checkout never built).
@@ -143,6 +144,8 @@ class Explorer(anywidget.AnyWidget):
         cls = type(self)
         cls._esm, cls._css = front.esm, front.css  # anywidget syncs these class attributes
         self.view = TableView(table, version, streaming_files=streaming_files, spark=spark, spark_files=spark_files)
+        self.view.spark_progress = self._spark_progress
+        self._loading = ""
         self._loaded: set[str] = set()
         self._sources: OrderedDict[str, RowSource] = OrderedDict()
         self._choosing = False
@@ -195,7 +198,7 @@ class Explorer(anywidget.AnyWidget):
     # -- loading ---------------------------------------------------------------------------
     def _guard(self, what: str, fn: Any) -> bool:
         """Run `fn`; a library error becomes the `error` trait (shown in the widget). True: it worked."""
-        self.busy = f"loading {what}…"
+        self._loading = self.busy = f"loading {what}…"
         try:
             fn()
             self.error = ""
@@ -208,6 +211,11 @@ class Explorer(anywidget.AnyWidget):
         finally:
             self.busy = ""
         return False
+
+    def _spark_progress(self, fraction: float, message: str) -> None:
+        """The status line while a tab's Spark jobs run: what loads, how far, the job's words."""
+        if self.busy:
+            self.busy = f"{self._loading} on Spark {fraction:.0%}: {message}"
 
     def _load(self, tab: str, *, force: bool = False) -> None:
         if tab in self._loaded and not force:

@@ -13,7 +13,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,15 @@ from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
-from deltaexplore.inspect.streaming import STREAMING_FILES, FilePass, estimated_files, file_pass
+from deltaexplore.inspect.streaming import (
+    KERNEL_BYTES_PER_FILE,
+    STREAMING_FILES,
+    FilePass,
+    available_memory,
+    estimated_files,
+    file_pass,
+    spark_threshold,
+)
 from deltaexplore.spark.inspect import spark_file_pass
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.background import THREAD_PREFIX, Background
@@ -100,7 +108,11 @@ class TableView:
             state; 0 always streams. Default `STREAMING_FILES`.
         spark: a Spark session (classic or Connect): past `spark_files` the overview, files and
             DV tabs are computed as Spark jobs on it (`deltaexplore.spark.inspect`).
-        spark_files: the file count past which `spark` computes them (default: `streaming_files`).
+        spark_files: the file count past which `spark` computes them; by default estimated
+            from the free memory (`inspect.streaming.spark_threshold`: half of it at
+            `KERNEL_BYTES_PER_FILE` a file), else `streaming_files` when that is unknown.
+
+    `spark_progress`, when set, is called ``(fraction, message)`` as those Spark jobs run.
     """
 
     def __init__(
@@ -115,7 +127,23 @@ class TableView:
         self.table = table
         self.streaming_files = STREAMING_FILES if streaming_files is None else int(streaming_files)
         self.spark = spark
-        self.spark_files = self.streaming_files if spark_files is None else int(spark_files)
+        #: why `spark_files` is what it is (said in the engine's reason)
+        self.spark_files_reason = "the threshold given to the explorer"
+        if spark_files is not None:
+            self.spark_files = int(spark_files)
+        else:
+            free = available_memory() if spark is not None else None
+            estimated = spark_threshold(free)
+            if estimated is None or free is None:
+                self.spark_files = self.streaming_files
+                self.spark_files_reason = "the streaming threshold (the free memory is unknown)"
+            else:
+                self.spark_files = estimated
+                self.spark_files_reason = (
+                    f"estimated from the free memory: half of {free / 2**30:.1f} GiB at "
+                    f"{KERNEL_BYTES_PER_FILE} bytes a file kept in the kernel"
+                )
+        self.spark_progress: Callable[[float, str], None] | None = None
         self._passes: dict[int, FilePass] = {}
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
@@ -305,7 +333,8 @@ class TableView:
             return {
                 "name": "spark",
                 "reason": f"about {estimate:,} files (as the log states before a replay), at least "
-                f"{self.spark_files:,}: computed as Spark jobs on the session given to the explorer",
+                f"{self.spark_files:,} ({self.spark_files_reason}): computed as Spark jobs on the session "
+                "given to the explorer",
             }
         if estimate is not None and estimate >= self.streaming_files:
             return {
@@ -323,11 +352,15 @@ class TableView:
         with self._pass_lock:
             if snap.version not in self._passes:
                 if self.engine(snap)["name"] == "spark":
-                    made: Any = spark_file_pass(self.spark, snap)
+                    made: Any = spark_file_pass(self.spark, snap, progress=self._report_spark)
                 else:
                     made = file_pass(snap, keep_file_list=True)
                 self._passes = {snap.version: made}  # one version kept
             return self._passes[snap.version]
+
+    def _report_spark(self, fraction: float, message: str) -> None:
+        if self.spark_progress is not None:
+            self.spark_progress(fraction, message)
 
     def _streaming(self, snap: Snapshot) -> bool:
         """Whether the file tabs of `snap` avoid replaying its state (streaming or Spark)."""

@@ -1,11 +1,12 @@
-"""Inspection on Spark (`deltaexplore.spark.inspect`): the partitions, file sizes, overview and
-deletion vector tables and the file listing computed as Spark jobs over the checkpoint parts and
-JSON commits equal the local tables, on corpus tables of every checkpoint kind (classic,
-multi-part, V2 with sidecars, V2 JSON, stats_parsed only, JSON only), with partitions, column
-mapping and deletion vectors; on the classic session and on Spark Connect."""
+"""Inspection on Spark (`deltaexplore.spark.inspect`): the partitions, file sizes, overview,
+deletion vector and layout summary tables and the file listing computed as Spark jobs over the
+checkpoint parts and JSON commits equal the local tables, on corpus tables of every checkpoint
+kind (classic, multi-part, V2 with sidecars, V2 JSON, stats_parsed only, JSON only), with
+partitions, column mapping and deletion vectors; on the classic session and on Spark Connect."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -81,6 +82,7 @@ def _compare(spark, root: str) -> None:
     _same(fp.file_sizes(), dxi.file_sizes(local))
     _same(fp.overview(), dxi.overview(local))
     _same(fp.deletion_vectors(), dxi.deletion_vectors(local))
+    _same(fp.layout_summary(), dxi.layout_summary(local))
     listed = fp.file_list().sort_by("path")
     _same(listed, file_pass(local, keep_file_list=True).file_list().sort_by("path"))
     assert listed.num_rows == fp.files == local.add_actions().num_rows
@@ -123,3 +125,23 @@ def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
     assert s_dv["engine"]["name"] == "spark" and s_dv["summary"] == l_dv["summary"] and s_dv["dv_files"] == l_dv["dv_files"]
     assert on_spark.overview(stage=2)["metrics"] == local.overview(stage=2)["metrics"]
     assert not on_spark.snap.files_loaded
+
+
+def test_explorer_shows_the_progress_of_its_spark_jobs(spark):
+    """Past the Spark threshold, the explorer's status line follows each tab's Spark jobs (the
+    fraction `spark.jobs.progress` reports, never backwards, then the jobs' summary), and the
+    line is cleared once the tab is loaded."""
+    from deltaexplore.widgets.explorer import Explorer
+
+    ex = Explorer(dx.open_table(str(CORPUS / CHOSEN[0]["table_root"])), spark=spark, spark_files=0)
+    assert ex.view.engine()["name"] == "spark"
+    lines: list[str] = []
+    ex.observe(lambda change: lines.append(change["new"]), names="busy")
+    ex._load("files", force=True)
+    on_spark = [line for line in lines if line.startswith("loading files… on Spark ")]
+    assert on_spark, lines
+    fractions = [int(line.split("on Spark ", 1)[1].split("%", 1)[0]) for line in on_spark]
+    assert all(b >= a or a == 100 for a, b in itertools.pairwise(fractions)), fractions  # a job climbs to 100%
+    assert any(f == 100 and "Spark job(s)" in line for f, line in zip(fractions, on_spark))
+    assert lines[-1] == "" and ex.error == ""
+    assert ex.files_data["engine"]["name"] == "spark"

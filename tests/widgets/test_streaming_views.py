@@ -64,3 +64,27 @@ def test_streaming_tabs_equal_the_replayed_tabs(generated):
     assert _ipc(s_over["metrics"]).equals(_ipc(r_over["metrics"]))
     assert not streamed.snap.files_loaded  # the streaming view never replayed the state
     assert replayed.snap.files_loaded
+
+
+def test_spark_threshold_estimated_from_the_free_memory(generated, monkeypatch):
+    """Given a session and no threshold, the explorer computes on Spark past the file count half
+    the free memory holds at `KERNEL_BYTES_PER_FILE` a file, compared with the count the log
+    states, and its reason says so; the free memory unknown, the streaming threshold."""
+    from deltaexplore.inspect.streaming import KERNEL_BYTES_PER_FILE, available_memory, spark_threshold
+
+    free = available_memory()
+    assert free is not None and free > 0 and spark_threshold(free) == free // 2 // KERNEL_BYTES_PER_FILE
+    session = object()  # the engine is chosen before any job: the session is not touched
+    monkeypatch.setattr(views, "available_memory", lambda: 2 * 50_000 * KERNEL_BYTES_PER_FILE)
+    tight = views.TableView(dx.open_table(generated), spark=session)
+    engine = tight.engine()
+    assert tight.spark_files == 50_000 and engine["name"] == "spark"
+    assert "about 60,160 files" in engine["reason"] and "at least 50,000 (estimated from the free memory" in engine["reason"]
+    monkeypatch.setattr(views, "available_memory", lambda: 2 * 100_000 * KERNEL_BYTES_PER_FILE)
+    roomy = views.TableView(dx.open_table(generated), spark=session, streaming_files=0)
+    assert roomy.spark_files == 100_000 and roomy.engine()["name"] == "streaming"
+    given = views.TableView(dx.open_table(generated), spark=session, spark_files=60_000)
+    assert given.engine()["name"] == "spark" and "(the threshold given to the explorer)" in given.engine()["reason"]
+    monkeypatch.setattr(views, "available_memory", lambda: None)
+    unknown = views.TableView(dx.open_table(generated), spark=session, streaming_files=60_000)
+    assert unknown.spark_files == 60_000 and "the free memory is unknown" in unknown.engine()["reason"]
