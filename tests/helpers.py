@@ -189,3 +189,19 @@ def variant_stats_table(root: str | os.PathLike) -> Any:
         ],
     )
     return dx.open_table(str(root))
+
+
+def assert_same_table(a: pa.Table, b: pa.Table) -> None:
+    """Equal tables; floats equal to 1e-12 relative (a mean summed in another order)."""
+    import math
+
+    import pytest
+
+    assert a.schema == b.schema and a.num_rows == b.num_rows
+    for x, y in zip(a.to_pylist(), b.to_pylist()):
+        for key, u in x.items():
+            v = y[key]
+            if isinstance(u, float) and isinstance(v, float) and not (math.isnan(u) and math.isnan(v)):
+                assert u == pytest.approx(v, rel=1e-12), key
+            elif not (isinstance(u, float) and math.isnan(u)):
+                assert u == v, key

@@ -28,6 +28,7 @@ from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.inspect.streaming import (
+    FILE_LIST_COLUMNS,
     KERNEL_BYTES_PER_FILE,
     STREAMING_FILES,
     FilePass,
@@ -506,18 +507,7 @@ class TableView:
                 storage_names(files.column("storage_type")),
             )
             parts, sizes = inspect.partitions(snap), inspect.file_sizes(snap)
-        shown = [
-            "path",
-            "partition",
-            "size",
-            "num_records",
-            "deleted_rows",
-            "live_rows",
-            "modification_time",
-            "is_small",
-            "has_stats",
-            "dv_storage",
-        ]
+        shown = list(FILE_LIST_COLUMNS)  # the file grid's columns, whichever engine listed them
         names = list(snap.partition_columns)
         files_source = RowSource(
             with_partition_values(files.select([c for c in shown if c in files.column_names]), names),

@@ -5,15 +5,14 @@ grows with the number of files where the replayed path grows by hundreds of byte
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
+from helpers import assert_same_table
 from test_inspect_corpus import _column
 
 import deltaexplore as dx
@@ -24,18 +23,6 @@ from deltaexplore.inspect.streaming import file_pass
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "benchmarks" / "gen_many_files.py"
 TABLES = [t for t in corpus_catalog() if t.get("is_table", True) and t["status"] in ("ok", "log-only", "special")]
-
-
-def _same(a: pa.Table, b: pa.Table) -> None:
-    """Equal tables; floats equal to 1e-12 relative (a mean summed in another order)."""
-    assert a.schema == b.schema and a.num_rows == b.num_rows
-    for x, y in zip(a.to_pylist(), b.to_pylist()):
-        for key, u in x.items():
-            v = y[key]
-            if isinstance(u, float) and isinstance(v, float) and not (math.isnan(u) and math.isnan(v)):
-                assert u == pytest.approx(v, rel=1e-12), key
-            elif not (isinstance(u, float) and math.isnan(u)):
-                assert u == v, key
 
 
 def _check_equal(root: str) -> int:
@@ -63,7 +50,7 @@ def _check_equal(root: str) -> int:
             with pytest.raises(dx.DeltaExploreError):
                 streamed()
             continue
-        _same(streamed(), expected)
+        assert_same_table(streamed(), expected)
         compared += 1
     assert fp.files == full.add_actions().num_rows
     assert not snap.files_loaded  # nothing was replayed whole

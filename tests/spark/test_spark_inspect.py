@@ -7,12 +7,11 @@ partitions, column mapping and deletion vectors; on the classic session and on S
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 
-import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
+from helpers import assert_same_table
 
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
@@ -63,28 +62,16 @@ def _chosen() -> list[dict]:
 CHOSEN = _chosen()
 
 
-def _same(a: pa.Table, b: pa.Table) -> None:
-    """Equal tables; floats equal to 1e-12 relative (a mean summed in another order)."""
-    assert a.schema == b.schema and a.num_rows == b.num_rows
-    for x, y in zip(a.to_pylist(), b.to_pylist()):
-        for key, u in x.items():
-            v = y[key]
-            if isinstance(u, float) and isinstance(v, float) and not (math.isnan(u) and math.isnan(v)):
-                assert u == pytest.approx(v, rel=1e-12), key
-            elif not (isinstance(u, float) and math.isnan(u)):
-                assert u == v, key
-
-
 def _compare(spark, root: str) -> None:
     local = dx.open_table(root).snapshot()
     fp = spark_file_pass(spark, dx.open_table(root).snapshot())
-    _same(fp.partitions(), dxi.partitions(local))
-    _same(fp.file_sizes(), dxi.file_sizes(local))
-    _same(fp.overview(), dxi.overview(local))
-    _same(fp.deletion_vectors(), dxi.deletion_vectors(local))
-    _same(fp.layout_summary(), dxi.layout_summary(local))
+    assert_same_table(fp.partitions(), dxi.partitions(local))
+    assert_same_table(fp.file_sizes(), dxi.file_sizes(local))
+    assert_same_table(fp.overview(), dxi.overview(local))
+    assert_same_table(fp.deletion_vectors(), dxi.deletion_vectors(local))
+    assert_same_table(fp.layout_summary(), dxi.layout_summary(local))
     listed = fp.file_list().sort_by("path")
-    _same(listed, file_pass(local, keep_file_list=True).file_list().sort_by("path"))
+    assert_same_table(listed, file_pass(local, keep_file_list=True).file_list().sort_by("path"))
     assert listed.num_rows == fp.files == local.add_actions().num_rows
 
 
