@@ -140,4 +140,7 @@ def test_streaming_peak_memory_does_not_grow_with_the_files(tmp_path):
     print(f"peak growth per file: replayed {full:.0f} B, streaming {streaming:.0f} B, streaming layout {layout:.0f} B")
     assert full > 400  # the measurement sees the replayed state
     assert streaming < 80
-    assert layout < 300
+    # the bounds (4 int64 a file) and the overlap sweep's working arrays (about 30 int64 a
+    # file at its peak): linear, well under the replayed state (the allocator's rounding moves
+    # it by ±10%, so relative to the replayed state measured in the same run)
+    assert layout < min(400, 0.6 * full)
