@@ -15,6 +15,7 @@ same plan (`deltaexplore.spark.row_diff`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,9 @@ __all__ = ["RowDiffPlan", "align", "diff_rows", "net_rows", "plan_row_diff", "sh
 COUNT = "_count"
 CHANGE = "_change"
 CHANGED = "_changed_columns"
+
+#: ``progress(fraction, message)``
+Progress = Callable[[float, str], None]
 
 
 @dataclass(frozen=True)
@@ -152,13 +156,18 @@ def plan_row_diff(
     )
 
 
-def scan_of(snapshot: Snapshot, files: pa.Table, *, without_dvs: bool = False) -> ScanPlan:
-    """A scan of exactly `files` (add actions of `snapshot`), every column; with `without_dvs`
-    the files' deletion vectors are not applied (every physical row, in file order)."""
+def scan_of(snapshot: Snapshot, files: pa.Table, *, without_dvs: bool = False, names: list[str] | None = None) -> ScanPlan:
+    """A scan of exactly `files` (add actions of `snapshot`): the columns `names` (every column
+    when None); with `without_dvs` the files' deletion vectors are not applied (every physical
+    row, in file order)."""
     if without_dvs:
         i = files.schema.get_field_index("deletionVector")
         files = files.set_column(i, "deletionVector", pa.nulls(files.num_rows, files.schema.field(i).type))
-    return ScanPlan(snapshot, list(snapshot.schema.fields), None, files, partition_table(snapshot, files), files.num_rows)
+    fields = list(snapshot.schema.fields)
+    if names is not None:
+        wanted = set(names)
+        fields = [f for f in fields if f.name in wanted]
+    return ScanPlan(snapshot, fields, None, files, partition_table(snapshot, files), files.num_rows)
 
 
 def align(rows: pa.Table, columns: list[Column], *, older: bool) -> pa.Table:
@@ -195,24 +204,63 @@ def _dv_positions(snapshot: Snapshot, files: pa.Table) -> list[np.ndarray]:
     return out
 
 
-def read_sides(plan: RowDiffPlan) -> tuple[pa.Table, pa.Table]:
-    """(old rows, new rows) in the compared columns, read locally."""
-    old = [align(scan_of(plan.older, plan.removed).to_arrow(), plan.columns, older=True)]
-    new = [align(scan_of(plan.newer, plan.added).to_arrow(), plan.columns, older=False)]
+#: a side's files are read in pieces of about this many bytes, `progress` called between them
+PIECE_BYTES = 256 * 1024 * 1024
+
+
+def _pieces(files: pa.Table) -> list[pa.Table]:
+    """`files` cut into consecutive pieces of about `PIECE_BYTES` (one piece when small)."""
+    if files.num_rows == 0:
+        return []
+    ends = np.cumsum(np.asarray(files.column("size").to_numpy(zero_copy_only=False), np.int64)) // PIECE_BYTES
+    cuts = np.flatnonzero(np.diff(ends)) + 1
+    bounds = [0, *cuts.tolist(), files.num_rows]
+    return [files.slice(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.Table, pa.Table]:
+    """(old rows, new rows) in the compared columns, read locally: only those columns, the
+    files of each side in pieces; `progress(fraction of bytes read, message)` is called before
+    and after each piece (an exception it raises stops the read: how a caller cancels)."""
+    total = max(1, plan.bytes)
+    done = 0
+
+    def report(files: pa.Table, what: str) -> None:
+        nonlocal done
+        if progress is not None:
+            progress(min(1.0, done / total), f"read {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB ({what})")
+        if files.num_rows:
+            done += int(pc.sum(files.column("size")).as_py() or 0)
+
+    def read(snapshot: Snapshot, files: pa.Table, *, older: bool, without_dvs: bool = False) -> list[pa.Table]:
+        names = [n for c in plan.columns if (n := (c.older_name if older else c.name)) is not None]
+        out = []
+        for piece in _pieces(files):
+            report(piece, "files removed" if older else "files added")
+            rows = scan_of(snapshot, piece, without_dvs=without_dvs, names=names).to_arrow()
+            out.append(align(rows, plan.columns, older=older))
+        return out or [align(pa.table({}), plan.columns, older=older)]
+
+    old = read(plan.older, plan.removed, older=True)
+    new = read(plan.newer, plan.added, older=False)
     if plan.dv_after.num_rows:
         before, after = _dv_positions(plan.older, plan.dv_before), _dv_positions(plan.newer, plan.dv_after)
-        whole = align(scan_of(plan.newer, plan.dv_after, without_dvs=True).to_arrow(), plan.columns, older=False)
+        whole = pa.concat_tables(read(plan.newer, plan.dv_after, older=False, without_dvs=True))
         starts = np.concatenate([[0], np.cumsum(np.asarray(row_counts(plan.newer, plan.dv_after), np.int64))])
         gone = [s + np.setdiff1d(a, b) for s, a, b in zip(starts, after, before)]
         back = [s + np.setdiff1d(b, a) for s, a, b in zip(starts, after, before)]
         old.append(whole.take(pa.array(np.concatenate(gone).astype(np.int64))))
         new.append(whole.take(pa.array(np.concatenate(back).astype(np.int64))))
+    if progress is not None:
+        progress(1.0, f"read {plan.files:,} files, {plan.bytes / 2**20:,.1f} MiB: comparing rows")
     return pa.concat_tables(old), pa.concat_tables(new)
 
 
 def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     """The multiset difference: one row per distinct row whose count differs, with `_count` =
-    copies at the newer side minus copies at the older side (never 0)."""
+    copies at the newer side minus copies at the older side (never 0), in the order rows were
+    read. Rows are grouped by a 64-bit hash of the whole row (`_hashed_groups`, exact: a hash
+    shared by rows that differ falls back on grouping by every column)."""
     both = pa.concat_tables([old, new])
     if both.num_rows == 0:
         return both.append_column(COUNT, pa.array([], pa.int64()))
@@ -220,14 +268,37 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     assert isinstance(frame, pl.DataFrame)
     names = list(frame.columns)
     side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
-    frame = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
-    if names:
-        groups = frame.group_by(names, maintain_order=True).agg(pl.col("__row").first(), pl.col("__side").sum())
-    else:
+    if not names:
         groups = pl.DataFrame({"__row": [0], "__side": [int(side.sum())]})
-    groups = groups.filter(pl.col("__side") != 0)
-    rows = both.take(groups.get_column("__row").to_arrow())
+    else:
+        groups = _hashed_groups(frame, side)
+        if groups is None:
+            work = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
+            groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
+    groups = groups.filter(pl.col("__side") != 0).sort("__row")
+    rows = both.take(groups.get_column("__row").cast(pl.Int64).to_arrow())
     return rows.append_column(COUNT, groups.get_column("__side").to_arrow().cast(pa.int64()))
+
+
+def _hashed_groups(frame: pl.DataFrame, side: np.ndarray) -> pl.DataFrame | None:
+    """(`__row`: first row of each distinct row, `__side`: its net count) grouped by a hash of
+    each whole row; None when two rows that differ share a hash (or a column cannot be hashed):
+    every row is compared with the first row of its hash group, vectorised."""
+    try:
+        hashes = frame.hash_rows(seed=0)
+    except pl.exceptions.PolarsError:
+        return None
+    work = pl.DataFrame({"__h": hashes, "__side": side}).with_row_index("__row")
+    first = work.select(pl.col("__row").first().over("__h")).to_series()
+    rep = frame[first]
+    for name in frame.columns:
+        try:
+            differs = frame.get_column(name).ne_missing(rep.get_column(name))
+        except pl.exceptions.PolarsError:
+            return None
+        if differs.any():
+            return None
+    return work.group_by("__h").agg(pl.col("__row").first(), pl.col("__side").sum())
 
 
 def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str, str]) -> pa.Table:
@@ -313,6 +384,7 @@ def diff_rows(
     *,
     key: str | list[str] | None = None,
     columns: list[str] | None = None,
+    progress: Progress | None = None,
 ) -> pa.Table:
     """The rows that truly differ from version `v1` to `v2` (`schemas.diff_rows_schema`).
 
@@ -325,6 +397,8 @@ def diff_rows(
     version's schema; `columns` limits the comparison to some columns. `v2` defaults to the
     latest (or the snapshot's) version and `v1` to `v2 - 1`; `v1 > v2` diffs backwards. The
     schema metadata says what was read (`read_summary(result)`: files_read, bytes_read).
+    `progress(fraction, message)`, when given, follows the read (`read_sides`); an exception it
+    raises stops the diff.
 
     Raises:
         InspectError: bad versions, an unknown key or column, a key repeated among the changed
@@ -333,7 +407,7 @@ def diff_rows(
     """
     plan = plan_row_diff(obj, v1, v2, key=key, columns=columns)
     try:
-        old, new = read_sides(plan)
+        old, new = read_sides(plan, progress)
     except StorageError as exc:
         raise StorageError(
             f"the row diff of versions {plan.older.version} and {plan.newer.version} reads the data files that differ "
