@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -215,7 +216,7 @@ def _pieces(files: pa.Table) -> list[pa.Table]:
     ends = np.cumsum(np.asarray(files.column("size").to_numpy(zero_copy_only=False), np.int64)) // PIECE_BYTES
     cuts = np.flatnonzero(np.diff(ends)) + 1
     bounds = [0, *cuts.tolist(), files.num_rows]
-    return [files.slice(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [files.slice(a, b - a) for a, b in pairwise(bounds) if b > a]
 
 
 def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.Table, pa.Table]:
