@@ -205,15 +205,18 @@ def _dv_positions(snapshot: Snapshot, files: pa.Table) -> list[np.ndarray]:
     return out
 
 
-#: a side's files are read in pieces of about this many bytes, `progress` called between them
+#: a diff's files are read in pieces of a twentieth of its bytes, at least `MIN_PIECE_BYTES` and
+#: at most `PIECE_BYTES`; `progress` is called between them (a small diff is one piece)
 PIECE_BYTES = 256 * 1024 * 1024
+MIN_PIECE_BYTES = 8 * 1024 * 1024
 
 
-def _pieces(files: pa.Table) -> list[pa.Table]:
-    """`files` cut into consecutive pieces of about `PIECE_BYTES` (one piece when small)."""
+def _pieces(files: pa.Table, total: int) -> list[pa.Table]:
+    """`files` cut into consecutive pieces of about a twentieth of `total` bytes (see `PIECE_BYTES`)."""
     if files.num_rows == 0:
         return []
-    ends = np.cumsum(np.asarray(files.column("size").to_numpy(zero_copy_only=False), np.int64)) // PIECE_BYTES
+    piece = max(1, min(PIECE_BYTES, max(MIN_PIECE_BYTES, total // 20)))
+    ends = np.cumsum(np.asarray(files.column("size").to_numpy(zero_copy_only=False), np.int64)) // piece
     cuts = np.flatnonzero(np.diff(ends)) + 1
     bounds = [0, *cuts.tolist(), files.num_rows]
     return [files.slice(a, b - a) for a, b in pairwise(bounds) if b > a]
@@ -236,7 +239,7 @@ def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.
     def read(snapshot: Snapshot, files: pa.Table, *, older: bool, without_dvs: bool = False) -> list[pa.Table]:
         names = [n for c in plan.columns if (n := (c.older_name if older else c.name)) is not None]
         out = []
-        for piece in _pieces(files):
+        for piece in _pieces(files, total):
             report(piece, "files removed" if older else "files added")
             rows = scan_of(snapshot, piece, without_dvs=without_dvs, names=names).to_arrow()
             out.append(align(rows, plan.columns, older=older))
@@ -269,13 +272,14 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     assert isinstance(frame, pl.DataFrame)
     names = list(frame.columns)
     side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
+    hashed = _hashed_groups(frame, side) if names else None
     if not names:
         groups = pl.DataFrame({"__row": [0], "__side": [int(side.sum())]})
+    elif hashed is not None:
+        groups = hashed
     else:
-        groups = _hashed_groups(frame, side)
-        if groups is None:
-            work = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
-            groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
+        work = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
+        groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
     groups = groups.filter(pl.col("__side") != 0).sort("__row")
     rows = both.take(groups.get_column("__row").cast(pl.Int64).to_arrow())
     return rows.append_column(COUNT, groups.get_column("__side").to_arrow().cast(pa.int64()))

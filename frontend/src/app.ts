@@ -46,7 +46,7 @@ const TRAITS: Record<string, string[]> = {
   files: ['files_data'],
   layout: ['layout_data', 'layout_column'],
   dv: ['dv_data'],
-  diff: ['diff_data', 'diff_from', 'diff_to', 'history_data', 'min_version', 'max_version'],
+  diff: ['diff_data', 'diff_from', 'diff_to', 'history_data', 'min_version', 'max_version', 'diff_rows_data'],
   health: ['health_data'],
   maintenance: ['maintenance'],
 };

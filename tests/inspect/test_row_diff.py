@@ -286,6 +286,7 @@ def test_progress_pieces_and_stop(cow_table, monkeypatch):
     import deltaexplore.inspect.row_diff as rd
 
     monkeypatch.setattr(rd, "PIECE_BYTES", 1)  # every file its own piece
+    monkeypatch.setattr(rd, "MIN_PIECE_BYTES", 1)
     seen = []
     got = diff_rows(cow_table, 0, 7, progress=lambda f, m: seen.append((f, m)))
     assert as_counter(got) == brute_force(cow_table, 0, 7)
