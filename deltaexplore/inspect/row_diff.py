@@ -48,6 +48,8 @@ CHANGED = "_changed_columns"
 
 #: ``progress(fraction, message)``
 Progress = Callable[[float, str], None]
+#: the share of a row diff's progress that reading the files stands for (comparing the rest)
+READ_SHARE = 0.6
 
 
 @dataclass(frozen=True)
@@ -256,7 +258,7 @@ def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.
         old.append(whole.take(pa.array(np.concatenate(gone).astype(np.int64))))
         new.append(whole.take(pa.array(np.concatenate(back).astype(np.int64))))
     if progress is not None:
-        progress(1.0, f"read {plan.files:,} files, {plan.bytes / 2**20:,.1f} MiB: comparing rows")
+        progress(1.0, f"read {plan.files:,} files, {plan.bytes / 2**20:,.1f} MiB")
     return pa.concat_tables(old), pa.concat_tables(new)
 
 
@@ -402,8 +404,8 @@ def diff_rows(
     version's schema; `columns` limits the comparison to some columns. `v2` defaults to the
     latest (or the snapshot's) version and `v1` to `v2 - 1`; `v1 > v2` diffs backwards. The
     schema metadata says what was read (`read_summary(result)`: files_read, bytes_read).
-    `progress(fraction, message)`, when given, follows the read (`read_sides`); an exception it
-    raises stops the diff.
+    `progress(fraction, message)`, when given, follows the read (`read_sides`, to `READ_SHARE`)
+    and the comparison; an exception it raises stops the diff.
 
     Raises:
         InspectError: bad versions, an unknown key or column, a key repeated among the changed
@@ -411,15 +413,25 @@ def diff_rows(
         StorageError: a data file of either version is gone (vacuumed).
     """
     plan = plan_row_diff(obj, v1, v2, key=key, columns=columns)
+
+    def report(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(fraction, message)
+
     try:
-        old, new = read_sides(plan, progress)
+        old, new = read_sides(plan, lambda f, m: report(READ_SHARE * f, m))
     except StorageError as exc:
         raise StorageError(
             f"the row diff of versions {plan.older.version} and {plan.newer.version} reads the data files that differ "
             f"between them, and one is gone (vacuumed?): {exc}",
             path=exc.path,
         ) from exc
-    return shape_rows(net_rows(old, new), plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
+    report(READ_SHARE, f"comparing {old.num_rows + new.num_rows:,} rows")
+    net = net_rows(old, new)
+    report(0.9, f"{net.num_rows:,} rows differ" + (f": pairing them by {', '.join(plan.key)}" if plan.key else ""))
+    out = shape_rows(net, plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
+    report(1.0, f"{out.num_rows:,} changed rows")
+    return out
 
 
 def plan_meta(plan: RowDiffPlan, engine: str) -> dict[str, str]:

@@ -422,6 +422,9 @@ class Explorer(anywidget.AnyWidget):
 
     @t.observe("diff_from", "diff_to")
     def _diff_changed(self, change: dict[str, Any]) -> None:
+        rows = self.diff_rows_data
+        if rows.get("state") == "loading" and (rows.get("from"), rows.get("to")) != (self.diff_from, self.diff_to):
+            self.cancel_diff_rows()  # a row diff of the pair left is no longer wanted
         if self.tab == "diff" or "diff" in self._loaded:
             with self.view.user():
                 self._load("diff", force=True)

@@ -292,8 +292,9 @@ def test_progress_pieces_and_stop(cow_table, monkeypatch):
     assert as_counter(got) == brute_force(cow_table, 0, 7)
     fractions = [f for f, _ in seen]
     files = read_summary(got)["files_read"]
-    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(seen) == files + 1
-    assert "comparing rows" in seen[-1][1]
+    # one report before each file (a piece), one when read, then comparing, pairing, done
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(seen) == files + 4
+    assert "comparing" in seen[-3][1] and seen[-1][1] == f"{got.num_rows:,} changed rows"
 
     class Stop(Exception):
         pass

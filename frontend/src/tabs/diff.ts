@@ -7,9 +7,13 @@
 import { decode, type Row } from '../arrow';
 import type { Ctx, Tab } from '../context';
 import { card, fill, h, note, section } from '../dom';
-import { countNoun, formatValue, humanBytes, humanCount, signed } from '../format';
+import { countNoun, formatValue, humanBytes, humanCount, plural, signed } from '../format';
 import { createGrid, type ColumnOptions } from '../grid';
 import { setState } from '../model';
+
+/** A row diff reading at most this many bytes (data files added and removed) starts by itself
+ * when the Rows view shows a pair; a bigger one waits for "Compare rows". */
+const AUTO_ROWS_BYTES = 16 * 1024 * 1024;
 
 /** Most versions listed in a picker; beyond, the picker is a number box (with the version's
  * time and operation beside it): a select of 100,000 options is slow to build and to use. */
@@ -181,13 +185,18 @@ export function diffTab(ctx: Ctx): Tab {
     viewRows.setAttribute('aria-pressed', String(rows));
     filesView.hidden = rows;
     rowsView.hidden = !rows;
-    if (rows) {
-      const d = model.get('diff_rows_data') || {};
-      const a = Number(model.get('diff_from'));
-      const b = Number(model.get('diff_to'));
-      if (d.from !== a || d.to !== b) askRows(); // the pair shown, computed when the view opens
-    }
+    if (rows) autoRows();
     drawRows();
+  }
+  /** Ask for the shown pair's rows when the read is small (`AUTO_ROWS_BYTES`) and not asked yet. */
+  function autoRows(): void {
+    const a = Number(model.get('diff_from'));
+    const b = Number(model.get('diff_to'));
+    const d = model.get('diff_rows_data') || {};
+    const bytes = planBytes();
+    if (d.from === a && d.to === b) return;
+    if (JSON.stringify([a, b, keys()]) === asked) return;
+    if (bytes !== null && bytes <= AUTO_ROWS_BYTES) askRows();
   }
   viewFiles.addEventListener('click', () => showView(false));
   viewRows.addEventListener('click', () => showView(true));
@@ -216,7 +225,12 @@ export function diffTab(ctx: Ctx): Tab {
     for (const k of Object.keys(rowOptions)) delete rowOptions[k];
     rowOptions._change = { header: 'change', unit: 'text', width: 96, pinned: 'left', cellClass: (v) => `dxe-change-${String(v)}` };
     rowOptions._count = { header: 'copies' };
-    rowOptions._changed_columns = { header: 'changed columns', cellClass: (v) => (v ? 'dxe-change-update' : null) };
+    rowOptions._changed_columns = {
+      header: 'changed columns',
+      unit: 'text',
+      cellClass: (v) => (v ? 'dxe-change-update' : null),
+      format: (v) => changedOf({ _changed_columns: v } as Row).join(', '),
+    };
     for (const f of fields) {
       const m = /^(before|after)\.(.+)$/.exec(f.name);
       if (!m) continue;
@@ -226,6 +240,14 @@ export function diffTab(ctx: Ctx): Tab {
         cellClass: (_v, row) => (changedOf(row).includes(column) ? `dxe-cell-changed dxe-cell-${m[1]}` : null),
       };
     }
+  }
+
+  /** Bytes of the data files added and removed between the pair (null: the metadata diff is not in). */
+  function planBytes(): number | null {
+    const data = model.get('diff_data') || {};
+    if (data.state !== 'ready' || data.from !== Number(model.get('diff_from')) || data.to !== Number(model.get('diff_to'))) return null;
+    const rows = decode(data.changes)?.rows || [];
+    return Number(count(rows, 'files', 'added')?.bytes ?? 0) + Number(count(rows, 'files', 'removed')?.bytes ?? 0);
   }
 
   /** What the row diff will read: the data files that differ, from the metadata diff. */
@@ -240,7 +262,7 @@ export function diffTab(ctx: Ctx): Tab {
     const dv = count(rows, 'files', 'dv_changed');
     const files = Number(added?.files ?? 0) + Number(removed?.files ?? 0) + Number(dv?.files ?? 0);
     const bytes = Number(added?.bytes ?? 0) + Number(removed?.bytes ?? 0);
-    return `Reads the ${countNoun(files, 'data file')} that differ between versions ${a} and ${b} (${humanBytes(bytes)} added and removed${dv && Number(dv.files) ? ', plus the files whose deletion vector changed' : ''}); rows rewritten unchanged cancel out.`;
+    return `Reads the ${humanCount(files)} data ${plural('file', files)} that differ between versions ${a} and ${b} (${humanBytes(bytes)} added and removed${dv && Number(dv.files) ? ', plus the files whose deletion vector changed' : ''}); rows rewritten unchanged cancel out.`;
   }
 
   function drawRows(): void {
@@ -377,11 +399,8 @@ export function diffTab(ctx: Ctx): Tab {
         return;
       }
       draw();
-      if (showingRows && (name === 'diff_from' || name === 'diff_to')) {
-        // the Rows view follows the pair: the new pair's rows are asked for (the old job cancelled)
-        const now = JSON.stringify([Number(model.get('diff_from')), Number(model.get('diff_to')), keys()]);
-        if (now !== asked) askRows();
-      }
+      // the Rows view follows the pair: a small read starts by itself once the metadata diff is in
+      if (showingRows && name === 'diff_data') autoRows();
       drawRows();
     },
     shown: () => versionOptions(),
