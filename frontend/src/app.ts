@@ -42,7 +42,7 @@ const FACTORIES: Record<string, (ctx: Ctx) => Tab> = {
 /** Which tab draws from which trait. */
 const TRAITS: Record<string, string[]> = {
   overview: ['overview_data'],
-  history: ['history_data', 'version'],
+  history: ['history_data', 'version', 'maintenance'],
   files: ['files_data'],
   layout: ['layout_data', 'layout_column'],
   dv: ['dv_data'],

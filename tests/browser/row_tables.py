@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.operations import delete, update, write_table
 
-__all__ = ["build_keyed", "build_wide"]
+__all__ = ["build_keyed", "build_vacuumed", "build_wide"]
 
 
 def _rows(ids: pa.Array) -> pa.Table:
@@ -54,4 +54,13 @@ def build_wide(root: str | os.PathLike, rows: int) -> str:
         configuration={"delta.enableDeletionVectors": "false"},
     )
     update(path, {"amount": "amount + 1"}, "id >= 0")
+    return path
+
+
+def build_vacuumed(root: str | os.PathLike) -> str:
+    """`build_keyed`, then a VACUUM with no retention: the files versions 0-2 needed are gone."""
+    from deltaexplore.core.operations import vacuum
+
+    path = build_keyed(root)
+    vacuum(path, retention_hours=0, dry_run=False, enforce_retention_duration=False)
     return path

@@ -162,3 +162,59 @@ def test_rows_view_on_a_big_table_shows_progress_and_cancels(page, lab, shots):
         timeout=60_000,
     )
     assert watch.errors == [] and watch.outside == []
+
+
+def _restore_panel(page, explorer, version: int):
+    """History: the commit of `version` selected, its "Restore to this version" previewed."""
+    panel = open_tab(page, explorer, "History")
+    grid = panel.get_by_role("region", name="history", exact=True)
+    grid.locator('.ag-cell[col-id="version"]').filter(has_text=re.compile(rf"^\s*{version}\s*$")).first.click()
+    detail = panel.get_by_role("complementary", name="selected commit")
+    detail.get_by_text(f"Version {version}", exact=True).wait_for(timeout=30_000)
+    detail.get_by_role("button", name="Restore to this version").click()
+    box = detail.get_by_role("region", name="restore to this version")
+    box.get_by_text("RESTORE: preview").wait_for(timeout=30_000)
+    return panel, detail, box
+
+
+def test_restore_from_a_history_commit(page, lab, shots):
+    page.set_viewport_size({"width": 1500, "height": 1900})  # the whole History tab in the screenshots
+    watch = Watch(page)
+    explorer = _explore(page, lab, "restore.ipynb", "path = row_tables.build_keyed('restored')")
+    panel, _, box = _restore_panel(page, explorer, 1)
+    # the latest version offers no restore to itself
+    text = box.inner_text()
+    assert re.search(r"restore to version\s+1", text) and re.search(r"latest version\s+3", text), text
+    assert (
+        re.search(r"files back\s+\d+", text) and re.search(r"files away\s+\d+", text) and re.search(r"restorable\s+yes", text)
+    ), text
+    explorer.screenshot(path=str(shots / "light-history-restore-preview.png"))
+    box.get_by_role("button", name="Run RESTORE").click()
+    box.get_by_text(re.compile(r"RESTORE done with \w+: version 3 -> 4")).wait_for(timeout=60_000)
+    page.wait_for_function(
+        "el => el.textContent.startsWith('4 of 4')", arg=explorer.locator(".dxe-version-out").element_handle(), timeout=30_000
+    )
+    settled(page, explorer)
+    grid = panel.get_by_role("region", name="history", exact=True)
+    page.wait_for_function(
+        "el => el.textContent === '5 commits'", arg=grid.locator(".dxe-grid-count").element_handle(), timeout=30_000
+    )
+    explorer.screenshot(path=str(shots / "light-history-restore-done.png"))
+    # the table at version 4 holds version 1's rows
+    import deltaexplore as dx
+
+    table = dx.open_table(str(Path(lab.root) / "restored"))
+    assert table.inspect.diff_rows(1, 4).num_rows == 0 and table.inspect.diff_rows(3, 4).num_rows > 0
+    assert watch.errors == [] and watch.outside == []
+
+
+def test_restore_preview_says_when_vacuum_deleted_the_files(page, lab, shots):
+    page.set_viewport_size({"width": 1500, "height": 1900})
+    watch = Watch(page)
+    explorer = _explore(page, lab, "restore_vacuumed.ipynb", "path = row_tables.build_vacuumed('vacuumed')")
+    _, _, box = _restore_panel(page, explorer, 0)
+    box.get_by_text(re.compile(r"^2 data files of version 0 no longer exist \(VACUUM deleted them\)")).wait_for(timeout=30_000)
+    assert re.search(r"restorable\s+no", box.inner_text()), box.inner_text()
+    assert box.get_by_role("button", name="Run RESTORE").is_disabled()
+    explorer.screenshot(path=str(shots / "light-history-restore-vacuumed.png"))
+    assert watch.errors == [] and watch.outside == []

@@ -799,3 +799,25 @@ def test_diff_rows_reports_progress_and_cancels_between_pieces(sales, monkeypatc
     monkeypatch.setattr(rd, "scan_of", scan)
     w.diff_rows(0, 7).result(timeout=60)
     assert _rows_done(w)["state"] == "ready"
+
+
+def test_restore_to_a_history_commit_through_the_maintenance_path(tmp_path):
+    """History's "Restore to this version": the same preview and run as the Maintenance tab's
+    RESTORE, for the commit's version while the explorer shows the latest."""
+    import demo_tables
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    w = explore(path, tab="history")
+    assert w.version == 7
+    w._on_custom_msg(w, {"type": "preview", "op": "restore", "params": {"version": 2}}, [])  # the History button
+    m = w.maintenance
+    assert (m["selected"], m["params"]) == ("restore", {"version": 2})
+    assert m["preview"] == maintenance.preview("restore", w.view, version=2)
+    assert (m["preview"]["restore_to_version"], m["preview"]["restorable"]) == (2, True)
+    maintenance.register_runner("restore", "local", maintenance._local_restore)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "restore", "params": m["params"]}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and "version 7 -> 8" in w.maintenance["result"] and w.version == 8
+    assert dx.open_table(path).inspect.diff_rows(2, 8).num_rows == 0
