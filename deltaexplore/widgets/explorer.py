@@ -452,7 +452,7 @@ class Explorer(anywidget.AnyWidget):
         elif kind == "diff_rows_cancel":
             self.cancel_diff_rows()
         elif kind == "preview":
-            self.preview(str(content.get("op")), **(content.get("params") or {}))
+            self.preview(str(content.get("op")), advice=content.get("advice"), **(content.get("params") or {}))
         elif kind == "run":
             self.run(str(content.get("op")), **(content.get("params") or {}))
 
@@ -643,8 +643,10 @@ class Explorer(anywidget.AnyWidget):
             return {**params, "version": int(self.version)}
         return params
 
-    def preview(self, op: str, **params: Any) -> dict[str, Any]:
-        """Preview a maintenance operation (shown in the maintenance tab, and returned)."""
+    def preview(self, op: str, *, advice: Any = None, **params: Any) -> dict[str, Any]:
+        """Preview a maintenance operation (shown in the maintenance tab, and returned).
+        `advice`: the rank of the advice card it comes from (its run is then checked against
+        the card's prediction)."""
         result: dict[str, Any] = {}
         params = self._restore_default(op, params)
 
@@ -655,6 +657,7 @@ class Explorer(anywidget.AnyWidget):
                 "selected": op,
                 "preview": result,
                 "params": params,
+                "advice_rank": advice if isinstance(advice, int) and not isinstance(advice, bool) else None,
                 "result": None,
                 "progress": 0,
             }
@@ -683,6 +686,18 @@ class Explorer(anywidget.AnyWidget):
                 f"version {outcome['version_before']} -> {outcome['version_after']}",
                 "metrics": outcome.get("result"),
             }
+            self._check_advice(outcome)
 
         self._guard(f"run {op}", do)
         return outcome
+
+    def _check_advice(self, outcome: dict[str, Any]) -> None:
+        """After an advice card's operation ran: its prediction next to what the new version
+        measures (`inspect.check_advice`, as `advise(check=True)`), on the card."""
+        m = self.maintenance
+        rank = m.get("advice_rank")
+        if rank is None or outcome["version_after"] == outcome["version_before"]:
+            return
+        check = self.view.advice_check(outcome["version_after"])
+        cards = [{**c, "check": check} if c.get("rank") == rank else c for c in m.get("advice") or []]
+        self.maintenance = {**m, "advice": cards, "advice_rank": None}

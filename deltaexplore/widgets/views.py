@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, InvalidArgumentError, UnsupportedFeatureError
+from deltaexplore.inspect.advise import check_advice
 from deltaexplore.inspect.deletion_vectors import storage_names
 from deltaexplore.inspect.diff import file_changes
 from deltaexplore.inspect.files import files_ready, small_file_threshold
@@ -762,6 +763,23 @@ class TableView:
             "status_counts": counts,
             "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
         }
+
+    def advice_check(self, version: int) -> dict[str, Any]:
+        """What `inspect.advise(check=True)` says at `version` (the newest OPTIMIZE / REORG up to
+        it: the prediction made before it against what it measures), when `version` is that
+        commit; else why there is nothing to check."""
+        try:
+            rows = check_advice(self.table, version=version)
+        except DeltaExploreError as exc:
+            return {"version": version, "rows": [], "note": str(exc)}
+        if rows.num_rows == 0 or rows.column("version_after")[0].as_py() != version:
+            return {"version": version, "rows": [], "note": f"version {version} is no OPTIMIZE or REORG: nothing to check"}
+        out = rows.to_pylist()
+        for row in out:
+            for k, v in row.items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    row[k] = None
+        return {"version": version, "rows": out}
 
     def advice(self) -> list[dict[str, Any]]:
         """`inspect.advise` of the latest version as JSON-safe cards (NaN as null, parameters

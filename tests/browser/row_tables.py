@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.operations import delete, update, write_table
 
-__all__ = ["build_keyed", "build_vacuumed", "build_wide"]
+__all__ = ["build_keyed", "build_small_files", "build_vacuumed", "build_wide"]
 
 
 def _rows(ids: pa.Array) -> pa.Table:
@@ -63,4 +63,14 @@ def build_vacuumed(root: str | os.PathLike) -> str:
 
     path = build_keyed(root)
     vacuum(path, retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    return path
+
+
+def build_small_files(root: str | os.PathLike) -> str:
+    """Six appends of 500 rows each: small files the advisor asks to compact."""
+    path = str(root)
+    shutil.rmtree(path, ignore_errors=True)
+    for i in range(6):
+        ids = pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())
+        write_table(path, _rows(ids))
     return path

@@ -218,3 +218,31 @@ def test_restore_preview_says_when_vacuum_deleted_the_files(page, lab, shots):
     assert box.get_by_role("button", name="Run RESTORE").is_disabled()
     explorer.screenshot(path=str(shots / "light-history-restore-vacuumed.png"))
     assert watch.errors == [] and watch.outside == []
+
+
+def test_an_advice_run_shows_predicted_vs_measured(page, lab, shots):
+    page.set_viewport_size({"width": 1500, "height": 1900})
+    watch = Watch(page)
+    explorer = _explore(page, lab, "advice_check.ipynb", "path = row_tables.build_small_files('small_files')")
+    panel = open_tab(page, explorer, "Maintenance")
+    panel.get_by_role("button", name="What should I run?").click()
+    advice = panel.get_by_role("list", name="advice")
+    advice.get_by_role("listitem").first.wait_for(timeout=60_000)
+    advice.get_by_role("button", name=re.compile(r"Preview advice 1: compaction")).click()
+    panel.get_by_text("OPTIMIZE (compact): preview").wait_for(timeout=30_000)
+    panel.get_by_role("button", name="Run OPTIMIZE (compact)").click()
+    check = advice.get_by_role("region", name="predicted vs measured")
+    check.wait_for(timeout=60_000)
+    settled(page, explorer)
+    text = check.text_content()  # h4 titles show in capitals
+    assert "Predicted vs measured (version 5 → 6)" in text, text
+    rows = check.locator("tbody tr")
+    assert rows.count() == 2  # files and bytes (a compaction predicts no depths)
+    files = rows.nth(0).locator("th, td").all_inner_texts()
+    assert files[0] == "files" and files[1] == "1" and files[2] == "1" and files[4].startswith("yes"), files
+    import deltaexplore as dx
+
+    expected = dx.open_table(str(Path(lab.root) / "small_files")).inspect.advise(check=True)
+    assert expected.column("within").to_pylist() == [True, True]
+    explorer.screenshot(path=str(shots / "light-maintenance-advice-check.png"))
+    assert watch.errors == [] and watch.outside == []

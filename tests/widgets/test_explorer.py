@@ -821,3 +821,51 @@ def test_restore_to_a_history_commit_through_the_maintenance_path(tmp_path):
         maintenance._REGISTERED.clear()
     assert w.error == "" and "version 7 -> 8" in w.maintenance["result"] and w.version == 8
     assert dx.open_table(path).inspect.diff_rows(2, 8).num_rows == 0
+
+
+def test_an_advice_run_shows_its_prediction_next_to_the_measure(tmp_path):
+    """Run from an advice card: the card gets advise(check=True) of the new version (each
+    metric predicted and measured, within its tolerance); a plain run of the same operation
+    (not from a card) adds no check."""
+    from deltaexplore.core.operations import write_table
+
+    path = str(tmp_path / "adv")
+    for i in range(6):
+        write_table(path, pa.table({"id": pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())}))
+    w = explore(path, tab="maintenance")
+    w._on_custom_msg(w, {"type": "advise"}, [])
+    card = w.maintenance["advice"][0]
+    assert card["kind"] == "compaction" and "check" not in card
+    # what the card's Preview button sends, then the panel's Run
+    w._on_custom_msg(w, {"type": "preview", "op": card["operation"], "params": card["parameters"], "advice": card["rank"]}, [])
+    assert w.maintenance["advice_rank"] == card["rank"]
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize", "params": w.maintenance["params"]}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and w.version == 6
+    check = w.maintenance["advice"][0]["check"]
+    expected = inspect.advise(dx.open_table(path), check=True).to_pylist()
+    assert check == {"version": 6, "rows": expected} and json.dumps(check)
+    by_metric = {r["metric"]: r for r in check["rows"]}
+    assert by_metric["files"]["predicted"] == card["files_after"] and by_metric["files"]["measured"] == 1
+    assert all(r["within"] for r in check["rows"]) and (by_metric["files"]["version_before"], by_metric["files"]["version_after"]) == (5, 6)
+    assert w.maintenance["advice_rank"] is None
+    assert w.view.advice_check(5) == {
+        "version": 5,
+        "rows": [],
+        "note": "no OPTIMIZE or REORG commit up to version 5: nothing to check",
+    }
+    # the operation's own card (not an advice) previews without an advice rank: its run adds no check
+    for i in range(3):
+        write_table(path, pa.table({"id": pa.array([i], pa.int64())}))
+    w.refresh()
+    w._on_custom_msg(w, {"type": "preview", "op": "optimize"}, [])
+    assert w.maintenance["advice_rank"] is None
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.version == 10 and w.maintenance["advice"][0]["check"]["version"] == 6

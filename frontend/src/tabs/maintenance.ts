@@ -105,6 +105,42 @@ export function operationPanel(ctx: Ctx, op: any, m: any, confirm: Confirming, r
   return parts;
 }
 
+/** The units of a checked metric (`inspect.check_advice`'s rows). */
+const CHECK_UNITS: Record<string, string> = { files: 'count', bytes: 'bytes', mean_depth: 'number', max_depth: 'number', point_files: 'number' };
+const CHECK_NAMES: Record<string, string> = {
+  files: 'files',
+  bytes: 'bytes',
+  mean_depth: 'mean overlap depth',
+  max_depth: 'max overlap depth',
+  point_files: 'files a point query reads',
+};
+
+/** Predicted vs measured after an advice ran (`advise(check=True)`'s rows): each metric, the
+ * prediction, what the new version measures, the difference and whether it is within tolerance. */
+function checkTable(check: any): HTMLElement {
+  const rows: any[] = check.rows || [];
+  if (!rows.length) return note(`Nothing to check: ${check.note || 'no prediction to compare'}`, 'hint');
+  const head = h('tr', null, ['metric', 'predicted', `measured at version ${check.version}`, 'difference', 'within tolerance'].map((t) => h('th', { scope: 'col' }, t)));
+  const body = rows.map((r) => {
+    const unit = CHECK_UNITS[r.metric] || 'number';
+    return h(
+      'tr',
+      { class: r.within ? 'dxe-check-ok' : 'dxe-check-off' },
+      h('th', { scope: 'row' }, CHECK_NAMES[r.metric] || r.metric),
+      h('td', { class: 'dxe-num' }, formatValue(unit, r.predicted)),
+      h('td', { class: 'dxe-num' }, formatValue(unit, r.measured)),
+      h('td', { class: 'dxe-num' }, r.error === null || r.error === undefined ? '–' : `${r.error >= 0 ? '+' : ''}${(100 * r.error).toFixed(1)}%`),
+      h('td', null, pill(r.within ? 'ok' : 'warn', r.within ? `yes (±${Math.round(100 * r.tolerance)}%)` : `no (±${Math.round(100 * r.tolerance)}%)`)),
+    );
+  });
+  return h(
+    'div',
+    { class: 'dxe-advice-check', role: 'region', 'aria-label': 'predicted vs measured' },
+    h('h4', null, `Predicted vs measured (version ${rows[0].version_before} → ${rows[0].version_after})`),
+    h('table', { class: 'dxe-check-table' }, h('thead', null, head), h('tbody', null, body)),
+  );
+}
+
 export function maintenanceTab(ctx: Ctx): Tab {
   const list = h('div', { class: 'dxe-op-cards', role: 'list' });
   const panel = h('div', { class: 'dxe-op-panel', 'aria-live': 'polite' });
@@ -148,7 +184,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
           : null;
         preview?.addEventListener('click', () => {
           confirm.name = null;
-          ctx.rpc.tell('preview', { op: a.operation, params: a.parameters || {} });
+          ctx.rpc.tell('preview', { op: a.operation, params: a.parameters || {}, advice: a.rank });
         });
         return h(
           'li',
@@ -158,6 +194,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
           h('p', { class: 'dxe-op-desc' }, a.reason),
           lines.length ? h('p', { class: 'dxe-muted' }, lines.join(' · ')) : null,
           h('div', { class: 'dxe-btn-row' }, h('code', null, a.action), preview),
+          a.check ? checkTable(a.check) : null,
         );
       }),
     );
