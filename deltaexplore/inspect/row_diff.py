@@ -140,21 +140,29 @@ def plan_row_diff(
     cols = _columns(older, newer, columns)
     change = changes.column("change")
 
-    def adds(snap: Snapshot, kind: str) -> pa.Table:
-        paths = changes.filter(pc.equal(change, kind)).column("path")
-        got = snap.add_actions_for(paths.combine_chunks())
-        order = pc.sort_indices(got.column("path"))
-        return got.take(order)
+    def adds(snap: Snapshot, kind: str, other: str) -> tuple[pa.Table, pa.Table]:
+        """The add actions at `snap` of the paths changed as `kind` and as `other`, each sorted
+        by path: one replay of the paths of both."""
+        mask = pc.is_in(change, pa.array([kind, other]))
+        paths = changes.filter(mask).column("path").combine_chunks()
+        got = snap.add_actions_for(paths)
+        got = got.take(pc.sort_indices(got.column("path")))
+        kinds = changes.filter(mask)
+        wanted = kinds.filter(pc.equal(kinds.column("change"), kind)).column("path")
+        first = pc.is_in(got.column("path"), wanted.combine_chunks())
+        return got.filter(first), got.filter(pc.invert(first))
 
+    removed, dv_before = adds(older, "removed", "dv_changed")
+    added, dv_after = adds(newer, "added", "dv_changed")
     return RowDiffPlan(
         older=older,
         newer=newer,
         columns=cols,
         key=keys,
-        removed=adds(older, "removed"),
-        added=adds(newer, "added"),
-        dv_before=adds(older, "dv_changed"),
-        dv_after=adds(newer, "dv_changed"),
+        removed=removed,
+        added=added,
+        dv_before=dv_before,
+        dv_after=dv_after,
         backwards=v1 > v2,
     )
 
@@ -276,36 +284,46 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
     hashed = _hashed_groups(frame, side) if names else None
     if not names:
-        groups = pl.DataFrame({"__row": [0], "__side": [int(side.sum())]})
+        first, count = np.zeros(1, np.int64), np.array([int(side.sum())], np.int64)
     elif hashed is not None:
-        groups = hashed
+        first, count = hashed
     else:
         work = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
         groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
-    groups = groups.filter(pl.col("__side") != 0).sort("__row")
-    rows = both.take(groups.get_column("__row").cast(pl.Int64).to_arrow())
-    return rows.append_column(COUNT, groups.get_column("__side").to_arrow().cast(pa.int64()))
+        first, count = groups.get_column("__row").to_numpy(), groups.get_column("__side").to_numpy()
+    keep = count != 0
+    first, count = first[keep], count[keep]
+    order = np.argsort(first, kind="stable")
+    rows = both.take(pa.array(first[order].astype(np.int64)))
+    return rows.append_column(COUNT, pa.array(count[order].astype(np.int64)))
 
 
-def _hashed_groups(frame: pl.DataFrame, side: np.ndarray) -> pl.DataFrame | None:
-    """(`__row`: first row of each distinct row, `__side`: its net count) grouped by a hash of
-    each whole row; None when two rows that differ share a hash (or a column cannot be hashed):
-    every row is compared with the first row of its hash group, vectorised."""
+def _hashed_groups(frame: pl.DataFrame, side: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row of each distinct row, its net count), rows grouped by a 64-bit hash of the
+    whole row: the rows sorted by hash, each compared with the one before it when their hashes
+    are equal (vectorised, on slices); None when two rows that differ share a hash, or a column
+    cannot be hashed or compared."""
     try:
-        hashes = frame.hash_rows(seed=0)
+        hashes = frame.hash_rows(seed=0).to_numpy()
     except pl.exceptions.PolarsError:
         return None
-    work = pl.DataFrame({"__h": hashes, "__side": side}).with_row_index("__row")
-    first = work.select(pl.col("__row").first().over("__h")).to_series()
-    rep = frame[first]
-    for name in frame.columns:
-        try:
-            differs = frame.get_column(name).ne_missing(rep.get_column(name))
-        except pl.exceptions.PolarsError:
-            return None
-        if differs.any():
-            return None
-    return work.group_by("__h").agg(pl.col("__row").first(), pl.col("__side").sum())
+    order = np.argsort(hashes)
+    sorted_hashes = hashes[order]
+    same = sorted_hashes[1:] == sorted_hashes[:-1]
+    n = len(order)
+    if same.any():
+        by_hash = frame[order]
+        mask = pl.Series(same)
+        for name in by_hash.columns:
+            values = by_hash.get_column(name)
+            try:
+                differs = values.slice(1, n - 1).ne_missing(values.slice(0, n - 1)) & mask
+            except pl.exceptions.PolarsError:
+                return None
+            if differs.any():
+                return None
+    starts = np.flatnonzero(np.concatenate([[True], ~same]))
+    return np.minimum.reduceat(order, starts), np.add.reduceat(side[order], starts)
 
 
 def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str, str]) -> pa.Table:
