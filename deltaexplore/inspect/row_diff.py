@@ -15,6 +15,7 @@ same plan (`deltaexplore.spark.row_diff`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
@@ -32,7 +33,7 @@ from deltaexplore.core.scan.partition_values import partition_table
 from deltaexplore.core.scan.plan import ScanPlan
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import StorageError
-from deltaexplore.inspect.diff import file_changes, resolve_versions
+from deltaexplore.inspect.diff import file_changes, replayed_adds, resolve_versions
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import diff_rows_schema
 from deltaexplore.inspect.snapshots import table_of
@@ -128,6 +129,7 @@ def plan_row_diff(
     v1, v2 = resolve_versions(obj, v1, v2)
     lo, hi = min(v1, v2), max(v1, v2)
     changes, older, newer, _ = file_changes(obj, lo, hi)
+    replayed = replayed_adds(obj, lo, hi)
     keys = [key] if isinstance(key, str) else list(key or [])
     if not all(isinstance(k, str) for k in keys):
         raise InspectError(f"key must be a column name or a list of them, got {key!r}")
@@ -140,20 +142,25 @@ def plan_row_diff(
     cols = _columns(older, newer, columns)
     change = changes.column("change")
 
-    def adds(snap: Snapshot, kind: str, other: str) -> tuple[pa.Table, pa.Table]:
+    def adds(snap: Snapshot, kind: str, other: str, known: pa.Table | None) -> tuple[pa.Table, pa.Table]:
         """The add actions at `snap` of the paths changed as `kind` and as `other`, each sorted
-        by path: one replay of the paths of both."""
+        by path: taken from those `file_changes` replayed (`known`), else one replay of the
+        paths of both."""
         mask = pc.is_in(change, pa.array([kind, other]))
         paths = changes.filter(mask).column("path").combine_chunks()
-        got = snap.add_actions_for(paths)
+        if known is not None:
+            got = known.filter(pc.is_in(known.column("path"), paths))
+        else:
+            got = snap.add_actions_for(paths)
         got = got.take(pc.sort_indices(got.column("path")))
         kinds = changes.filter(mask)
         wanted = kinds.filter(pc.equal(kinds.column("change"), kind)).column("path")
         first = pc.is_in(got.column("path"), wanted.combine_chunks())
         return got.filter(first), got.filter(pc.invert(first))
 
-    removed, dv_before = adds(older, "removed", "dv_changed")
-    added, dv_after = adds(newer, "added", "dv_changed")
+    known_old, known_new = replayed if replayed is not None else (None, None)
+    removed, dv_before = adds(older, "removed", "dv_changed", known_old)
+    added, dv_after = adds(newer, "added", "dv_changed", known_new)
     return RowDiffPlan(
         older=older,
         newer=newer,
@@ -215,6 +222,9 @@ def _dv_positions(snapshot: Snapshot, files: pa.Table) -> list[np.ndarray]:
     return out
 
 
+#: threads reading the files of a piece: one per core (pyarrow decodes each file's columns in
+#: parallel already; more Python threads only cost their start)
+READERS = min(8, os.cpu_count() or 1)
 #: a diff's files are read in pieces of a twentieth of its bytes, at least `MIN_PIECE_BYTES` and
 #: at most `PIECE_BYTES`; `progress` is called between them (a small diff is one piece)
 PIECE_BYTES = 256 * 1024 * 1024
@@ -251,7 +261,7 @@ def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.
         out = []
         for piece in _pieces(files, total):
             report(piece, "files removed" if older else "files added")
-            rows = scan_of(snapshot, piece, without_dvs=without_dvs, names=names).to_arrow()
+            rows = scan_of(snapshot, piece, without_dvs=without_dvs, names=names).to_arrow(max_workers=READERS)
             out.append(align(rows, plan.columns, older=older))
         return out or [align(pa.table({}), plan.columns, older=older)]
 
@@ -278,7 +288,7 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     both = pa.concat_tables([old, new])
     if both.num_rows == 0:
         return both.append_column(COUNT, pa.array([], pa.int64()))
-    frame = pl.from_arrow(both, rechunk=False)
+    frame = pl.from_arrow(both)  # one chunk: a gather from a file's chunks costs ~4x more
     assert isinstance(frame, pl.DataFrame)
     names = list(frame.columns)
     side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
