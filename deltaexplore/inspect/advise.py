@@ -81,21 +81,24 @@ class BinPrediction:
 
 
 def predict_bins(plan: OptimizePlan) -> BinPrediction:
-    """What an OPTIMIZE plan writes: per bin, its live bytes in files of the target size."""
+    """What an OPTIMIZE plan writes: per bin, its live bytes in files of the target size
+    (every bin's files at once: live fractions, sizes and partition keys in one pass)."""
     snap = plan.snapshot
-    added = removed = bytes_removed = bytes_added = 0
+    if not plan.bins:
+        return BinPrediction(0, 0, 0, 0, [])
+    lengths = np.array([b.num_rows for b in plan.bins], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rows = pa.concat_tables(plan.bins)
+    sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
+    live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
+    added = int(np.maximum(1, np.ceil(live / plan.target_size)).sum())
+    keys = partition_keys(snap, rows).take(pa.array(starts)).to_pylist()
     per_partition: dict[str, int] = {}
-    for b in plan.bins:
-        sizes = b.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
-        live = float((sizes * _live_fraction(snap, b)).sum())
-        added += max(1, math.ceil(live / plan.target_size))
-        removed += b.num_rows
-        bytes_removed += int(sizes.sum())
-        bytes_added += round(live)
-        key = partition_keys(snap, b)[0].as_py() or "(unpartitioned)"
-        per_partition[key] = per_partition.get(key, 0) + b.num_rows
+    for key, n in zip(keys, lengths.tolist()):
+        name = key or "(unpartitioned)"
+        per_partition[name] = per_partition.get(name, 0) + n
     parts = sorted(per_partition.items(), key=lambda kv: (-kv[1], kv[0]))
-    return BinPrediction(removed, added, bytes_removed, bytes_added, parts)
+    return BinPrediction(int(lengths.sum()), added, int(sizes.sum()), int(np.round(live).sum()), parts)
 
 
 # -- the Z-order what-if ---------------------------------------------------------------------
