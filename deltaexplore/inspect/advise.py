@@ -20,7 +20,6 @@ after it (`ADVICE_CHECK_SCHEMA`, with the tolerances of `TOLERANCE`).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -199,27 +198,38 @@ def simulate_zorder(
     before = layout_measures(bounds, points)
     # the files each Z-order bin rewrites, and what they become
     in_plan = np.zeros(n, bool)
-    path_index = {p: i for i, p in enumerate(adds.column("path").to_pylist())}
     new_lo: dict[str, list[np.ndarray]] = {c: [] for c in columns}
     new_hi: dict[str, list[np.ndarray]] = {c: [] for c in columns}
-    files_added = 0
     pred = predict_bins(plan)
-    for b in plan.bins:
-        idx = np.array([path_index[p] for p in b.column("path").to_pylist()], np.int64)
+    files_added = 0
+    if plan.bins:
+        # every bin at once: its files' positions among the adds, the files it writes, its samples
+        lengths = np.array([b.num_rows for b in plan.bins], np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        rows = pa.concat_tables(plan.bins)
+        idx = pc.index_in(rows.column("path"), value_set=adds.column("path").combine_chunks()).to_numpy(zero_copy_only=False)
+        idx = idx.astype(np.int64)
         in_plan[idx] = True
-        sizes = b.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
-        k = max(1, math.ceil(float((sizes * _live_fraction(snap, b)).sum()) / plan.target_size))
-        files_added += k
-        sample = np.isin(owner, idx)
-        if not sample.any():
-            continue
-        table = pa.table({c: points[c][sample] for c in columns})
-        order = zorder_indices(table, list(columns))
-        for chunk in np.array_split(order, min(k, len(order))):
-            for c in columns:
-                values = points[c][sample][chunk]
-                new_lo[c].append(np.array([values.min()]))
-                new_hi[c].append(np.array([values.max()]))
+        sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
+        live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
+        writes = np.maximum(1, np.ceil(live / plan.target_size)).astype(np.int64)
+        files_added = int(writes.sum())
+        bin_of_file = np.full(n, -1, np.int64)
+        bin_of_file[idx] = np.repeat(np.arange(len(lengths)), lengths)
+        sample_bin = bin_of_file[owner]
+        by_bin = np.argsort(sample_bin, kind="stable")
+        cuts = np.searchsorted(sample_bin[by_bin], np.arange(len(lengths) + 1))
+        for i, k in enumerate(writes.tolist()):
+            sample = by_bin[cuts[i] : cuts[i + 1]]
+            if not len(sample):
+                continue
+            table = pa.table({c: points[c][sample] for c in columns})
+            order = zorder_indices(table, list(columns))
+            for chunk in np.array_split(order, min(k, len(order))):
+                for c in columns:
+                    values = points[c][sample][chunk]
+                    new_lo[c].append(np.array([values.min()]))
+                    new_hi[c].append(np.array([values.max()]))
     after_bounds = {}
     for c, (lo, hi) in bounds.items():
         keep = ~in_plan
