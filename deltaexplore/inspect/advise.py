@@ -87,7 +87,7 @@ def predict_bins(plan: OptimizePlan) -> BinPrediction:
         return BinPrediction(0, 0, 0, 0, [])
     lengths = np.array([b.num_rows for b in plan.bins], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    rows = pa.concat_tables(plan.bins)
+    rows = pa.concat_tables(plan.bins).combine_chunks()  # one chunk: the stats are parsed chunk by chunk
     sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
     live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
     added = int(np.maximum(1, np.ceil(live / plan.target_size)).sum())
@@ -206,7 +206,7 @@ def simulate_zorder(
         # every bin at once: its files' positions among the adds, the files it writes, its samples
         lengths = np.array([b.num_rows for b in plan.bins], np.int64)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        rows = pa.concat_tables(plan.bins)
+        rows = pa.concat_tables(plan.bins).combine_chunks()  # one chunk: the stats are parsed chunk by chunk
         idx = pc.index_in(rows.column("path"), value_set=adds.column("path").combine_chunks()).to_numpy(zero_copy_only=False)
         idx = idx.astype(np.int64)
         in_plan[idx] = True
@@ -225,11 +225,14 @@ def simulate_zorder(
                 continue
             table = pa.table({c: points[c][sample] for c in columns})
             order = zorder_indices(table, list(columns))
-            for chunk in np.array_split(order, min(k, len(order))):
-                for c in columns:
-                    values = points[c][sample][chunk]
-                    new_lo[c].append(np.array([values.min()]))
-                    new_hi[c].append(np.array([values.max()]))
+            # the k files it writes: consecutive runs of the Z-ordered samples (np.array_split's cuts)
+            m = min(k, len(order))
+            size, extra = divmod(len(order), m)
+            cuts_k = np.concatenate([[0], np.cumsum(np.full(m, size) + (np.arange(m) < extra))[:-1]])
+            for c in columns:
+                values = points[c][sample][order]
+                new_lo[c].append(np.minimum.reduceat(values, cuts_k))
+                new_hi[c].append(np.maximum.reduceat(values, cuts_k))
     after_bounds = {}
     for c, (lo, hi) in bounds.items():
         keep = ~in_plan
