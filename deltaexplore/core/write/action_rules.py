@@ -238,8 +238,10 @@ def check_metadata(protocol: Protocol, metadata: Metadata, old: Metadata | None 
     if len(schema.fields) == len(metadata.partition_columns):
         raise WriteRefusedError("a table needs at least one column that is not a partition column", path=path)
     _, writer = features_of(protocol)
+    # a feature listed under its preview name counts (typeWidening-preview, variantType-preview)
+    has = set(writer) | {FEATURES[p].canonical for p in writer if p in FEATURES and FEATURES[p].canonical}
     for feat, reason in required_features(metadata).items():
-        if feat not in writer:
+        if feat not in has:
             raise WriteRefusedError(
                 f"{reason} needs the table feature {feat!r}, which the protocol does not have "
                 f"(writer features: {sorted(writer)})",
