@@ -43,6 +43,7 @@ from deltaexplore.core.operations import (
     write_table,
 )
 from deltaexplore.core.protocol.actions import Protocol
+from deltaexplore.core.protocol.features import FEATURES
 from deltaexplore.core.protocol.schema import VARIANT_ARROW
 from deltaexplore.core.protocol.variant import encode_object, encode_string
 from deltaexplore.core.write.checkpoint_writer import write_checkpoint
@@ -83,7 +84,9 @@ def _set(t: pa.Table, column: str, ids: set[int], value: Any) -> pa.Table:
 
 def _create_by_hand(root: Path, fields: list[dict], proto: dict, *, configuration: dict | None = None, parts=None) -> None:
     schema = {"type": "struct", "fields": fields}
-    write_commit(root, 0, [commit_info("CREATE TABLE"), proto, metadata(schema, partition_columns=parts, configuration=configuration)])
+    write_commit(
+        root, 0, [commit_info("CREATE TABLE"), proto, metadata(schema, partition_columns=parts, configuration=configuration)]
+    )
 
 
 def _field(name: str, type_: object, **meta: object) -> dict:
@@ -164,7 +167,7 @@ def generated_columns(root: Path) -> pa.Table:
 
 def column_mapping(root: Path) -> pa.Table:
     r = str(root)
-    write_table(r, rows(0, 20), partition_by=["part"], configuration={"delta.columnMapping.mode": "name", **DV})
+    write_table(r, rows(0, 20), partition_by=["part"], configuration={"delta.columnMapping.mode": "name"})
     write_table(r, rows(20, 5).append_column("extra", pa.array([1.5] * 5)), schema_mode="merge")
     delete(r, "id = 3")
     optimize(r)
@@ -190,16 +193,18 @@ def deletion_vectors(root: Path) -> pa.Table:
 
 
 def row_tracking(root: Path) -> pa.Table:
-    return _dml_history(root, {"delta.enableRowTracking": "true", **DV})
+    return _dml_history(root, {"delta.enableRowTracking": "true"})
 
 
 def timestamp_ntz(root: Path) -> pa.Table:
     def with_ntz(t: pa.Table) -> pa.Table:
-        local = pa.array([dt.datetime(1999, 12, 31, 23, i % 60, 59, 123456) for i in t.column("id").to_pylist()], pa.timestamp("us"))
+        local = pa.array(
+            [dt.datetime(1999, 12, 31, 23, i % 60, 59, 123456) for i in t.column("id").to_pylist()], pa.timestamp("us")
+        )
         return t.append_column("local", local)
 
     r = str(root)
-    write_table(r, with_ntz(rows(0, 20)), configuration=DV)
+    write_table(r, with_ntz(rows(0, 20)))
     delete(r, "local < '1999-12-31 23:05:00'")
     update(r, {"name": "'x'"}, "id > 15")
     drop = {i for i in range(20) if i % 60 < 5}
@@ -220,7 +225,7 @@ def domain_metadata(root: Path) -> pa.Table:
 
 def v2_checkpoint(root: Path) -> pa.Table:
     r = str(root)
-    write_table(r, rows(0, 20), configuration={"delta.checkpointPolicy": "v2", **DV})
+    write_table(r, rows(0, 20), configuration={"delta.checkpointPolicy": "v2"})
     write_table(r, rows(20, 5))
     delete(r, "id = 4")
     write_checkpoint(dx.open_table(r), actions_per_sidecar=1)
@@ -238,11 +243,10 @@ def in_commit_timestamp(root: Path) -> pa.Table:
 
 def vacuum_protocol_check(root: Path) -> pa.Table:
     r = str(root)
-    write_table(r, rows(0, 20), configuration=DV)
+    write_table(r, rows(0, 20))
     table = dx.open_table(r)
     txn = Transaction(table, operation="SET TBLPROPERTIES")
-    features = ("deletionVectors", "vacuumProtocolCheck")
-    txn.update_protocol(Protocol(3, 7, features, features))
+    txn.update_protocol(Protocol(3, 7, ("vacuumProtocolCheck",), ("appendOnly", "invariants", "vacuumProtocolCheck")))
     txn.commit()
     delete(r, "id < 5")
     optimize(r)
@@ -254,7 +258,7 @@ def vacuum_protocol_check(root: Path) -> pa.Table:
 def _widened(root: Path, *, preview: bool) -> pa.Table:
     r = str(root)
     small = pa.table({"id": pa.array([1, 2, 3], pa.int32()), "name": ["a", "b", "c"]})
-    write_table(r, small, configuration={"delta.enableTypeWidening": "true", **DV})
+    write_table(r, small, configuration={"delta.enableTypeWidening": "true"})
     if preview:  # as Delta 3.x wrote it: the writer keeps the preview name
         first = root / "_delta_log" / f"{0:020d}.json"
         first.write_text(first.read_text().replace('"typeWidening"', '"typeWidening-preview"'))
@@ -326,8 +330,12 @@ def variant_shredding_preview(root: Path) -> pa.Table:
 def catalog_managed(root: Path) -> pa.Table:
     catalog = dx.FileCatalog(root.parent / f"{root.name}-catalog.json")
     cm = ["catalogManaged"]
-    _create_by_hand(root, [_field("id", "long"), _field("name", "string")], protocol(3, 7, cm, [*cm, "inCommitTimestamp"]),
-                    configuration={"delta.enableInCommitTimestamps": "true"})
+    _create_by_hand(
+        root,
+        [_field("id", "long"), _field("name", "string")],
+        protocol(3, 7, cm, [*cm, "inCommitTimestamp"]),
+        configuration={"delta.enableInCommitTimestamps": "true"},
+    )
     catalog.register(str(root), latest_version=0)
     data = rows(0, 10).select(["id", "name"])
     write_table(str(root), data, catalog=catalog)
@@ -363,27 +371,63 @@ WRITTEN: dict[str, Callable[[Path], pa.Table]] = {
 
 #: reader-writer features the refused tables list for readers too; the others are writer-only
 _READER_WRITER_REFUSED = {"geospatial", "timestampNanos", "adaptiveMetadata", "catalogOwned-preview"}
-_NEEDS = {"catalogOwned-preview": ["inCommitTimestamp"], "icebergCompatV1": ["columnMapping"], "icebergCompatV2": ["columnMapping"]}
+_NEEDS = {
+    "catalogOwned-preview": ["inCommitTimestamp"],
+    "icebergCompatV1": ["columnMapping"],
+    "icebergCompatV2": ["columnMapping"],
+}
+
+
+#: a column of the type a feature is about, in its refused table: (Delta type, Arrow values)
+_TYPED = {
+    "timestampNanos": ("timestamp_nanos", pa.array([1_730_982_834_123_456_789, None, -1], pa.timestamp("ns", tz="UTC"))),
+    # WKB points (1 0), (2 0) and a null
+    "geospatial": (
+        "geometry",
+        pa.array(
+            [
+                bytes.fromhex("0101000000000000000000f03f0000000000000000"),
+                bytes.fromhex("010100000000000000000000400000000000000000"),
+                None,
+            ],
+            pa.binary(),
+        ),
+    ),
+}
 
 
 def refused_table(root: Path, feature: str) -> pa.Table:
-    """A one-file table (hand-written log) listing `feature`; its rows."""
+    """A one-file table (hand-written log) listing `feature` (and a column of its type where it
+    is about a type); its rows."""
     data = rows(0, 3).select(["id", "name"])
+    fields = [_field("id", "long"), _field("name", "string")]
+    if feature in _TYPED:
+        type_name, values = _TYPED[feature]
+        data = data.append_column("x", values)
+        fields.append(_field("x", type_name))
     writers = [feature, *_NEEDS.get(feature, [])]
     readers = [feature] if feature in _READER_WRITER_REFUSED else None
     if "columnMapping" in writers:
         readers = ["columnMapping"]
     proto = protocol(3 if readers else 1, 7, readers, writers)
     name, size = write_data(root, "part-0.parquet", data)
-    schema = {"type": "struct", "fields": [_field("id", "long"), _field("name", "string")]}
+    schema = {"type": "struct", "fields": fields}
     write_commit(root, 0, [commit_info("CREATE TABLE"), proto, metadata(schema), add(name, size, data.num_rows)])
     return data
 
 
-def build_all(base: Path) -> dict[str, tuple[str, pa.Table]]:
-    """Every `WRITTEN` table under `base`: feature -> (root, expected rows)."""
+#: every feature this writer refuses to write
+REFUSED = sorted(name for name, info in FEATURES.items() if not info.write)
+
+
+def build_all(base: Path, *, refused: bool = False) -> dict[str, tuple[str, pa.Table]]:
+    """Every `WRITTEN` table under `base` (with `refused`, every `REFUSED` one too): feature ->
+    (root, expected rows)."""
     out = {}
-    for feature, builder in WRITTEN.items():
+    builders: dict[str, Callable[[Path], pa.Table]] = dict(WRITTEN)
+    if refused:
+        builders.update({f: (lambda root, f=f: refused_table(root, f)) for f in REFUSED})
+    for feature, builder in builders.items():
         root = base / feature
         if root.exists():
             shutil.rmtree(root)

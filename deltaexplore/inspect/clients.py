@@ -19,8 +19,14 @@ Sources and confidence:
   inserts only, feature support from delta-kernel-rs' `table_features` (approximate).
 - deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags).
 
+- deltaexplore on Spark (`dx.spark.read`, writes through `deltaexplore.spark`): checked here on
+  one table per feature (`SPARK_READS`, `SPARK_WRITES`).
+
 Each cell is marked: `checked` where a test here reads corpus tables with the feature using the
-real client (`CHECKED_READS`), else `declared`.
+real client (`CHECKED_READS`), else `declared`. Write cells of this library are checked by
+writing one table per feature with its core writer and reading it with every client
+(`WRITTEN_READS`), or by its refusal to write a table listing a feature it does not write
+(`REFUSED_WRITES`); `written_reads` says what the other clients do with what it wrote.
 """
 
 from __future__ import annotations
@@ -33,10 +39,15 @@ from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
 
 __all__ = [
     "CHECKED_READS",
+    "CHECKED_WRITES",
     "CLIENTS",
     "FEATURE_SINCE",
     "LEGACY_READS",
+    "REFUSED_WRITES",
+    "SPARK_READS",
+    "SPARK_WRITES",
     "STRICT_PROTOCOL_CLIENTS",
+    "WRITTEN_READS",
     "client_features",
     "clients_table",
 ]
@@ -46,6 +57,7 @@ SPARK = "Delta Spark"
 DELTA_RS = "delta-rs (DataFusion)"
 DELTA_RS_PYARROW = "delta-rs (to_pyarrow)"
 DUCKDB = "DuckDB delta"
+DX_SPARK = "deltaexplore on Spark"
 
 # (client, version, max reader, max writer, writes, confidence, notes)
 CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
@@ -66,6 +78,15 @@ CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
         True,
         "verified",
         "delta_scan via delta-kernel-rs (reads checked here); writes: blind INSERT only (approximate)",
+    ),
+    (
+        DX_SPARK,
+        "this",
+        MAX_READER_VERSION,
+        MAX_WRITER_VERSION,
+        True,
+        "verified",
+        "dx.spark.read and deltaexplore.spark writes on plain PySpark 4 (every cell checked here)",
     ),
 ]
 
@@ -106,7 +127,67 @@ CHECKED_READS: dict[str, frozenset[str]] = {
     DELTA_RS: _CORPUS_FEATURES | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
     DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
     DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
+    DX_SPARK: frozenset(FEATURES),  # tests/spark/test_spark_clients_matrix.py: every feature's table
 }
+
+#: what the other clients do with a table this library wrote with the feature, where they do not
+#: read the same rows as this reader: `<exception class>: <words of its message>` (or `rows
+#: differ`). Checked by tests/write/test_clients_matrix.py, which writes one table per feature
+#: with the core writer (create, append, DELETE with and without deletion vectors, UPDATE,
+#: MERGE, OPTIMIZE, checkpoints, VACUUM as they apply) and reads it whole with each client.
+_PYARROW_REFUSES = "DeltaProtocolError: not yet supported by the deltalake reader"
+_DUCKDB_NO_VARIANT = "NotImplementedException: Unsupported Arrow type VARIANT"
+WRITTEN_READS: dict[str, dict[str, str]] = {
+    "catalogManaged": {
+        DELTA_RS: "DeltaError: Max catalog version is required when loading a catalog-managed table",
+        DELTA_RS_PYARROW: "DeltaError: Max catalog version is required when loading a catalog-managed table",
+        DUCKDB: "IOException: Catalog-managed table requires max_catalog_version to be set",
+    },
+    # DuckDB 1.5.5 gives null partition values under column mapping unless the partition
+    # column is the table's first column (delta-rs and this reader agree with the spec)
+    "columnMapping": {DELTA_RS_PYARROW: _PYARROW_REFUSES, DUCKDB: "rows differ: part"},
+    "deletionVectors": {DELTA_RS_PYARROW: _PYARROW_REFUSES},
+    "typeWidening": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [TypeWidening]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+    },
+    "typeWidening-preview": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [TypeWideningPreview]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+    },
+    "v2Checkpoint": {DELTA_RS_PYARROW: _PYARROW_REFUSES},
+    "vacuumProtocolCheck": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [VacuumProtocolCheck]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+    },
+    "variantType": {DUCKDB: _DUCKDB_NO_VARIANT},
+    "variantType-preview": {DUCKDB: _DUCKDB_NO_VARIANT},
+    "variantShredding": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [VariantShredding]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+        DUCKDB: "IOException: Feature 'variantShredding' is not supported",
+    },
+    "variantShredding-preview": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [VariantShreddingPreview]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+        DUCKDB: _DUCKDB_NO_VARIANT,
+    },
+}
+#: the clients whose reads of what this library wrote are checked
+WRITTEN_READERS = (DELTA_RS, DELTA_RS_PYARROW, DUCKDB, DX_SPARK)
+#: features this library refuses to write: a test asks its writer to append to a table listing
+#: each, and checks the typed refusal naming the feature (nothing is written)
+REFUSED_WRITES = frozenset(name for name, info in FEATURES.items() if not info.write)
+
+#: deltaexplore on Spark, reading the table of each feature (the tables above, and for the
+#: features this library does not write, hand-written ones) and writing to it (append and
+#: DELETE through `deltaexplore.spark`), where it does not do what the local reader / writer
+#: does: the kind of error. Checked by tests/spark/test_spark_clients_matrix.py.
+SPARK_READS: dict[str, str] = {}
+SPARK_WRITES: dict[str, str] = {}
+
+#: write cells checked by a test here: this library's (written or refused) and Spark's
+CHECKED_WRITES: dict[str, frozenset[str]] = {DELTAEXPLORE: frozenset(FEATURES), DX_SPARK: frozenset(FEATURES)}
 
 # feature -> {client family: (first version that reads, first version that writes)}; None: never.
 # For single-version clients the version is "1.x"/"this" or None.
@@ -134,7 +215,8 @@ FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
     },
     "clustering": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "inCommitTimestamp": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
-    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    # delta-rs 1.6 refuses it both ways (tests/write/test_clients_matrix.py)
+    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "typeWidening-preview": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "typeWidening": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "variantType-preview": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
@@ -182,15 +264,30 @@ def clients_table() -> pa.Table:
     return conform(cols, CLIENTS_SCHEMA)
 
 
+def _written_reads(feature: str) -> str:
+    """What the other clients do with a table this library wrote with `feature`."""
+    if feature in REFUSED_WRITES:
+        return "not written: the writer refuses the feature (UnsupportedFeatureError)"
+    spark = {feature: SPARK_READS[feature]} if feature in SPARK_READS else {}
+    kinds = {**WRITTEN_READS.get(feature, {}), **({DX_SPARK: spark[feature]} if spark else {})}
+    return "; ".join(f"{client}: {kinds.get(client, 'same rows')}" for client in WRITTEN_READERS)
+
+
 def client_features() -> pa.Table:
     """Every (client version, feature) with read/write support (`CLIENT_FEATURES_SCHEMA`)."""
     rows: dict[str, list] = {f.name: [] for f in CLIENT_FEATURES_SCHEMA}
     for client, version, _, _, writes, _, _ in CLIENTS:
         names = sorted(set(FEATURE_SINCE) | set(FEATURES))
         for feature in names:
+            info = FEATURES.get(feature)
+            notes = None
             if client == DELTAEXPLORE:
-                info = FEATURES.get(feature)
                 read, write = (info.read, info.write) if info else (False, False)
+                notes = _written_reads(feature) if info else None
+            elif client == DX_SPARK:
+                read = bool(info and info.read) and feature not in SPARK_READS
+                write = bool(info and info.write) and feature not in SPARK_WRITES
+                notes = SPARK_WRITES.get(feature, "deltaexplore (local): same rows") if info and info.write else None
             else:
                 since = FEATURE_SINCE.get(feature, {}).get(client, (None, None))
                 read = _at_least(version, since[0])
@@ -201,5 +298,6 @@ def client_features() -> pa.Table:
             rows["read"].append(read)
             rows["write"].append(write)
             rows["read_evidence"].append("checked" if feature in CHECKED_READS.get(client, ()) else "declared")
-            rows["write_evidence"].append("declared")
+            rows["write_evidence"].append("checked" if feature in CHECKED_WRITES.get(client, ()) else "declared")
+            rows["written_reads"].append(notes)
     return conform(rows, CLIENT_FEATURES_SCHEMA)

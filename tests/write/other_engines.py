@@ -131,7 +131,9 @@ def _read_clients(roots_path: str) -> dict[str, dict[str, Any]]:
     con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
     con.execute(f"LOAD '{ext[0]}'")
     readers = {
-        "delta-rs (DataFusion)": lambda r: deltalake.QueryBuilder().register("t", deltalake.DeltaTable(r)).execute("select * from t").read_all(),
+        "delta-rs (DataFusion)": lambda r: (
+            deltalake.QueryBuilder().register("t", deltalake.DeltaTable(r)).execute("select * from t").read_all()
+        ),
         "delta-rs (to_pyarrow)": lambda r: deltalake.DeltaTable(r).to_pyarrow_table(),
         "DuckDB delta": lambda r: con.execute(f"select * from delta_scan('{r}')").fetch_arrow_table(),
     }
