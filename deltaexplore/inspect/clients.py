@@ -183,8 +183,18 @@ REFUSED_WRITES = frozenset(name for name, info in FEATURES.items() if not info.w
 #: features this library does not write, hand-written ones) and writing to it (append and
 #: DELETE through `deltaexplore.spark`), where it does not do what the local reader / writer
 #: does: the kind of error. Checked by tests/spark/test_spark_clients_matrix.py.
-SPARK_READS: dict[str, str] = {}
-SPARK_WRITES: dict[str, str] = {}
+SPARK_READS: dict[str, str] = {
+    "adaptiveMetadata": "UnsupportedFeatureError: table needs reader feature 'adaptiveMetadata'",
+    "timestampNanos": "UnsupportedFeatureError: cannot be read with Spark, which has no nanosecond timestamps",
+}
+SPARK_WRITES: dict[str, str] = {
+    **{name: f"UnsupportedFeatureError: table needs writer feature {name!r}" for name in sorted(REFUSED_WRITES)},
+    "adaptiveMetadata": "UnsupportedFeatureError: table needs reader feature 'adaptiveMetadata'",
+    # Spark writes take no catalog client
+    "catalogManaged": "WriteRefusedError: commits must go through its catalog",
+    "catalogOwned-preview": "WriteRefusedError: commits must go through its catalog",
+    "identityColumns": "WriteRefusedError: Spark writes cannot assign them consistently across tasks yet",
+}
 
 #: write cells checked by a test here: this library's (written or refused) and Spark's
 CHECKED_WRITES: dict[str, frozenset[str]] = {DELTAEXPLORE: frozenset(FEATURES), DX_SPARK: frozenset(FEATURES)}
