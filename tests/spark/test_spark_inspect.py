@@ -107,9 +107,7 @@ def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
     l_out, l_files, l_parts = local.files()
     assert s_out["engine"]["name"] == "spark" and s_out["size_chart"] == l_out["size_chart"]
     for s_src, l_src, key in ((s_files, l_files, "path"), (s_parts, l_parts, "partition")):
-        assert (
-            s_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist() == l_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist()
-        )
+        assert s_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist() == l_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist()
     s_dv, l_dv = on_spark.deletion_vectors()[0], local.deletion_vectors()[0]
     assert s_dv["engine"]["name"] == "spark" and s_dv["summary"] == l_dv["summary"] and s_dv["dv_files"] == l_dv["dv_files"]
     assert on_spark.overview(stage=2)["metrics"] == local.overview(stage=2)["metrics"]

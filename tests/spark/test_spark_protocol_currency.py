@@ -64,14 +64,10 @@ def test_features_in_flight_on_spark(spark, tmp_path):
     naming what Spark lacks."""
     data = pa.table({"id": pa.array([1, 2], pa.int64())})
     for feature in ("icebergCompatV3", "columnMappingUsageTracking", "icebergWriterCompatV1", "checkpointProtection"):
-        table = in_flight._table(
-            tmp_path / feature, [in_flight._field("id", "long")], protocol(1, 7, None, ["appendOnly", feature]), [(data, {})]
-        )
+        table = in_flight._table(tmp_path / feature, [in_flight._field("id", "long")], protocol(1, 7, None, ["appendOnly", feature]), [(data, {})])
         assert_same_rows(_read(spark, table), table.snapshot().to_arrow(), feature)
     adaptive = ["adaptiveMetadata"]
-    table = in_flight._table(
-        tmp_path / "adaptive", [in_flight._field("id", "long")], protocol(3, 7, adaptive, adaptive), [(data, {})]
-    )
+    table = in_flight._table(tmp_path / "adaptive", [in_flight._field("id", "long")], protocol(3, 7, adaptive, adaptive), [(data, {})])
     with pytest.raises(dx.UnsupportedFeatureError, match=r"adaptiveMetadata.*iceberg-v4-metadata\.md"):
         _read(spark, table)
 
@@ -94,10 +90,7 @@ def test_nanoseconds_and_intervals_refused_on_spark_naming_the_rfc(spark, tmp_pa
     assert_same_rows(_read(spark, table, columns=["id"]), table.snapshot().to_arrow(columns=["id"]), "other columns")
     months = pa.table({"id": pa.array([1], pa.int64()), "ym": pa.array([18], pa.int32())})
     table = in_flight._table(
-        tmp_path / "iv",
-        [in_flight._field("id", "long"), in_flight._field("ym", "interval month")],
-        protocol(1, 2),
-        [(months, {})],
+        tmp_path / "iv", [in_flight._field("id", "long"), in_flight._field("ym", "interval month")], protocol(1, 2), [(months, {})]
     )
     assert table.snapshot().to_arrow().column("ym").to_pylist()[0].months == 18
     with pytest.raises(dx.UnsupportedFeatureError, match=r"interval year to month.*interval-types\.md"):
