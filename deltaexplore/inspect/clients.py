@@ -86,7 +86,8 @@ CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
         MAX_WRITER_VERSION,
         True,
         "verified",
-        "dx.spark.read and deltaexplore.spark writes on plain PySpark 4 (every cell checked here)",
+        "dx.spark.read and deltaexplore.spark writes on plain PySpark 4 (every cell checked here); interval columns "
+        "read as Spark's ANSI intervals (PySpark cannot hand year-month ones to Python: cast them in Spark)",
     ),
 ]
 
