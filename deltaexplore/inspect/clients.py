@@ -231,7 +231,8 @@ FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
     "typeWidening-preview": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "typeWidening": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "variantType-preview": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
-    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    # delta-rs 1.6 reads a table listing the stable name (tests/write/test_clients_matrix.py)
+    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "variantShredding-preview": {
         _S: ("4.0", "4.0"),
         DELTA_RS: (None, None),
