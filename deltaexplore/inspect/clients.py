@@ -101,7 +101,8 @@ STRICT_PROTOCOL_CLIENTS = frozenset({DUCKDB})
 #: (logical names) and refuses reader-3 tables listing columnMapping (checked here on the corpus)
 LEGACY_READS: dict[str, frozenset[str]] = {DELTA_RS_PYARROW: frozenset({"columnMapping"})}
 
-#: the read cells checked against the real client by a test run here
+#: the read cells checked against the real client by a test run here (this reader and deltaexplore
+#: on Spark: every feature, on one table per feature, see `WRITTEN_READS` / `SPARK_READS`)
 #: (tests/inspect/test_inspect_features.py::test_checked_read_cells_are_what_the_clients_do: every
 #: readable corpus table read by delta-rs both ways, DuckDB and this reader, which
 #: tests/spark/test_spark_read_corpus.py compares with Spark through this project): a feature is
@@ -124,7 +125,8 @@ _CORPUS_FEATURES = frozenset(
 )
 _VARIANTS = frozenset({"variantType", "variantShredding-preview"})
 CHECKED_READS: dict[str, frozenset[str]] = {
-    DELTAEXPLORE: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
+    # and every feature's table (tests/write/test_clients_matrix.py)
+    DELTAEXPLORE: frozenset(FEATURES),
     DELTA_RS: _CORPUS_FEATURES | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
     DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
     DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
@@ -299,7 +301,7 @@ def client_features() -> pa.Table:
             elif client == DX_SPARK:
                 read = bool(info and info.read) and feature not in SPARK_READS
                 write = bool(info and info.write) and feature not in SPARK_WRITES
-                notes = SPARK_WRITES.get(feature, "deltaexplore (local): same rows") if info and info.write else None
+                notes = SPARK_WRITES.get(feature, "deltaexplore (local): same rows") if info else None
             else:
                 since = FEATURE_SINCE.get(feature, {}).get(client, (None, None))
                 read = _at_least(version, since[0])
