@@ -41,12 +41,14 @@ __all__ = [
     "CHECKED_READS",
     "CHECKED_WRITES",
     "CLIENTS",
+    "CORPUS_CHECKED_READS",
     "FEATURE_SINCE",
     "LEGACY_READS",
     "REFUSED_WRITES",
     "SPARK_READS",
     "SPARK_WRITES",
     "STRICT_PROTOCOL_CLIENTS",
+    "WRITTEN_CHECKED_READS",
     "WRITTEN_READS",
     "client_features",
     "clients_table",
@@ -101,13 +103,14 @@ STRICT_PROTOCOL_CLIENTS = frozenset({DUCKDB})
 #: (logical names) and refuses reader-3 tables listing columnMapping (checked here on the corpus)
 LEGACY_READS: dict[str, frozenset[str]] = {DELTA_RS_PYARROW: frozenset({"columnMapping"})}
 
-#: the read cells checked against the real client by a test run here (this reader and deltaexplore
-#: on Spark: every feature, on one table per feature, see `WRITTEN_READS` / `SPARK_READS`)
-#: (tests/inspect/test_inspect_features.py::test_checked_read_cells_are_what_the_clients_do: every
-#: readable corpus table read by delta-rs both ways, DuckDB and this reader, which
-#: tests/spark/test_spark_read_corpus.py compares with Spark through this project): a feature is
-#: checked for a client when a table listing it was read, or a table listing it and only features
-#: the client reads was refused. Every other cell is declared (documentation, source code).
+#: The read cells checked against the real client by a test run here (`CHECKED_READS`): a feature
+#: is checked for a client when a table listing it was read, or a table listing it and only
+#: features the client reads was refused (tests/clients_evidence.py). Tables: every readable corpus
+#: table, read by delta-rs both ways, DuckDB and this reader
+#: (tests/inspect/test_inspect_features.py::test_checked_read_cells_are_what_the_clients_do;
+#: `CORPUS_CHECKED_READS`), and one table per feature written by this library
+#: (tests/write/test_clients_matrix.py; `WRITTEN_CHECKED_READS`); this reader and deltaexplore on
+#: Spark read every feature's table. Every other cell is declared (documentation, source code).
 _CORPUS_FEATURES = frozenset(
     {
         "appendOnly",
@@ -124,13 +127,43 @@ _CORPUS_FEATURES = frozenset(
     }
 )
 _VARIANTS = frozenset({"variantType", "variantShredding-preview"})
-CHECKED_READS: dict[str, frozenset[str]] = {
-    # and every feature's table (tests/write/test_clients_matrix.py)
-    DELTAEXPLORE: frozenset(FEATURES),
+CORPUS_CHECKED_READS: dict[str, frozenset[str]] = {
     DELTA_RS: _CORPUS_FEATURES | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
     DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
     DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
-    DX_SPARK: frozenset(FEATURES),  # tests/spark/test_spark_clients_matrix.py: every feature's table
+}
+#: the read cells the tables this library wrote check (tests/write/test_clients_matrix.py: one
+#: table per feature, by the same rule; a client's wrong rows, or DuckDB's Python client lacking
+#: an Arrow form of VARIANT, show nothing either way)
+_WRITTEN = frozenset(
+    {
+        "appendOnly",
+        "catalogManaged",
+        "changeDataFeed",
+        "checkConstraints",
+        "deletionVectors",
+        "domainMetadata",
+        "inCommitTimestamp",
+        "invariants",
+        "rowTracking",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+    }
+)
+_WRITTEN_VARIANTS = frozenset({"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"})
+WRITTEN_CHECKED_READS: dict[str, frozenset[str]] = {
+    DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
+    DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
+    DUCKDB: _WRITTEN,
+}
+CHECKED_READS: dict[str, frozenset[str]] = {
+    # every feature's table: tests/write/test_clients_matrix.py and tests/spark/test_spark_clients_matrix.py
+    DELTAEXPLORE: frozenset(FEATURES),
+    DX_SPARK: frozenset(FEATURES),
+    **{c: CORPUS_CHECKED_READS[c] | WRITTEN_CHECKED_READS[c] for c in (DELTA_RS, DELTA_RS_PYARROW, DUCKDB)},
 }
 
 #: what the other clients do with a table this library wrote with the feature, where they do not
