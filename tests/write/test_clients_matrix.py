@@ -164,6 +164,17 @@ def test_refused_feature_is_not_written(tmp_path, feature):
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == before
 
 
+@pytest.mark.parametrize("feature", [f for f in REFUSED if FEATURES[f].property and FEATURES[f].canonical is None])
+def test_property_of_a_refused_feature_is_refused(tmp_path, feature):
+    """A table property that turns on a feature this writer does not write (the Iceberg
+    compatibility ones) is refused, not stored without its feature."""
+    prop = FEATURES[feature].property
+    with pytest.raises(dx.UnsupportedFeatureError) as info:
+        write_table(str(tmp_path / "t"), pa.table({"id": pa.array([1], pa.int64())}), configuration={prop: "true"})
+    assert info.value.feature == feature
+    assert not (tmp_path / "t" / "_delta_log").exists() or not any((tmp_path / "t" / "_delta_log").iterdir())
+
+
 def test_write_cells_are_the_tests():
     """Every feature has its write test (a table written, or the refusal), so every write cell of
     this library is checked; `written_reads` says what the other clients did with it."""

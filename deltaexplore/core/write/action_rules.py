@@ -94,6 +94,10 @@ def required_features(metadata: Metadata) -> dict[str, str]:
         if value in values:
             for feat in feats:
                 out.setdefault(feat, f"table property {key}={conf[key]}")
+    for name, info in FEATURES.items():  # the other features a property turns on
+        if info.property and info.canonical is None and info.property not in _PROPERTY_FEATURES:
+            if str(conf.get(info.property, "")).strip().lower() == "true":
+                out.setdefault(name, f"table property {info.property}={conf[info.property]}")
     for key in conf:
         if key.startswith("delta.constraints."):
             out.setdefault("checkConstraints", f"CHECK constraint {key}")
