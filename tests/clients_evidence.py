@@ -1,6 +1,6 @@
-"""Which features a client reads, as its reads of real tables show it (for the clients matrix:
-tests/inspect/test_inspect_features.py on the corpus, tests/write/test_clients_matrix.py on the
-tables this library wrote)."""
+"""The clients matrix's evidence: which features a client reads, as its reads of real tables show
+it (tests/inspect/test_inspect_features.py on the corpus, tests/write/test_clients_matrix.py on the
+tables this library wrote), and error kinds as `inspect.clients` declares them."""
 
 from __future__ import annotations
 
@@ -31,3 +31,9 @@ def read_evidence(results: dict[str, dict[str, bool]], protocols: dict[str, Prot
             if not ok and len(unexplained) == 1:
                 out.setdefault(client, {})[unexplained.pop()] = False
     return out
+
+
+def same_kind(seen: str, declared: str) -> bool:
+    """`seen` (`<class>: <message>`) is the declared `<class>: <words of the message>`."""
+    cls, _, words = declared.partition(": ")
+    return seen == declared or (seen.startswith(f"{cls}: ") and words in seen)

@@ -13,7 +13,7 @@ import warnings
 
 import pyarrow as pa
 import pytest
-from clients_evidence import read_evidence
+from clients_evidence import read_evidence, same_kind
 from feature_tables import REFUSED, WRITTEN, build_all, refused_table
 from other_engines import duckdb_available, run, table_rows
 
@@ -74,12 +74,6 @@ def observed(answers: dict[str, dict], ours: list[str]) -> dict[str, str]:
         elif answer["rows"] != ours:
             out[client] = f"rows differ: {', '.join(_differing_columns(answer['rows'], ours))}"
     return out
-
-
-def same_kind(seen: str, declared: str) -> bool:
-    """`seen` (`<class>: <message>`) is the declared `<class>: <words of the message>`."""
-    cls, _, words = declared.partition(": ")
-    return seen == declared or (seen.startswith(f"{cls}: ") and words in seen)
 
 
 @pytest.mark.parametrize("feature", sorted(WRITTEN))
