@@ -8,25 +8,29 @@ Sources and confidence:
 
 - Delta Spark: the "features that require client upgrades" table of docs.delta.io
   (versioning page) and release notes (documented).
-- delta-rs (Python `deltalake` 1.x): reads checked here against the conformance corpus with
-  deltalake 1.6 (`QueryBuilder`/DataFusion reads column mapping, deletion vectors, timestampNtz,
-  v2 checkpoints and variantType-preview, but not typeWidening-preview, variantShredding or
-  geospatial; `to_pyarrow_table()` refuses column mapping, deletion vectors and v2 checkpoints);
-  writes from delta-rs' protocol checker (`kernel/transaction/protocol.rs`) (verified/documented).
-- DuckDB `delta` extension 1.5 (delta-kernel-rs): reads checked here against the corpus
-  (column mapping, deletion vectors, timestampNtz, type widening preview, v2 checkpoints,
-  variant and shredded variant read; geospatial and `void` columns do not); writes are blind
-  inserts only, feature support from delta-kernel-rs' `table_features` (approximate).
-- deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags).
-
+- delta-rs (Python `deltalake` 1.x): reads checked here with deltalake 1.6 against the
+  conformance corpus and tables this library wrote (`QueryBuilder`/DataFusion reads column
+  mapping, deletion vectors, timestampNtz, v2 checkpoints, row tracking and variantType, but not
+  type widening, variantShredding, vacuumProtocolCheck, catalog-managed tables or geospatial;
+  `to_pyarrow_table()` also refuses column mapping, deletion vectors and v2 checkpoints); writes
+  from delta-rs' protocol checker (`kernel/transaction/protocol.rs`) (verified/documented).
+- DuckDB `delta` extension 1.5 (delta-kernel-rs): reads checked here against the corpus and the
+  tables this library wrote (column mapping, deletion vectors, timestampNtz, type widening, v2
+  checkpoints, row tracking, vacuumProtocolCheck, variant and shredded variant read; geospatial,
+  `void` columns and catalog-managed tables do not; its Python client has no Arrow form of
+  VARIANT); writes are blind inserts only, feature support from delta-kernel-rs'
+  `table_features` (approximate).
+- deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags), every
+  cell checked on one table per feature.
 - deltaexplore on Spark (`dx.spark.read`, writes through `deltaexplore.spark`): checked here on
-  one table per feature (`SPARK_READS`, `SPARK_WRITES`).
+  the same tables (`SPARK_READS`, `SPARK_WRITES`).
 
-Each cell is marked: `checked` where a test here reads corpus tables with the feature using the
-real client (`CHECKED_READS`), else `declared`. Write cells of this library are checked by
-writing one table per feature with its core writer and reading it with every client
-(`WRITTEN_READS`), or by its refusal to write a table listing a feature it does not write
-(`REFUSED_WRITES`); `written_reads` says what the other clients do with what it wrote.
+Each cell is marked `checked` where a test here reads (`CHECKED_READS`) or writes
+(`CHECKED_WRITES`) tables with the feature using the real client, else `declared`. Write cells
+of this library are checked by writing one table per feature with its core writer and reading
+it with every client (`WRITTEN_READS`), or by its refusal to write a table listing a feature it
+does not write (`REFUSED_WRITES`); `written_reads` says what the other clients do with what it
+wrote.
 """
 
 from __future__ import annotations
