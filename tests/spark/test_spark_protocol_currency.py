@@ -149,5 +149,7 @@ def test_intervals_read_on_spark_as_ansi_intervals(spark, tmp_path, monkeypatch,
     for name in ("ds", "p"):
         assert got.column(name).cast(pa.int64()).to_pylist() == local.column(name).cast(pa.int64()).to_pylist(), name
     assert got.column("p").cast(pa.int64()).to_pylist()[:4] == [650_096_123_456] * 2 + [-1] * 2
-    # Spark SQL over the columns agrees with the values
+    # Spark SQL over the columns agrees with the values, and a read's filter on them too
     assert df.where("ym > INTERVAL '1' YEAR").select("id").toArrow().column("id").to_pylist() == [0]
+    filtered = read(spark, table, where="p IS NULL").select("id").toArrow()
+    assert filtered.column("id").to_pylist() == table.snapshot().to_arrow(where="p IS NULL").column("id").to_pylist() == [9]
