@@ -25,6 +25,7 @@ from deltaexplore.core.write.schema_evolution import check_column_mapping
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
 
 __all__ = [
+    "FEATURE_PROPERTY_PREFIX",
     "SYSTEM_DOMAINS",
     "check_domain",
     "check_file_actions",
@@ -49,6 +50,10 @@ _PROPERTY_FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "delta.enableTypeWidening": (("true",), ("typeWidening",)),
     "delta.columnMapping.mode": (("name", "id"), ("columnMapping",)),
 }
+
+#: `delta.feature.<name> = supported` adds the feature <name> to the protocol (Delta's way to
+#: turn on a feature that has no property of its own)
+FEATURE_PROPERTY_PREFIX = "delta.feature."
 
 #: features that need other features
 _DEPENDS: dict[str, tuple[str, ...]] = {
@@ -101,6 +106,11 @@ def required_features(metadata: Metadata) -> dict[str, str]:
     for key in conf:
         if key.startswith("delta.constraints."):
             out.setdefault("checkConstraints", f"CHECK constraint {key}")
+        elif key.startswith(FEATURE_PROPERTY_PREFIX):
+            name, value = key[len(FEATURE_PROPERTY_PREFIX) :], str(conf[key]).strip().lower()
+            if value not in ("supported", "enabled"):
+                raise WriteRefusedError(f"table property {key}={conf[key]}: a feature property is 'supported' or 'enabled'")
+            out.setdefault(name, f"table property {key}={conf[key]}")
     if metadata.schema_string:
         schema = metadata.schema
         for f in _walk_fields(schema):
