@@ -191,6 +191,9 @@ def test_restore_from_a_history_commit(page, lab, shots):
     explorer.screenshot(path=str(shots / "light-history-restore-preview.png"))
     box.get_by_role("button", name="Run RESTORE").click()
     box.get_by_text(re.compile(r"RESTORE done with \w+: version 3 -> 4")).wait_for(timeout=60_000)
+    # the preview was of version 3: no second RESTORE from it
+    assert box.get_by_role("button", name="Run RESTORE").is_disabled()
+    box.get_by_text(re.compile(r"^The preview above was of the version before this run")).wait_for(timeout=10_000)
     page.wait_for_function(
         "el => el.textContent.startsWith('4 of 4')", arg=explorer.locator(".dxe-version-out").element_handle(), timeout=30_000
     )

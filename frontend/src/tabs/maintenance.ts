@@ -66,7 +66,13 @@ export function operationPanel(ctx: Ctx, op: any, m: any, confirm: Confirming, r
     }
   }
   const blocked = m.preview?.restorable === false;
-  const run = h('button', { type: 'button', class: `dxe-btn ${op.destructive ? 'dxe-btn-danger' : 'dxe-btn-primary'}`, disabled: !op.available || !!m.running || blocked }, `Run ${op.label}`);
+  // a preview is of the version before its run: running it again needs a new preview
+  const ran = !!m.result && !m.running;
+  const run = h(
+    'button',
+    { type: 'button', class: `dxe-btn ${op.destructive ? 'dxe-btn-danger' : 'dxe-btn-primary'}`, disabled: !op.available || !!m.running || blocked || ran, title: ran ? 'the table changed: preview again to run it on the new version' : null },
+    `Run ${op.label}`,
+  );
   run.addEventListener('click', () => {
     if (op.destructive && confirm.name !== op.name) {
       confirm.name = op.name;
@@ -100,6 +106,7 @@ export function operationPanel(ctx: Ctx, op: any, m: any, confirm: Confirming, r
   }
   if (m.result) {
     parts.push(h('p', { class: 'dxe-note dxe-note-ok', role: 'status' }, String(m.result)));
+    if (ran) parts.push(note('The preview above was of the version before this run: preview again to run it on the new version.', 'hint'));
     if (m.metrics && typeof m.metrics === 'object') parts.push(h('h4', null, 'Metrics'), kv(pairs(m.metrics)));
   }
   return parts;
