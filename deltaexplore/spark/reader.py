@@ -4,6 +4,9 @@ The core decides *what* to read (`Snapshot.scan`: selected files, typed partitio
 deletion vectors, the row filter); Spark reads the parquet files in one scan per group (files
 with and without DVs) with the physical schema (physical names or parquet field ids), and:
 
+- the files are the ones the log names: a classic session does not run Spark's file listing
+  job for them (`parquet_files`), so building the DataFrame runs no Spark job;
+
 - per-file values (the file's id, partition values, the DV bitmap) are attached by
   `file_values`: keyed by `_metadata.file_size` where sizes are unique (else the path), as
   literals indexed by a comparison tree or by a broadcast hash join (a row whose file is not in
