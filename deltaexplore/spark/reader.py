@@ -360,7 +360,7 @@ def scan_files(
         if dvs and deleted is not None and deleted.bitmaps is not None:
             bitmaps = [deleted.bitmaps[dv_position[i]] for i in indexes]
         return fv.FileValues(
-            bitmap_frame=deleted.bitmap_frame if dvs and deleted is not None else None,
+            bitmap_frame=deleted.bitmap_frame(spark, indexes) if dvs and deleted is not None and deleted.pieces else None,
             ids=indexes,
             part_values=[partition_values.column(f.name).combine_chunks().take(take) for f in part_fields]
             if partition_values is not None
@@ -394,7 +394,7 @@ def scan_files(
             if dvs and deleted is not None:
                 if deleted.bitmaps is not None:
                     df = df.where(keep_row(fv.BITMAP_COL, ROW_COL))
-                elif deleted.bitmap_frame is not None:  # joined with the per-file values (`fv.attach`)
+                elif deleted.pieces is not None:  # bitmaps joined with the per-file values (`fv.attach`)
                     df = df.where(keep_row(fv.BITMAP_COL, ROW_COL))
                 else:
                     assert deleted.keys is not None
