@@ -71,6 +71,7 @@ BITMAP_BROADCAST_MAX_BYTES = 64 << 20
 #: bitmap words (8 bytes each) of all files decoded on the driver; more → anti join on deleted keys
 BITMAP_MAX_WORDS = 1 << 24
 BROADCAST_MAX_ROWS = 4_000_000
+DECODE_FILES_PER_TASK = 500
 KEY_COL = "__dx_key"
 FILE_SHIFT = 40  # row indexes below 2**40 per file, file ids below 2**23
 
@@ -132,7 +133,8 @@ class DeletedRows:
         plan runs (`executor.dv_bitmaps`; building it runs no job)."""
         assert self.pieces is not None
         pieces = [(i, *self.pieces[i]) for i in file_ids]
-        parts = max(1, min(len(pieces), default_parallelism(spark) * 2))
+        # a task per DECODE_FILES_PER_TASK files: decoding is quick, starting a Python worker is not
+        parts = max(1, min(-(-len(pieces) // DECODE_FILES_PER_TASK), default_parallelism(spark) * 2))
         task = dv_bitmaps(self.storage_root, self.storage_options, pieces)
         decoded = spark.range(0, len(pieces), 1, parts).mapInArrow(task, DV_BITMAPS_SCHEMA)
         return decoded.selectExpr(f"id AS {FILE_COL}", f"words AS {BITMAP_COL}")
