@@ -206,13 +206,11 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
     small = spark.createDataFrame(pa.table(table))
     if values.bitmap_frame is not None:  # one small table: the per-file values and the bitmaps
         small = small.join(values.bitmap_frame, on=FILE_COL, how="left")
-    joined = df.join(F.broadcast(small), on=KEY_COL, how="left")
+    df = df.join(F.broadcast(small), on=KEY_COL, how="left")
     what = "size (bytes)" if values.sizes is not None else "path"
-    file_id = F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int")).alias(FILE_COL)
-    # one projection (each planned step costs a round of analysis): the scan's columns, then the values
-    kept = [F.col(quoted(c)) for c in df.columns if c != KEY_COL]
-    values_cols = [F.col(quoted(c)) for c in small.columns if c not in (KEY_COL, FILE_COL)]
-    return joined.select(*kept, file_id, *values_cols)
+    # withColumn + drop, not a select of `df.columns`: asking a Connect session for columns
+    # analyzes the plan on the server, which lists the scan's files there
+    return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int"))).drop(KEY_COL)
 
 
 def _jvm_of(spark: SparkSession) -> Any:
