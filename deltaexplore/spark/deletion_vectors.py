@@ -8,11 +8,13 @@ Reads (`deleted_rows`, same rows whichever way; `choose_mode`):
   tested with one array `get` per row (`keep_row`) — no join, no shuffle. Measured on 20M rows
   / 16 files / 2M deleted (local[2]), a left anti join on (file id, row index) cost 5x the
   parquet scan; the bitmap test costs about as much as reading `_metadata.row_index` itself;
-- ``executor``: a frame of DV descriptors is spread over the executors, which decode them
-  (`executor.dv_rows`: pyarrow and numpy only, nothing passes through the driver) into one
-  bitmap per file (``FILE_COL``, ``BITMAP_COL``), joined to the scan's rows by file id and
+- ``executor``: the executors decode the DVs (`executor.dv_bitmaps`, `executor.dv_rows`:
+  pyarrow and numpy only) as part of the read's own plan — building the DataFrame runs no job
+  and decodes nothing on the driver: a ``spark.range`` over the scan group's DV files, the
+  descriptors in the task, gives one bitmap per file (``FILE_COL``, ``BITMAP_COL``), joined to
+  the small table of per-file values that is broadcast to the scan (`file_values.attach`) and
   tested the same way; past `BITMAP_BROADCAST_MAX_BYTES` of bitmaps, one long key per deleted
-  row (``file << 40 | row``) for a left anti join instead.
+  row (``file << 40 | row``, from a frame of descriptors) for a left anti join instead.
 
 Writes (`write_deletion_vectors`): the (file, row index) pairs a DML matched are grouped by
 file on the executors, which union them with the file's current DV, encode and write the new
@@ -69,6 +71,7 @@ BITMAP_BROADCAST_MAX_BYTES = 64 << 20
 #: bitmap words (8 bytes each) of all files decoded on the driver; more → anti join on deleted keys
 BITMAP_MAX_WORDS = 1 << 24
 BROADCAST_MAX_ROWS = 4_000_000
+DECODE_FILES_PER_TASK = 500
 KEY_COL = "__dx_key"
 FILE_SHIFT = 40  # row indexes below 2**40 per file, file ids below 2**23
 
@@ -114,13 +117,27 @@ def deleted_key(file_id: Column, row_index: Column) -> Column:
 
 @dataclass
 class DeletedRows:
-    """How a scan drops deleted rows: per-file bitmaps (decoded on the driver, or a frame of
-    them decoded on executors), or a frame of deleted keys."""
+    """How a scan drops deleted rows: per-file bitmaps (decoded on the driver, or frames of
+    them decoded on executors when the read runs), or a frame of deleted keys."""
 
     bitmaps: list[np.ndarray] | None = None  # aligned with the DV files given to `deleted_rows`
-    bitmap_frame: DataFrame | None = None  # `FILE_COL`, `BITMAP_COL`
+    #: file id -> (data file path, DV descriptor as JSON): what `bitmap_frame` decodes
+    pieces: dict[int, tuple[str, str]] | None = None
     keys: DataFrame | None = None  # one column `KEY_COL`
     broadcast: bool = False
+    storage_root: str = ""
+    storage_options: dict[str, Any] | None = None
+
+    def bitmap_frame(self, spark: SparkSession, file_ids: list[int]) -> DataFrame:
+        """(`FILE_COL`, `BITMAP_COL`) of the files `file_ids`, decoded on the executors when the
+        plan runs (`executor.dv_bitmaps`; building it runs no job)."""
+        assert self.pieces is not None
+        pieces = [(i, *self.pieces[i]) for i in file_ids]
+        # a task per DECODE_FILES_PER_TASK files: decoding is quick, starting a Python worker is not
+        parts = max(1, min(-(-len(pieces) // DECODE_FILES_PER_TASK), default_parallelism(spark) * 2))
+        task = dv_bitmaps(self.storage_root, self.storage_options, pieces)
+        decoded = spark.range(0, len(pieces), 1, parts).mapInArrow(task, DV_BITMAPS_SCHEMA)
+        return decoded.selectExpr(f"id AS {FILE_COL}", f"words AS {BITMAP_COL}")
 
 
 def _descriptor_frame(
@@ -174,14 +191,13 @@ def deleted_rows(
     for d in dvs:
         d.file_path()  # a DV outside the table fails here, on the driver
     ship()
-    parts = max(1, min(len(dvs), default_parallelism(spark) * 4))
-    descriptors = _descriptor_frame(spark, file_ids, paths, dvs).repartition(parts)
     # bitmap bytes: a file's rows (numRecords) / 8 at most; unknown counts: its cardinality x 64
     estimate = sum(((n if n is not None else d.cardinality * 64) // 8 + 8) for n, d in zip(num_records or [None] * len(dvs), dvs))
     if estimate <= BITMAP_BROADCAST_MAX_BYTES:
-        bitmaps = descriptors.mapInArrow(dv_bitmaps(storage.root, storage_options), DV_BITMAPS_SCHEMA)
-        frame = bitmaps.selectExpr(f"id AS {FILE_COL}", f"words AS {BITMAP_COL}")
-        return DeletedRows(bitmap_frame=frame, broadcast=True)
+        pieces = {i: (p, json.dumps(d.to_dict())) for i, p, d in zip(file_ids, paths, dvs)}
+        return DeletedRows(pieces=pieces, broadcast=True, storage_root=storage.root, storage_options=storage_options)
+    parts = max(1, min(len(dvs), default_parallelism(spark) * 4))
+    descriptors = _descriptor_frame(spark, file_ids, paths, dvs).repartition(parts)
     decoded = descriptors.mapInArrow(dv_rows(storage.root, storage_options), DV_ROWS_SCHEMA)
     frame = decoded.selectExpr(f"shiftleft(CAST(id AS BIGINT), {FILE_SHIFT}) | row AS {KEY_COL}")
     return DeletedRows(keys=frame, broadcast=total <= BROADCAST_MAX_ROWS)

@@ -9,8 +9,10 @@ cloudpickle), and every other import is the standard library, numpy or pyarrow. 
   the file's current DV — written as one DV file per task; the task returns one small row per
   file (descriptor fields and counts): the driver never sees a row index (DELETE, UPDATE and
   MERGE with deletion vectors);
+- `dv_bitmaps`: DV descriptors carried in the task become one bitmap per file (reads in
+  executor mode);
 - `dv_rows`: DV descriptors become deleted row indexes, optionally minus a second DV's rows
-  (reads in executor mode, the change data feed's pieces);
+  (reads of huge DVs in executor mode, the change data feed's pieces);
 - `path_deleter`: table-relative paths are deleted (VACUUM of many files);
 - `variant_structs`: Spark's VARIANT values (read natively, shredded files rebuilt by Spark's
   reader) become the core's `struct<metadata, value>`.
@@ -336,24 +338,23 @@ def bitmap_words(rows: np.ndarray) -> np.ndarray:
     return np.packbits(bits, bitorder="little").view("<i8").astype(np.int64)
 
 
-def dv_bitmaps(root: str, storage_options: dict[str, Any] | None) -> ArrowTask:
-    """A `mapInArrow` function: rows ``(id, data file path, dv, minus)`` → ``(id, words)``, the
-    rows `dv` deletes (and `minus` does not) as `bitmap_words`."""
+def dv_bitmaps(root: str, storage_options: dict[str, Any] | None, pieces: list[tuple[int, str, str]]) -> ArrowTask:
+    """A `mapInArrow` function over ``spark.range(len(pieces))``: position ``k`` → ``(id, words)``,
+    the rows deleted by piece ``k`` = ``(file id, data file path, DV descriptor as JSON)`` as
+    `bitmap_words`. The pieces travel in the task itself: no table of descriptors to shuffle."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         files = TaskFiles(root, storage_options)
         for batch in batches:
-            ids, paths, dvs, minus = (batch.column(i).to_pylist() for i in range(4))
-            words = []
-            for path, dv, other in zip(paths, dvs, minus):
-                rows = files.dv_rows(json.loads(dv) if dv else None, path)
-                if other:
-                    rows = np.setdiff1d(rows, files.dv_rows(json.loads(other), path), assume_unique=True)
-                words.append(bitmap_words(rows))
+            chosen = [pieces[int(k)] for k in batch.column(0).to_numpy(zero_copy_only=False)]
+            words = [bitmap_words(files.dv_rows(json.loads(dv), path)) for _id, path, dv in chosen]
             offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int32)
             values = np.concatenate(words) if words else np.zeros(0, np.int64)
             yield pa.RecordBatch.from_arrays(
-                [pa.array(ids, pa.int32()), pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64()))],
+                [
+                    pa.array([c[0] for c in chosen], pa.int32()),
+                    pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64())),
+                ],
                 names=["id", "words"],
             )
 

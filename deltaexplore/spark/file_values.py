@@ -214,6 +214,8 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
         small = small.withColumns({part_col(j): F.make_ym_interval(F.lit(0), F.col(part_col(j))) for j in months})
     df = df.join(F.broadcast(small), on=KEY_COL, how="left")
     what = "size (bytes)" if values.sizes is not None else "path"
+    # withColumn + drop, not a select of `df.columns`: asking a Connect session for columns
+    # analyzes the plan on the server, which lists the scan's files there
     return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int"))).drop(KEY_COL)
 
 

@@ -33,11 +33,14 @@ SCHEME_FOR_SPARK = {
 }
 
 _LEGAL = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ";/:@&=+$,")
+_ALL_LEGAL = re.compile("[" + re.escape("".join(sorted(_LEGAL))) + "]*")
 _GLOB = re.compile(r"([\[\]{}*?\\])")
 
 
 def _java_quote(path: str) -> str:
     """Quote a path component exactly as `java.net.URI`'s multi-argument constructors do."""
+    if _ALL_LEGAL.fullmatch(path):
+        return path  # the common case, without a loop over the characters
     out = []
     for ch in path:
         if ch in _LEGAL:

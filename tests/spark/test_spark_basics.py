@@ -280,3 +280,40 @@ def test_progress_picks_html_in_a_notebook_kernel_and_text_elsewhere():
         km.shutdown_kernel(now=True)
     with pytest.raises(dx.DeltaExploreError, match="display must be"):
         SparkProgress(None, "x", display="fancy")  # type: ignore[arg-type]
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_dv_read_of_many_files_with_several_row_groups_plans_without_a_job(spark, tmp_path):
+    """DVs deleting rows in every row group of files of several row groups: `_metadata.row_index`
+    counts from the file's start, so both DV modes give the core's rows. More files than Spark
+    lists with a job (32), sizes equal and unique (both file keys): planning runs no Spark job."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from deltaexplore.core.operations import delete, write_table
+    from deltaexplore.spark import read
+
+    rng = np.random.default_rng(5)
+    n = 150_000
+    data = pa.table({"id": np.arange(n, dtype=np.int64), "x": rng.random(n)})
+    root = tmp_path / "t"
+    conf = {"delta.enableDeletionVectors": "true"}
+    write_table(str(root), data, configuration=conf, target_file_size=30_000, max_rows_per_file=4096)
+    write_table(str(root), data.slice(0, 10), configuration=conf)  # a file of a size no other has...
+    write_table(str(root), data.slice(10, 10), configuration=conf)  # ...and two of the same size likely
+    delete(str(root), "id % 7 = 3 OR id >= 149990")
+    snap = dx.open_table(str(root)).snapshot()
+    adds = snap.add_actions()
+    paths = [root / p for p in adds.column("path").to_pylist()]
+    groups = [pq.read_metadata(p).num_row_groups for p in paths]
+    assert adds.num_rows > 32 and max(groups) >= 3, (adds.num_rows, groups)
+    assert all(adds.column("deletionVector").to_pylist())
+    expected = snap.to_arrow()
+    assert expected.num_rows == n + 20 - len([i for i in range(n) if i % 7 == 3 or i >= 149990]) - 3
+    tracker = spark.sparkContext.statusTracker()
+    for mode in ("driver", "executor"):
+        before = set(tracker.getJobIdsForGroup(None))
+        df = read(spark, str(root), dv_mode=mode)
+        assert set(tracker.getJobIdsForGroup(None)) == before, f"{mode}: planning ran a Spark job"
+        assert_same_rows(df.toArrow(), expected, f"dv_mode={mode}")
