@@ -163,10 +163,19 @@ class InspectNamespace:
         """Checks and metrics of the log (see `inspect.log_health.log_health`)."""
         return log_health(self._obj, version=version)
 
-    def timeline(self, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None) -> pa.Table:
-        """Per version: files, bytes, rows, small files, DVs, partitions, schema and protocol
-        changes, from one replay (see `inspect.timeline.timeline`); up to this snapshot."""
-        return timeline(self._obj, start, end, small_file_bytes=small_file_bytes)
+    def timeline(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        *,
+        column: str | None = None,
+        metrics: list[str] | tuple[str, ...] | None = None,
+        small_file_bytes: int | None = None,
+    ) -> pa.Table:
+        """Per version: files, bytes, rows, small files, DVs, tombstones, partitions, `column`'s
+        overlap depth, schema and protocol changes, from one replay (see
+        `inspect.timeline.timeline`); up to this snapshot."""
+        return timeline(self._obj, start, end, column=column, metrics=metrics, small_file_bytes=small_file_bytes)
 
     def log_files(self) -> pa.Table:
         """Per version: what the log holds (see `inspect.log_health.log_files`)."""

@@ -722,7 +722,20 @@ TIMELINE_SCHEMA = _s(
     ("dv_files", pa.int64(), "active files with a deletion vector", "count"),
     ("dv_deleted_rows", pa.int64(), "rows deleted by deletion vectors", "count"),
     ("dv_deleted_ratio", pa.float64(), "dv_deleted_rows / numRecords of the active files (null without rows)", "ratio"),
+    (
+        "tombstones",
+        pa.int64(),
+        "remove actions in the state replayed from the first version reported (a checkpoint that dropped expired ones keeps them here)",
+        "count",
+    ),
     ("partitions", pa.int64(), "partitions with at least one file (null: unpartitioned)", "count"),
+    (
+        "overlap_depth_mean",
+        pa.float64(),
+        "mean overlap depth of the active files' ranges of the chosen column (layout's overlap_depth; null without a column)",
+        "number",
+    ),
+    ("overlap_depth_max", pa.int64(), "largest overlap depth of the chosen column (null without a column)", "count"),
     ("schema_changed", pa.bool_(), "a metaData action of this version changed the schema", "bool"),
     ("protocol_changed", pa.bool_(), "a protocol action of this version changed the protocol", "bool"),
 )
