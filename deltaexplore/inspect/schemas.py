@@ -725,7 +725,7 @@ TIMELINE_SCHEMA = _s(
     (
         "tombstones",
         pa.int64(),
-        "remove actions in the state replayed from the first version reported (a checkpoint that dropped expired ones keeps them here)",
+        "remove actions still in the state (as a read of that version sees them)",
         "count",
     ),
     ("partitions", pa.int64(), "partitions with at least one file (null: unpartitioned)", "count"),

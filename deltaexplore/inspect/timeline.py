@@ -188,7 +188,8 @@ def timeline(
 
     # every action: its key, version and replay order (the first state's actions first)
     keys = pa.chunked_array([_keys(base_adds), _keys(base_removes), _keys(json_adds), _keys(json_removes)], pa.large_string())
-    codes = pc.dictionary_encode(keys).combine_chunks().indices.to_numpy()
+    encoded = pc.dictionary_encode(keys).combine_chunks()
+    codes = encoded.indices.to_numpy()
     in_base = base_adds.num_rows + base_removes.num_rows
     versions = np.concatenate(
         [
@@ -235,6 +236,8 @@ def timeline(
     deleted_n = _per_version(starts, ends, deleted, lo, n)
     dv_files_n = _per_version(starts, ends, with_dv, lo, n)
     small_n = _per_version(starts, ends, small, lo, n)
+    r_keys = encoded.dictionary.take(pa.array(codes[~is_add]))
+    r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys)
     tombstones_n = _per_version(r_starts, r_ends, np.ones(len(r_starts), np.int64), lo, n)
     schema_changed, protocol_changed, partitioned = _changes(table, listing, base, lines, first, lo, hi)
 
@@ -319,6 +322,27 @@ def _changes(
         schema_changed[0] = not _same_schema(_schema_string(before), _schema_string(base))
         protocol_changed[0] = before.protocol != base.protocol
     return schema_changed, protocol_changed, partitioned
+
+
+def _checkpoint_tombstones(
+    table: Table, listing: LogListing, lo: int, hi: int, starts: np.ndarray, ends: np.ndarray, keys: pa.Array
+) -> np.ndarray:
+    """The removes' ends, as a cold read sees them: a checkpoint may drop tombstones (expired
+    ones, or all, as old writers did), and a version read through that checkpoint has only the
+    ones it kept. A remove active at a complete checkpoint's version that the checkpoint lacks
+    ends there."""
+    ends = ends.copy()
+    for version in sorted(v for v in listing.checkpoints if lo < v <= hi):
+        active = np.flatnonzero((starts <= version) & (ends > version))
+        if not len(active):
+            continue
+        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
+        if checkpoint is None or checkpoint.version != version:
+            continue
+        kept = _keys(CheckpointReader(table.storage, checkpoint).file_actions("remove"))
+        held = pc.is_in(keys.take(pa.array(active, pa.int64())), value_set=kept).to_numpy(zero_copy_only=False)
+        ends[active[~held]] = version
+    return ends
 
 
 def _schema_string(snap: Snapshot) -> str | None:

@@ -409,20 +409,41 @@ def _string_rows(values: pa.Array, keep: pa.BooleanArray) -> pa.Array:
 
 def _stats_spans(lines: pa.LargeStringArray) -> pa.StructArray:
     """Per line, the byte range (in the lines' buffer) of the text from its first `"stats":"{`
-    up to the first `}"` after it (start, end; -1 where the line has no such text)."""
+    up to the first `}"` after it (start, end; -1 where the line has no such text, or where it
+    may not be the action's stats: inside a partitionValues or tags map, or a second one)."""
     offsets, _ = text_buffers(lines)
+    line_starts, line_ends = offsets[:-1], offsets[1:]
     key = '"stats":"{'
-    at = pc.find_substring(lines, key).to_numpy(zero_copy_only=False).astype(np.int64)
-    starts = np.where(at >= 0, offsets[:-1] + at + len(key) - 1, offsets[1:])  # at the `{`
-    # each start up to the next one (they rise: a zero-copy view), searched for the end
-    bounds = np.empty(len(lines) + 1, np.int64)
-    bounds[:-1] = starts
-    bounds[-1] = offsets[-1]
-    tails = pa.LargeStringArray.from_buffers(len(lines), pa.py_buffer(bounds), lines.buffers()[2])
-    close = pc.find_substring(tails, '}"').to_numpy(zero_copy_only=False).astype(np.int64)
+    at = _find(lines, line_starts, line_ends, key)
+    found = at >= 0
+    starts = np.where(found, line_starts + at + len(key) - 1, line_ends)  # at the `{`
+    close = _find(lines, starts, line_ends, '}"')
     ends = starts + close + 1
-    ok = (at >= 0) & (close >= 0) & (ends <= offsets[1:])
-    return pa.StructArray.from_arrays([pa.array(np.where(ok, starts, -1)), pa.array(np.where(ok, ends, -1))], names=["start", "end"])
+    ok = found & (close >= 0)
+    ok &= _find(lines, np.where(ok, ends, line_ends), line_ends, key) < 0  # no second one
+    for name in ('"partitionValues":{', '"tags":{'):  # a map opened before it and not closed
+        opened = _find(lines, line_starts, np.where(ok, starts, line_starts), name)
+        inside = opened >= 0
+        map_starts = np.where(inside, line_starts + opened, starts)
+        ok &= ~(inside & (_find(lines, map_starts, np.where(inside, starts, map_starts), "}") < 0))
+    return pa.StructArray.from_arrays(
+        [pa.array(np.where(ok, starts, -1)), pa.array(np.where(ok, ends, -1))], names=["start", "end"]
+    )
+
+
+def _find(lines: pa.LargeStringArray, starts: np.ndarray, ends: np.ndarray, text: str) -> np.ndarray:
+    """Per line, where `text` first occurs in the bytes [starts, ends) of the lines' buffer,
+    relative to the start (-1: nowhere). The ranges rise line by line: one zero-copy view of
+    ranges and the gaps between them, searched at once."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    bounds = np.empty(2 * n + 1, np.int64)
+    bounds[0:-1:2] = starts
+    bounds[1::2] = ends
+    bounds[-1] = bounds[-2]
+    view = pa.LargeStringArray.from_buffers(2 * n, pa.py_buffer(bounds), lines.buffers()[2])
+    return pc.find_substring(view, text).to_numpy(zero_copy_only=False)[0::2].astype(np.int64)
 
 
 def _first_bad(values: list[Any], typ: pa.DataType) -> int | None:
