@@ -20,6 +20,7 @@ from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
 from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.explain import explain
+from deltaexplore.inspect.expressions import at_versions
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.file_sizes import file_sizes
 from deltaexplore.inspect.files import files, partitions
@@ -176,6 +177,11 @@ class InspectNamespace:
         overlap depth, schema and protocol changes, from one replay (see
         `inspect.timeline.timeline`); up to this snapshot."""
         return timeline(self._obj, start, end, column=column, metrics=metrics, small_file_bytes=small_file_bytes)
+
+    def at_versions(self, expression: str, versions: list[int] | None = None, *, engine: str = "local") -> pa.Table:
+        """An aggregate (`"count(*) where amount > 10"`, `"sum(amount)"`) at each of `versions`
+        (see `inspect.expressions.at_versions`; on Spark: `deltaexplore.spark.at_versions`)."""
+        return at_versions(self._obj, expression, versions, engine=engine)
 
     def log_files(self) -> pa.Table:
         """Per version: what the log holds (see `inspect.log_health.log_files`)."""

@@ -24,6 +24,7 @@ from deltaexplore.inspect.formatting import UNIT_FROM_KEY, tag_schema, with_unit
 __all__ = [
     "ADVICE_CHECK_SCHEMA",
     "ADVICE_SCHEMA",
+    "AT_VERSIONS_SCHEMA",
     "CATALOG_SCHEMA",
     "CLIENTS_SCHEMA",
     "CLIENT_FEATURES_SCHEMA",
@@ -705,6 +706,16 @@ def diff_rows_schema(fields: list[pa.Field], key: list[str] | None) -> pa.Schema
 
 #: name -> schema of every fixed-schema inspection function
 #: `timeline(start, end)`: one row per version, from one replay of the log.
+AT_VERSIONS_SCHEMA = _s(
+    "at_versions",
+    ("version", pa.int64(), "version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    ("expression", pa.string(), "the expression as written", "text"),
+    ("value", pa.float64(), "the aggregate at this version (null: SQL gave null)", "number"),
+    ("rows", pa.int64(), "rows the filter kept (the rows the aggregate saw)", "count"),
+    ("files_read", pa.int64(), "files read after skipping by partition values and statistics", "count"),
+)
+
 TIMELINE_SCHEMA = _s(
     "timeline",
     ("version", pa.int64(), "version", "version"),
@@ -744,6 +755,7 @@ TIMELINE_SCHEMA = _s(
 SCHEMAS: dict[str, pa.Schema] = {
     "history": HISTORY_SCHEMA,
     "timeline": TIMELINE_SCHEMA,
+    "at_versions": AT_VERSIONS_SCHEMA,
     "commits": COMMITS_SCHEMA,
     "diff": DIFF_SCHEMA,
     "diff_files": DIFF_FILES_SCHEMA,

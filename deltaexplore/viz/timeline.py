@@ -1,4 +1,5 @@
-"""The table through time: one of `inspect.timeline`'s metrics over every version."""
+"""The table through time: one of `inspect.timeline`'s metrics over every version, and a user's
+aggregate at chosen versions (`inspect.at_versions`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import polars as pl
 from deltaexplore.inspect import timeline
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
 
-__all__ = ["TIMELINE_METRICS", "timeline_chart"]
+__all__ = ["TIMELINE_METRICS", "at_versions_chart", "timeline_chart"]
 
 #: metric -> (axis title, vega format)
 TIMELINE_METRICS = {
@@ -22,7 +23,10 @@ TIMELINE_METRICS = {
     "dv_files": ("files with a deletion vector", ",d"),
     "dv_deleted_rows": ("rows deleted by DVs", "~s"),
     "dv_deleted_ratio": ("DV deleted-row ratio", ".1%"),
+    "tombstones": ("tombstones", ",d"),
     "partitions": ("partitions", ",d"),
+    "overlap_depth_mean": ("mean overlap depth", ".2f"),
+    "overlap_depth_max": ("max overlap depth", ",d"),
 }
 
 
@@ -64,6 +68,32 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
                 alt.Tooltip("version:Q", format="d"),
                 alt.Tooltip(f"{metric}:Q", title=title, format=fmt),
                 alt.Tooltip("change:N", title="changed"),
+            ],
+        )
+    )
+
+
+def _needs_expression(data: Any) -> Any:
+    raise VizError("at_versions_chart takes the result of table.inspect.at_versions(expression, versions)")
+
+
+def at_versions_chart(data: Any) -> alt.Chart:
+    """The value of `inspect.at_versions(...)` per version: a line with a point per version
+    evaluated, the expression as the title, rows and files read in the tooltip."""
+    tl = as_inspect_table(data, ("version", "value", "expression", "rows", "files_read"), _needs_expression, "at_versions_chart")
+    df = frame(tl, ["version", "value", "expression", "rows", "files_read"]).sort("version")
+    title = df["expression"][0] if df.height else "expression"
+    return (
+        alt.Chart(df.drop("expression").to_arrow(), title=str(title))
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=30))
+        .encode(
+            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            y=alt.Y("value:Q", title="value"),
+            tooltip=[
+                alt.Tooltip("version:Q", format="d"),
+                alt.Tooltip("value:Q", format=",.6~g"),
+                alt.Tooltip("rows:Q", title="rows kept", format=",d"),
+                alt.Tooltip("files_read:Q", title="files read", format=",d"),
             ],
         )
     )
