@@ -35,7 +35,7 @@ from deltaexplore.core.log.segment import LogListing
 from deltaexplore.core.log.state import read_log
 from deltaexplore.core.log.timestamps import CommitClock, IctConfig, ict_config
 from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
-from deltaexplore.core.scan.stats import log_num_records
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
 from deltaexplore.storage import Storage
 
@@ -130,7 +130,7 @@ def _latest_ict_config(storage: Storage, listing: LogListing) -> IctConfig | Non
         return None
 
 
-COUNT_FIELDS = ("size", "deletionVector")  # numRecords: read from the lines (`log_num_records`)
+COUNT_FIELDS = ("size", "stats", "deletionVector")
 
 
 def read_protocols(storage: Storage, listing: LogListing, versions: list[int]) -> dict[int, Protocol]:
@@ -198,8 +198,7 @@ def read_history(
     adds = lines.file_actions("add", COUNT_FIELDS)
     removes = lines.file_actions("remove", COUNT_FIELDS)
     cdc_idx = lines.where("cdc")
-    records = log_num_records(lines, "add"), log_num_records(lines, "remove")
-    cols = _action_counts(adds, removes, records, lines.version[cdc_idx], np.asarray(versions, dtype=np.int64), n)
+    cols = _action_counts(adds, removes, lines.version[cdc_idx], np.asarray(versions, dtype=np.int64), n)
 
     def info(v: int, *keys: str) -> Any:
         body = infos.get(v) or {}
@@ -237,16 +236,15 @@ def read_history(
     return pa.table(data, schema=HISTORY_SCHEMA)
 
 
-def _action_counts(
-    adds: pa.Table, removes: pa.Table, records: tuple[pa.Array, pa.Array], cdc_versions: np.ndarray, order: np.ndarray, n: int
-) -> dict[str, pa.Array]:
+def _action_counts(adds: pa.Table, removes: pa.Table, cdc_versions: np.ndarray, order: np.ndarray, n: int) -> dict[str, pa.Array]:
     av = adds.column("version").to_numpy()
     rv = removes.column("version").to_numpy()
     a_size = pc.fill_null(adds.column("size"), 0).to_numpy()
     r_size_col = removes.column("size")
     r_size = pc.fill_null(r_size_col, 0).to_numpy()
 
-    def live_rows(t: pa.Table, records: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    def live_rows(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        records = num_records(t)
         dv = t.column("deletionVector").combine_chunks()
         deleted = (
             pc.fill_null(dv.field("cardinality"), 0)
@@ -258,8 +256,8 @@ def _action_counts(
         known = pc.is_valid(live).to_numpy(zero_copy_only=False)
         return pc.fill_null(live, 0).to_numpy(zero_copy_only=False).astype(np.int64), known
 
-    a_rows, a_known = live_rows(adds, records[0])
-    r_rows, r_known = live_rows(removes, records[1])
+    a_rows, a_known = live_rows(adds)
+    r_rows, r_known = live_rows(removes)
     a_dv = (
         pc.is_valid(adds.column("deletionVector").combine_chunks()).to_numpy(zero_copy_only=False)
         if adds.num_rows

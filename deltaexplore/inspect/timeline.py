@@ -24,7 +24,7 @@ from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.log.segment import LogListing, build_segment
 from deltaexplore.core.protocol.actions import Metadata, Protocol
-from deltaexplore.core.scan.stats import log_num_records, num_records
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
@@ -182,8 +182,7 @@ def timeline(
     lines = read_log_files(table.storage, [listing.commit(v) for v in range(lo + 1, hi + 1)])  # type: ignore[misc]
     base_adds = base.add_actions()
     base_removes = base.tombstones()
-    # one parse of only these fields for both kinds; numRecords read where it stands in the lines
-    needed = ["size", "partitionValues", "deletionVector"]
+    needed = ["size", "partitionValues", "deletionVector", "stats"]  # one parse of only these, for both kinds
     json_adds, json_removes = lines.file_actions("add", needed), lines.file_actions("remove", needed)
 
     # every action: its key, version and replay order (the first state's actions first)
@@ -222,7 +221,7 @@ def timeline(
         return pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
 
     size = np.concatenate([ints(base_adds.column("size")), ints(json_adds.column("size"))])
-    records_arr = pa.concat_arrays([num_records(base_adds), log_num_records(lines, "add")])
+    records_arr = pa.concat_arrays([num_records(base_adds), num_records(json_adds)])
     records = pc.fill_null(records_arr, 0).to_numpy(zero_copy_only=False).astype(np.int64)
     deleted = np.concatenate([ints(pc.struct_field(t.column("deletionVector"), "cardinality")) for t in (base_adds, json_adds)])
     with_dv = (deleted > 0).astype(np.int64)

@@ -42,11 +42,12 @@ from deltaexplore.viz.history import history_chart, operations_chart, versions_c
 from deltaexplore.viz.layout import explain_funnel, layout_chart, layout_density_chart
 from deltaexplore.viz.log import log_health_chart
 from deltaexplore.viz.render import enable_in_kernel, enable_offline_renderer, show, to_png, to_svg
-from deltaexplore.viz.timeline import at_versions_chart, timeline_chart
+from deltaexplore.viz.timeline import TIMELINE_METRICS, at_versions_chart, timeline_chart
 
 enable_in_kernel()
 
 __all__ = [
+    "TIMELINE_METRICS",
     "VizError",
     "at_versions_chart",
     "deleted_rows_heatmap",

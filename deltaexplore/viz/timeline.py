@@ -11,7 +11,10 @@ import polars as pl
 from deltaexplore.inspect import timeline
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
 
-__all__ = ["TIMELINE_METRICS", "at_versions_chart", "timeline_chart"]
+__all__ = ["TIMELINE_METRICS", "VERSION_BRUSH", "at_versions_chart", "timeline_chart"]
+
+#: the interval selection over versions `interactive=True` adds (the explorer listens to it)
+VERSION_BRUSH = "version_brush"
 
 #: metric -> (axis title, vega format)
 TIMELINE_METRICS = {
@@ -34,11 +37,12 @@ def _timeline(data: Any) -> Any:
     return timeline(data)
 
 
-def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS) -> alt.Chart:
+def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS, interactive: bool = False) -> alt.Chart:
     """`metric` of every version as a step line; versions whose commit changed the schema or the
     protocol are marked (filled points, named in the tooltip). `data` is `inspect.timeline()`
     output or a Table/Snapshot. Over `max_points` versions, ranges of versions keep their
-    maximum (and any change they hold)."""
+    maximum (and any change they hold). `interactive=True` adds an interval selection over
+    versions named `VERSION_BRUSH` ("version_brush")."""
     if metric not in TIMELINE_METRICS:
         raise VizError(f"metric must be one of {', '.join(TIMELINE_METRICS)}, got {metric!r}")
     tl = as_inspect_table(data, ("version", metric, "schema_changed", "protocol_changed"), _timeline, "timeline_chart")
@@ -58,7 +62,7 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
     )
     df = df.with_columns(change.alias("change")).sort("version")
     title, fmt = TIMELINE_METRICS[metric]
-    return (
+    chart = (
         alt.Chart(df.to_arrow(), title=f"{title} per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=18))
         .encode(
@@ -71,6 +75,9 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
             ],
         )
     )
+    if interactive:
+        chart = chart.add_params(alt.selection_interval(name=VERSION_BRUSH, encodings=["x"]))
+    return chart
 
 
 def _needs_expression(data: Any) -> Any:

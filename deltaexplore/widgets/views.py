@@ -148,6 +148,8 @@ class TableView:
         self._passes: dict[int, FilePass] = {}
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
+        self._timeline: tuple[int, pa.Table] | None = None
+        self._timeline_lock = threading.Lock()
         self.listing = table.listing()
         self.snap: Snapshot = _open(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
@@ -439,6 +441,7 @@ class TableView:
             "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
         }
         out.update(self.protocol_timeline())
+        out["health_auto"] = sum(f.size for f in self.listing.commits.values()) <= PROTOCOL_TIMELINE_BYTES
         source = RowSource(
             commits,
             search_columns=("operation", "user_name", "user_id", "engine", "user_metadata"),
@@ -446,6 +449,26 @@ class TableView:
             name="commit_infos",
         )
         return out, source
+
+    def health_timeline(self, metric: str = "files") -> dict[str, Any]:
+        """The table through time (`inspect.timeline` of every version, computed once per latest
+        version) as `viz.timeline_chart(metric, interactive=True)`: brushing versions picks a
+        range the diff compares."""
+        from deltaexplore import viz
+
+        latest = self.listing.latest_version
+        with self._timeline_lock:
+            if self._timeline is None or self._timeline[0] != latest:
+                self._timeline = (latest, inspect.timeline(self.snapshot_for_history()))
+            tl = self._timeline[1]
+        versions = tl.column("version")
+        return {
+            "metric": metric,
+            "metrics": list(viz.TIMELINE_METRICS),
+            "first": versions[0].as_py() if len(versions) else None,
+            "latest": latest,
+            "chart": chart_spec(viz.timeline_chart(tl, metric=metric, interactive=True)),
+        }
 
     def protocol_timeline(self) -> dict[str, Any]:
         """The versions whose commit changed the protocol (`inspect.features(all_versions=True)`,

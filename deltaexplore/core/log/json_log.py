@@ -6,10 +6,6 @@ remove, cdc) of many lines are parsed in one `pyarrow.json` pass with an explici
 string maps (partitionValues, tags) are cut out with a regex, parsed once per distinct value and
 gathered back. The few other actions are parsed with `json`. Any line the fast path cannot parse
 is re-parsed alone so the error names the file and line.
-
-A caller that needs only numRecords of the file actions (history's counts, the timeline) leaves
-`stats` out of that parse (unescaping it was three quarters of its time) and reads the count
-from the stats text where it stands in the line (`stats_spans`, `core.scan.stats.log_num_records`).
 """
 
 from __future__ import annotations
@@ -77,7 +73,6 @@ class LogLines:
     _parsed: tuple[pa.Table, np.ndarray] | None = field(default=None, repr=False)
     _file_action_cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
     _map_text_cache: dict[str, pa.Array] = field(default_factory=dict, repr=False)
-    _stats_spans: pa.StructArray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.text)
@@ -239,36 +234,6 @@ class LogLines:
         cols["line"] = pa.array(order[idx], pa.int64())
         return pa.table(cols)
 
-    def stats_spans(self, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Where the `stats` text of each `kind` action stands in the lines, as written
-        (JSON-escaped: `{\\"numRecords\\":…}`): (starts, ends, the lines' bytes), rows as
-        `file_actions(kind)`; start and end -1 where the line holds no `"stats":"{`. The span is
-        the first `"stats":"{` of the line up to the first `}"` after it (a quote inside a JSON
-        string is escaped, so that is the text's end); a map holding a "stats" key written before
-        the action's stats would be taken for them (what a reader of the span checks: the text's
-        form)."""
-        spans = self._spans()
-        idx = self.where(kind)
-        starts = pc.struct_field(spans, "start").to_numpy()[idx]
-        ends = pc.struct_field(spans, "end").to_numpy()[idx]
-        return starts, ends, text_buffers(self.text)[1]
-
-    def _spans(self) -> pa.StructArray:
-        if self._stats_spans is None:
-            self._stats_spans = _stats_spans(self.text)
-        return self._stats_spans
-
-    def stats_texts(self, kind: str, rows: np.ndarray) -> pa.Array:
-        """The `stats` of the `kind` actions at `rows` (increasing; rows as `file_actions(kind)`),
-        each line decoded alone: for the few the spans do not serve."""
-        idx = self.where(kind)[rows]
-        has = pc.fill_null(pc.match_substring(self.text.take(pa.array(idx, pa.int64())), '"stats"'), False)
-        values: list[str | None] = [None] * len(idx)
-        for k in np.flatnonzero(has.to_numpy(zero_copy_only=False)):
-            body = self._loads(int(idx[k])).get(kind)
-            values[k] = _coerce(body.get("stats"), pa.string()) if isinstance(body, dict) else None
-        return pa.array(values, pa.string())
-
     def _parse_all(self, fields_by_kind: dict[str, list[pa.Field]]) -> tuple[pa.Table, np.ndarray]:
         """Every non-blank line parsed once for the file actions' `fields_by_kind`, with an
         explicit schema (kept until the file actions are built).
@@ -285,12 +250,10 @@ class LogLines:
                 ]
             )
             offsets, _ = text_buffers(self.text)  # a slice of lines (`after`) starts inside the buffer
-            data = self.text.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))  # zero-copy
-            if not any(f.name == "stats" for fields in fields_by_kind.values() for f in fields):
-                data = self._without_stats()
+            data = self.text.buffers()[2]
             longest = int(np.max(np.diff(offsets))) if len(offsets) > 1 else 0
             table = pajson.read_json(
-                pa.BufferReader(data),  # io.BytesIO would copy
+                pa.BufferReader(data.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))),  # zero-copy (io.BytesIO copies)
                 read_options=pajson.ReadOptions(block_size=max(1 << 22, 2 * longest + 16), use_threads=data.size > (8 << 20)),
                 parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
                 memory_pool=PARSE_POOL,
@@ -299,25 +262,6 @@ class LogLines:
                 raise ValueError("line count mismatch")
             self._parsed = (table, nonblank)
         return self._parsed
-
-    def _without_stats(self) -> pa.Buffer:
-        """The lines' bytes with every stats text cut out (`"stats":"{…}"` becomes `"stats":""`,
-        still JSON: the span is a string's whole content): what a parse that does not ask for
-        stats reads, a fraction of the bytes (one gather of the kept bytes)."""
-        spans = self._spans()
-        offsets, _ = text_buffers(self.text)
-        starts = pc.struct_field(spans, "start").to_numpy()
-        ends = pc.struct_field(spans, "end").to_numpy()
-        found = ends >= 0
-        starts, ends = starts[found], ends[found]
-        # kept, cut, kept, ..., kept: rising offsets over the buffer, a zero-copy view
-        cuts = np.empty(2 * len(starts) + 2, np.int64)
-        cuts[0], cuts[-1] = offsets[0], offsets[-1]
-        cuts[1:-1:2], cuts[2:-1:2] = starts, ends
-        pieces = pa.LargeStringArray.from_buffers(len(cuts) - 1, pa.py_buffer(cuts), self.text.buffers()[2])
-        kept = pieces.take(pa.array(np.arange(0, len(cuts) - 1, 2), pa.int64()))
-        size = int(text_buffers(kept)[0][-1]) if len(kept) else 0
-        return kept.buffers()[2].slice(0, size) if size else pa.py_buffer(b"")
 
     def _fast_parse(
         self, idx: np.ndarray, kind: str, fields: list[pa.Field], fields_by_kind: dict[str, list[pa.Field]]
@@ -405,45 +349,6 @@ def _string_rows(values: pa.Array, keep: pa.BooleanArray) -> pa.Array:
     valid = values.is_valid().to_numpy(zero_copy_only=False)[rows]
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(values.type, len(rows), [bitmap, pa.py_buffer(gathered), values.buffers()[2]])
-
-
-def _stats_spans(lines: pa.LargeStringArray) -> pa.StructArray:
-    """Per line, the byte range (in the lines' buffer) of the text from its first `"stats":"{`
-    up to the first `}"` after it (start, end; -1 where the line has no such text, or where it
-    may not be the action's stats: inside a partitionValues or tags map, or a second one)."""
-    offsets, _ = text_buffers(lines)
-    line_starts, line_ends = offsets[:-1], offsets[1:]
-    key = '"stats":"{'
-    at = _find(lines, line_starts, line_ends, key)
-    found = at >= 0
-    starts = np.where(found, line_starts + at + len(key) - 1, line_ends)  # at the `{`
-    close = _find(lines, starts, line_ends, '}"')
-    ends = starts + close + 1
-    ok = found & (close >= 0)
-    ok &= _find(lines, np.where(ok, ends, line_ends), line_ends, key) < 0  # no second one
-    for name in ('"partitionValues":{', '"tags":{'):  # a map opened before it and not closed
-        opened = _find(lines, line_starts, np.where(ok, starts, line_starts), name)
-        inside = opened >= 0
-        map_starts = np.where(inside, line_starts + opened, starts)
-        ok &= ~(inside & (_find(lines, map_starts, np.where(inside, starts, map_starts), "}") < 0))
-    return pa.StructArray.from_arrays(
-        [pa.array(np.where(ok, starts, -1)), pa.array(np.where(ok, ends, -1))], names=["start", "end"]
-    )
-
-
-def _find(lines: pa.LargeStringArray, starts: np.ndarray, ends: np.ndarray, text: str) -> np.ndarray:
-    """Per line, where `text` first occurs in the bytes [starts, ends) of the lines' buffer,
-    relative to the start (-1: nowhere). The ranges rise line by line: one zero-copy view of
-    ranges and the gaps between them, searched at once."""
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    bounds = np.empty(2 * n + 1, np.int64)
-    bounds[0:-1:2] = starts
-    bounds[1::2] = ends
-    bounds[-1] = bounds[-2]
-    view = pa.LargeStringArray.from_buffers(2 * n, pa.py_buffer(bounds), lines.buffers()[2])
-    return pc.find_substring(view, text).to_numpy(zero_copy_only=False)[0::2].astype(np.int64)
 
 
 def _first_bad(values: list[Any], typ: pa.DataType) -> int | None:

@@ -21,7 +21,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import put_rows, text_buffers
-from deltaexplore.core.log.json_log import LogLines
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import leaf_paths
 from deltaexplore.core.scan import stats_search
@@ -29,25 +28,9 @@ from deltaexplore.core.scan.stats_columns import stats_columns
 from deltaexplore.core.scan.stats_parse import stats_for_adds, variant_stats
 from deltaexplore.errors import ColumnNotFoundError
 
-__all__ = ["Bounds", "column_bounds", "column_limit", "file_stats", "log_num_records", "num_records"]
+__all__ = ["Bounds", "column_bounds", "column_limit", "file_stats", "num_records"]
 
 _LEAD = np.frombuffer(b'{"numRecords":', dtype=np.uint8)
-_ESCAPED_LEAD = np.frombuffer(b'{\\"numRecords\\":', dtype=np.uint8)  # as it stands in a JSON log line
-
-
-def log_num_records(lines: LogLines, kind: str) -> pa.Array:
-    """numRecords of every `kind` action of JSON log `lines` (rows as `lines.file_actions(kind)`)
-    without parsing their stats: read where the text stands in the line (`LogLines.stats_spans`),
-    when it starts with numRecords; the other actions' stats are decoded alone and read by
-    `num_records`."""
-    starts, ends, data = lines.stats_spans(kind)
-    values, found = _lead_numbers(data, starts, ends, starts >= 0, _ESCAPED_LEAD)
-    out = pa.array(values, mask=~found)
-    missed = np.flatnonzero(~found)
-    if len(missed):
-        texts = lines.stats_texts(kind, missed)
-        out = put_rows(out, missed, num_records(pa.table({"stats": texts})))
-    return out
 
 
 def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
@@ -103,32 +86,19 @@ def _leading_records(stats: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarr
     starts, ends = offsets[:-1], offsets[1:]
     if rows is not None:
         starts, ends = starts[rows], ends[rows]
-    active = np.ones(m, bool)
+    active = (ends - starts) > len(_LEAD)
     if stats.null_count:
         valid = pc.is_valid(stats).to_numpy(zero_copy_only=False)
         active &= valid if rows is None else valid[rows]
-    return _lead_numbers(data, starts, ends, active, _LEAD)
-
-
-def _lead_numbers(
-    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, active: np.ndarray, lead: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The number after `lead` in each text data[starts:ends] that begins with it (where
-    `active`): (values, found)."""
-    values = np.zeros(len(starts), dtype=np.int64)
-    found = np.zeros(len(starts), dtype=bool)
-    if len(data) == 0:
-        return values, found
-    active = active & ((ends - starts) > len(lead))
     last = len(data) - 1
-    for k, byte in enumerate(lead):
+    for k, byte in enumerate(_LEAD):
         active &= data[np.minimum(starts + k, last)] == byte
     picked = np.flatnonzero(active)
     starts, ends = starts[picked], ends[picked]
     number = np.zeros(len(picked), dtype=np.int64)
     digits = np.zeros(len(picked), dtype=np.int64)
     going = np.ones(len(picked), dtype=bool)
-    for k in range(len(lead), len(lead) + 19):
+    for k in range(len(_LEAD), len(_LEAD) + 19):
         pos = starts + k
         d = data[np.minimum(pos, last)].astype(np.int64) - 48
         going &= (pos < ends) & (d >= 0) & (d <= 9)
