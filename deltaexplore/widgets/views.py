@@ -148,7 +148,7 @@ class TableView:
         self._passes: dict[int, FilePass] = {}
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
-        self._timeline: tuple[int, pa.Table] | None = None
+        self._timeline: tuple[int | None, pa.Table] | None = None
         self._timeline_lock = threading.Lock()
         self.listing = table.listing()
         self.snap: Snapshot = _open(table, version)
