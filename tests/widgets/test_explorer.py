@@ -289,7 +289,9 @@ def test_history_shows_the_table_through_time_with_a_version_brush(sales):
 
     reply = ask(metric="tombstones")
     spec = reply["chart"]
-    assert reply["metric"] == "tombstones" and "overlap_depth_max" in reply["metrics"]
+    offered = dict(reply["metrics"])
+    assert reply["metric"] == "tombstones" and offered["tombstones"] == "tombstones"
+    assert reply["column"] and offered["overlap_depth_max"] == "max overlap depth"  # the default layout column
     assert spec["params"][0]["name"] == "version_brush" and spec["params"][0]["select"]["encodings"] == ["x"]
     values = {r["version"]: r["tombstones"] for r in spec["datasets"][spec["data"]["name"]]}
     want = inspect.timeline(dx.open_table(sales)).to_pylist()

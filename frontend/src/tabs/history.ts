@@ -163,7 +163,8 @@ export function historyTab(ctx: Ctx): Tab {
       .then((reply) => {
         const c = reply.content;
         if (!metricSelect.options.length) {
-          fill(metricSelect, (c.metrics as string[]).map((m) => h('option', { value: m }, m.replace(/_/g, ' '))));
+          const of = (m: string) => (c.column && m.startsWith('overlap_depth') ? ` of ${c.column}` : '');
+          fill(metricSelect, (c.metrics as Array<[string, string]>).map(([m, title]) => h('option', { value: m }, title + of(m))));
         }
         metricSelect.value = String(c.metric);
         healthBrush = null;
