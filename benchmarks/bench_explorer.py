@@ -26,7 +26,7 @@ the median is "one warm open", the unit of the targets. Then, in the browser (pa
 `--early` (issue 23) measures instead what a user does at once: History, Files and Layout clicked
 one after the other from the moment the overview appears (while the background preparation
 runs), each timed from the click until the shown tab's visible text stopped changing for 1 s
-(`_quiet`: the end is its last change), with the longest main-thread task meanwhile; then one
+(`_quiet`: nothing busy either; the end is its last change), with the longest main-thread task meanwhile; then one
 slider step back from the overview, timed the same way (targets: a tab <= 0.5 s, no task over
 200 ms, a step <= 10% of a warm open); written to `benchmarks/results/explorer-early.md`.
 
@@ -191,7 +191,8 @@ def _frames(page, start: float, end: float) -> list:
 
 def _quiet(page, timeout_ms: int = 600_000) -> float:
     """performance.now() of the last change of the shown tab's and the header's visible text
-    (and the busy mark) once nothing changed for 1 s."""
+    once nothing changed for 1 s and nothing was busy (the explorer's busy mark, a loading note,
+    a grid loading its rows)."""
     return page.evaluate(
         """(timeout) => new Promise((resolve, reject) => {
             const start = performance.now(); let last = start; let seen = null;
@@ -199,8 +200,9 @@ def _quiet(page, timeout_ms: int = 600_000) -> float:
                 const x = document.querySelector('.dxe-explorer');
                 const p = x && x.querySelector('.dxe-panel:not([hidden])');
                 const head = x && x.querySelector('.dxe-commit-line');
-                const now = (p ? p.innerText : '') + '|' + (head ? head.innerText : '') + '|' + (x && x.classList.contains('dxe-busy'));
-                if (now !== seen) { seen = now; last = performance.now(); }
+                const busy = !x || x.classList.contains('dxe-busy') || !p || !!p.querySelector('.dxe-note-loading, .ag-overlay-loading-wrapper, .ag-skeleton-container');
+                const now = (p ? p.innerText : '') + '|' + (head ? head.innerText : '');
+                if (now !== seen || busy) { seen = now; last = performance.now(); }
                 if (performance.now() - last >= 1000) resolve(last);
                 else if (performance.now() - start > timeout) reject(new Error('never quiet'));
                 else setTimeout(tick, 20);
