@@ -316,7 +316,11 @@ def _changes(
                 schema_changed[i] |= not _same_schema(action.schema_string, schema)
                 schema, columns = action.schema_string, action.partition_columns
         partitioned[i] = bool(columns)
-    if lo > first:  # the first version's own change: against the version before it
+    own = listing.commit(lo) if lo > first else None
+    if own is not None and any(
+        True for kind in ("metaData", "protocol") for _ in read_log_files(table.storage, [own]).objects(kind)
+    ):
+        # the first version's commit holds a metaData or protocol action: against the version before it
         before = table.snapshot(version=lo - 1)
         schema_changed[0] = not _same_schema(_schema_string(before), _schema_string(base))
         protocol_changed[0] = before.protocol != base.protocol
