@@ -20,7 +20,6 @@ after it (`ADVICE_CHECK_SCHEMA`, with the tolerances of `TOLERANCE`).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,21 +80,24 @@ class BinPrediction:
 
 
 def predict_bins(plan: OptimizePlan) -> BinPrediction:
-    """What an OPTIMIZE plan writes: per bin, its live bytes in files of the target size."""
+    """What an OPTIMIZE plan writes: per bin, its live bytes in files of the target size
+    (every bin's files at once: live fractions, sizes and partition keys in one pass)."""
     snap = plan.snapshot
-    added = removed = bytes_removed = bytes_added = 0
+    if not plan.bins:
+        return BinPrediction(0, 0, 0, 0, [])
+    lengths = np.array([b.num_rows for b in plan.bins], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rows = pa.concat_tables(plan.bins).combine_chunks()  # one chunk: the stats are parsed chunk by chunk
+    sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
+    live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
+    added = int(np.maximum(1, np.ceil(live / plan.target_size)).sum())
+    keys = partition_keys(snap, rows).take(pa.array(starts)).to_pylist()
     per_partition: dict[str, int] = {}
-    for b in plan.bins:
-        sizes = b.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
-        live = float((sizes * _live_fraction(snap, b)).sum())
-        added += max(1, math.ceil(live / plan.target_size))
-        removed += b.num_rows
-        bytes_removed += int(sizes.sum())
-        bytes_added += round(live)
-        key = partition_keys(snap, b)[0].as_py() or "(unpartitioned)"
-        per_partition[key] = per_partition.get(key, 0) + b.num_rows
+    for key, n in zip(keys, lengths.tolist()):
+        name = key or "(unpartitioned)"
+        per_partition[name] = per_partition.get(name, 0) + n
     parts = sorted(per_partition.items(), key=lambda kv: (-kv[1], kv[0]))
-    return BinPrediction(removed, added, bytes_removed, bytes_added, parts)
+    return BinPrediction(int(lengths.sum()), added, int(sizes.sum()), int(np.round(live).sum()), parts)
 
 
 # -- the Z-order what-if ---------------------------------------------------------------------
@@ -196,27 +198,41 @@ def simulate_zorder(
     before = layout_measures(bounds, points)
     # the files each Z-order bin rewrites, and what they become
     in_plan = np.zeros(n, bool)
-    path_index = {p: i for i, p in enumerate(adds.column("path").to_pylist())}
     new_lo: dict[str, list[np.ndarray]] = {c: [] for c in columns}
     new_hi: dict[str, list[np.ndarray]] = {c: [] for c in columns}
-    files_added = 0
     pred = predict_bins(plan)
-    for b in plan.bins:
-        idx = np.array([path_index[p] for p in b.column("path").to_pylist()], np.int64)
+    files_added = 0
+    if plan.bins:
+        # every bin at once: its files' positions among the adds, the files it writes, its samples
+        lengths = np.array([b.num_rows for b in plan.bins], np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        rows = pa.concat_tables(plan.bins).combine_chunks()  # one chunk: the stats are parsed chunk by chunk
+        idx = pc.index_in(rows.column("path"), value_set=adds.column("path").combine_chunks()).to_numpy(zero_copy_only=False)
+        idx = idx.astype(np.int64)
         in_plan[idx] = True
-        sizes = b.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
-        k = max(1, math.ceil(float((sizes * _live_fraction(snap, b)).sum()) / plan.target_size))
-        files_added += k
-        sample = np.isin(owner, idx)
-        if not sample.any():
-            continue
-        table = pa.table({c: points[c][sample] for c in columns})
-        order = zorder_indices(table, list(columns))
-        for chunk in np.array_split(order, min(k, len(order))):
+        sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
+        live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
+        writes = np.maximum(1, np.ceil(live / plan.target_size)).astype(np.int64)
+        files_added = int(writes.sum())
+        bin_of_file = np.full(n, -1, np.int64)
+        bin_of_file[idx] = np.repeat(np.arange(len(lengths)), lengths)
+        sample_bin = bin_of_file[owner]
+        by_bin = np.argsort(sample_bin, kind="stable")
+        cuts = np.searchsorted(sample_bin[by_bin], np.arange(len(lengths) + 1))
+        for i, k in enumerate(writes.tolist()):
+            sample = by_bin[cuts[i] : cuts[i + 1]]
+            if not len(sample):
+                continue
+            table = pa.table({c: points[c][sample] for c in columns})
+            order = zorder_indices(table, list(columns))
+            # the k files it writes: consecutive runs of the Z-ordered samples (np.array_split's cuts)
+            m = min(k, len(order))
+            size, extra = divmod(len(order), m)
+            cuts_k = np.concatenate([[0], np.cumsum(np.full(m, size) + (np.arange(m) < extra))[:-1]])
             for c in columns:
-                values = points[c][sample][chunk]
-                new_lo[c].append(np.array([values.min()]))
-                new_hi[c].append(np.array([values.max()]))
+                values = points[c][sample][order]
+                new_lo[c].append(np.minimum.reduceat(values, cuts_k))
+                new_hi[c].append(np.maximum.reduceat(values, cuts_k))
     after_bounds = {}
     for c, (lo, hi) in bounds.items():
         keep = ~in_plan

@@ -136,14 +136,16 @@ def _range_files(table: Table, lo: int, hi: int) -> list[Any] | None:
     return [listing.commit(v) for v in versions]
 
 
-def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> pl.DataFrame:
-    """Apply the commits (lo, hi] to the paths they touch in the older state."""
+def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> tuple[pl.DataFrame, tuple[pa.Table, pa.Table]]:
+    """Apply the commits (lo, hi] to the paths they touch in the older state; with the add
+    actions replayed on the way (`Replayed`)."""
     lo, hi = a.version, b.version
     lines = read_log_files(table.storage, files, list(range(lo + 1, hi + 1)))
     adds = lines.file_actions("add")
     removes = lines.file_actions("remove")
     if adds.num_rows + removes.num_rows == 0:
-        return _compare(_side(a, adds.slice(0, 0)), _side(b, adds.slice(0, 0)))
+        empty = a.add_actions_for(pa.array([], pa.string()))
+        return _compare(_side(a, adds.slice(0, 0)), _side(b, adds.slice(0, 0))), (empty, empty)
     keys = pl.DataFrame(
         {
             "path": pl.from_arrow(pa.concat_arrays([combined(adds.column("path")), combined(removes.column("path"))])),
@@ -155,13 +157,15 @@ def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> pl
     )
     final = keys.sort("line", descending=True).unique(subset=["path", "dv"], keep="first")
     touched = final.get_column("path").unique().to_arrow()
-    before = _side(a, a.add_actions_for(touched))  # replayed for the touched paths alone unless loaded
+    older_adds = a.add_actions_for(touched)  # replayed for the touched paths alone unless loaded
+    before = _side(a, older_adds)
     final_keys = final.select("path", "dv")
     survivors = before.join(final_keys, on=["path", "dv"], how="anti", nulls_equal=True)
     added_rows = final.filter(pl.col("is_add")).get_column("row").sort().to_numpy()
-    after_adds = _side(b, take_rows(adds, added_rows))
-    after = pl.concat([survivors, after_adds], how="vertical")
-    return _compare(before, after)
+    newer_adds = take_rows(adds, added_rows)
+    after = pl.concat([survivors, _side(b, newer_adds)], how="vertical")
+    fields = [c for c in older_adds.column_names if c in newer_adds.column_names]
+    return _compare(before, after), (older_adds, newer_adds.select(fields))
 
 
 def _full(a: Snapshot, b: Snapshot) -> pl.DataFrame:
@@ -179,15 +183,18 @@ def _use_incremental(a: Snapshot, b: Snapshot, files: list[Any] | None) -> bool:
     return range_bytes <= b_bytes
 
 
-def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapshot, Snapshot, str]:
-    """(file changes v1 -> v2, snapshot v1, snapshot v2, method)."""
+def _compute(
+    obj: Table | Snapshot, v1: int, v2: int
+) -> tuple[pa.Table, Snapshot, Snapshot, str, tuple[pa.Table, pa.Table] | None]:
+    """(file changes v1 -> v2, snapshot v1, snapshot v2, method, the adds `_incremental` replayed)."""
     table = table_of(obj)
     lo, hi = min(v1, v2), max(v1, v2)
     listing = table.listing(refresh=False) if table._listing is not None else table.listing()
     stamp = (lo, hi, listing.latest_version, len(listing.commits), listing.earliest_commit)
     hit = table_cache(table).get("diff")
+    replayed: tuple[pa.Table, pa.Table] | None = None
     if hit is not None and hit[0] == stamp:
-        changes, a, b, method = hit[1]
+        changes, a, b, method, replayed = hit[1]
     else:
         a = lenient_snapshot(table, lo)  # a version deltaexplore cannot read still has files and a protocol
         b = a if hi == lo else lenient_snapshot(table, hi)
@@ -197,14 +204,14 @@ def _compute(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapsho
             files = _range_files(table, lo, hi)
             if _use_incremental(a, b, files):
                 assert files is not None
-                frame, method = _incremental(table, a, b, files), "incremental"
+                (frame, replayed), method = _incremental(table, a, b, files), "incremental"
             else:
                 frame, method = _full(a, b), "full"
         changes = _to_arrow(frame)
-        table_cache(table)["diff"] = (stamp, (changes, a, b, method))
+        table_cache(table)["diff"] = (stamp, (changes, a, b, method, replayed))
     if v1 > v2:
         changes, a, b = _reverse(changes), b, a
-    return changes, a, b, method
+    return changes, a, b, method, replayed
 
 
 def _to_arrow(frame: pl.DataFrame) -> pa.Table:
@@ -230,7 +237,15 @@ def _reverse(changes: pa.Table) -> pa.Table:
 def file_changes(obj: Table | Snapshot, v1: int, v2: int) -> tuple[pa.Table, Snapshot, Snapshot, str]:
     """(`diff_files` rows of v1 -> v2, snapshot v1, snapshot v2, method): kept per table, so
     the metadata diff and the row diff of one pair compute it once."""
-    return _compute(obj, v1, v2)
+    return _compute(obj, v1, v2)[:4]
+
+
+def replayed_adds(obj: Table | Snapshot, lo: int, hi: int) -> tuple[pa.Table, pa.Table] | None:
+    """The add actions an incremental `file_changes(lo, hi)` (lo <= hi) replayed: the older
+    version's for every path the commits between touched, and the newer version's added by
+    those commits; None when the changes were found otherwise (a full replay). The row diff
+    reads its files' actions from them instead of replaying the paths again."""
+    return _compute(obj, lo, hi)[4]
 
 
 def diff_files(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) -> pa.Table:
@@ -451,7 +466,7 @@ def diff(obj: Table | Snapshot, v1: int | None = None, v2: int | None = None) ->
     `v2` defaults to the snapshot's (or latest) version and `v1` to `v2 - 1`.
     """
     v1, v2 = resolve_versions(obj, v1, v2)
-    changes, a, b, _ = _compute(obj, v1, v2)
+    changes, a, b, _, _ = _compute(obj, v1, v2)
     steps = _protocol_steps(table_of(obj), a if a.version < b.version else b, max(v1, v2))
     rows = _file_rows(changes) + _metadata_rows(a, b) + steps + [_cdf_row(table_of(obj), a, b)]
     cols = {f.name: [r[f.name] for r in rows] for f in DIFF_SCHEMA}

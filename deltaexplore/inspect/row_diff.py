@@ -15,7 +15,10 @@ same plan (`deltaexplore.spark.row_diff`).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +33,7 @@ from deltaexplore.core.scan.partition_values import partition_table
 from deltaexplore.core.scan.plan import ScanPlan
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import StorageError
-from deltaexplore.inspect.diff import file_changes, resolve_versions
+from deltaexplore.inspect.diff import file_changes, replayed_adds, resolve_versions
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.schemas import diff_rows_schema
 from deltaexplore.inspect.snapshots import table_of
@@ -43,6 +46,11 @@ __all__ = ["RowDiffPlan", "align", "diff_rows", "net_rows", "plan_row_diff", "sh
 COUNT = "_count"
 CHANGE = "_change"
 CHANGED = "_changed_columns"
+
+#: ``progress(fraction, message)``
+Progress = Callable[[float, str], None]
+#: the share of a row diff's progress that reading the files stands for (comparing the rest)
+READ_SHARE = 0.6
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,7 @@ def plan_row_diff(
     v1, v2 = resolve_versions(obj, v1, v2)
     lo, hi = min(v1, v2), max(v1, v2)
     changes, older, newer, _ = file_changes(obj, lo, hi)
+    replayed = replayed_adds(obj, lo, hi)
     keys = [key] if isinstance(key, str) else list(key or [])
     if not all(isinstance(k, str) for k in keys):
         raise InspectError(f"key must be a column name or a list of them, got {key!r}")
@@ -133,32 +142,50 @@ def plan_row_diff(
     cols = _columns(older, newer, columns)
     change = changes.column("change")
 
-    def adds(snap: Snapshot, kind: str) -> pa.Table:
-        paths = changes.filter(pc.equal(change, kind)).column("path")
-        got = snap.add_actions_for(paths.combine_chunks())
-        order = pc.sort_indices(got.column("path"))
-        return got.take(order)
+    def adds(snap: Snapshot, kind: str, other: str, known: pa.Table | None) -> tuple[pa.Table, pa.Table]:
+        """The add actions at `snap` of the paths changed as `kind` and as `other`, each sorted
+        by path: taken from those `file_changes` replayed (`known`), else one replay of the
+        paths of both."""
+        mask = pc.is_in(change, pa.array([kind, other]))
+        paths = changes.filter(mask).column("path").combine_chunks()
+        if known is not None:
+            got = known.filter(pc.is_in(known.column("path"), paths))
+        else:
+            got = snap.add_actions_for(paths)
+        got = got.take(pc.sort_indices(got.column("path")))
+        kinds = changes.filter(mask)
+        wanted = kinds.filter(pc.equal(kinds.column("change"), kind)).column("path")
+        first = pc.is_in(got.column("path"), wanted.combine_chunks())
+        return got.filter(first), got.filter(pc.invert(first))
 
+    known_old, known_new = replayed if replayed is not None else (None, None)
+    removed, dv_before = adds(older, "removed", "dv_changed", known_old)
+    added, dv_after = adds(newer, "added", "dv_changed", known_new)
     return RowDiffPlan(
         older=older,
         newer=newer,
         columns=cols,
         key=keys,
-        removed=adds(older, "removed"),
-        added=adds(newer, "added"),
-        dv_before=adds(older, "dv_changed"),
-        dv_after=adds(newer, "dv_changed"),
+        removed=removed,
+        added=added,
+        dv_before=dv_before,
+        dv_after=dv_after,
         backwards=v1 > v2,
     )
 
 
-def scan_of(snapshot: Snapshot, files: pa.Table, *, without_dvs: bool = False) -> ScanPlan:
-    """A scan of exactly `files` (add actions of `snapshot`), every column; with `without_dvs`
-    the files' deletion vectors are not applied (every physical row, in file order)."""
+def scan_of(snapshot: Snapshot, files: pa.Table, *, without_dvs: bool = False, names: list[str] | None = None) -> ScanPlan:
+    """A scan of exactly `files` (add actions of `snapshot`): the columns `names` (every column
+    when None); with `without_dvs` the files' deletion vectors are not applied (every physical
+    row, in file order)."""
     if without_dvs:
         i = files.schema.get_field_index("deletionVector")
         files = files.set_column(i, "deletionVector", pa.nulls(files.num_rows, files.schema.field(i).type))
-    return ScanPlan(snapshot, list(snapshot.schema.fields), None, files, partition_table(snapshot, files), files.num_rows)
+    fields = list(snapshot.schema.fields)
+    if names is not None:
+        wanted = set(names)
+        fields = [f for f in fields if f.name in wanted]
+    return ScanPlan(snapshot, fields, None, files, partition_table(snapshot, files), files.num_rows)
 
 
 def align(rows: pa.Table, columns: list[Column], *, older: bool) -> pa.Table:
@@ -195,39 +222,118 @@ def _dv_positions(snapshot: Snapshot, files: pa.Table) -> list[np.ndarray]:
     return out
 
 
-def read_sides(plan: RowDiffPlan) -> tuple[pa.Table, pa.Table]:
-    """(old rows, new rows) in the compared columns, read locally."""
-    old = [align(scan_of(plan.older, plan.removed).to_arrow(), plan.columns, older=True)]
-    new = [align(scan_of(plan.newer, plan.added).to_arrow(), plan.columns, older=False)]
+#: threads reading the files of a piece: one per core (pyarrow decodes each file's columns in
+#: parallel already; more Python threads only cost their start)
+READERS = min(8, os.cpu_count() or 1)
+#: a diff's files are read in pieces of a twentieth of its bytes, at least `MIN_PIECE_BYTES` and
+#: at most `PIECE_BYTES`; `progress` is called between them (a small diff is one piece)
+PIECE_BYTES = 256 * 1024 * 1024
+MIN_PIECE_BYTES = 8 * 1024 * 1024
+
+
+def _pieces(files: pa.Table, total: int) -> list[pa.Table]:
+    """`files` cut into consecutive pieces of about a twentieth of `total` bytes (see `PIECE_BYTES`)."""
+    if files.num_rows == 0:
+        return []
+    piece = max(1, min(PIECE_BYTES, max(MIN_PIECE_BYTES, total // 20)))
+    ends = np.cumsum(np.asarray(files.column("size").to_numpy(zero_copy_only=False), np.int64)) // piece
+    cuts = np.flatnonzero(np.diff(ends)) + 1
+    bounds = [0, *cuts.tolist(), files.num_rows]
+    return [files.slice(a, b - a) for a, b in pairwise(bounds) if b > a]
+
+
+def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.Table, pa.Table]:
+    """(old rows, new rows) in the compared columns, read locally: only those columns, the
+    files of each side in pieces; `progress(fraction of bytes read, message)` is called before
+    and after each piece (an exception it raises stops the read: how a caller cancels)."""
+    total = max(1, plan.bytes)
+    done = 0
+
+    def report(files: pa.Table, what: str) -> None:
+        nonlocal done
+        if progress is not None:
+            progress(min(1.0, done / total), f"read {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB ({what})")
+        if files.num_rows:
+            done += int(pc.sum(files.column("size")).as_py() or 0)
+
+    def read(snapshot: Snapshot, files: pa.Table, *, older: bool, without_dvs: bool = False) -> list[pa.Table]:
+        names = [n for c in plan.columns if (n := (c.older_name if older else c.name)) is not None]
+        out = []
+        for piece in _pieces(files, total):
+            report(piece, "files removed" if older else "files added")
+            rows = scan_of(snapshot, piece, without_dvs=without_dvs, names=names).to_arrow(max_workers=READERS)
+            out.append(align(rows, plan.columns, older=older))
+        return out or [align(pa.table({}), plan.columns, older=older)]
+
+    old = read(plan.older, plan.removed, older=True)
+    new = read(plan.newer, plan.added, older=False)
     if plan.dv_after.num_rows:
         before, after = _dv_positions(plan.older, plan.dv_before), _dv_positions(plan.newer, plan.dv_after)
-        whole = align(scan_of(plan.newer, plan.dv_after, without_dvs=True).to_arrow(), plan.columns, older=False)
+        whole = pa.concat_tables(read(plan.newer, plan.dv_after, older=False, without_dvs=True))
         starts = np.concatenate([[0], np.cumsum(np.asarray(row_counts(plan.newer, plan.dv_after), np.int64))])
         gone = [s + np.setdiff1d(a, b) for s, a, b in zip(starts, after, before)]
         back = [s + np.setdiff1d(b, a) for s, a, b in zip(starts, after, before)]
         old.append(whole.take(pa.array(np.concatenate(gone).astype(np.int64))))
         new.append(whole.take(pa.array(np.concatenate(back).astype(np.int64))))
+    if progress is not None:
+        progress(1.0, f"read {plan.files:,} files, {plan.bytes / 2**20:,.1f} MiB")
     return pa.concat_tables(old), pa.concat_tables(new)
 
 
 def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     """The multiset difference: one row per distinct row whose count differs, with `_count` =
-    copies at the newer side minus copies at the older side (never 0)."""
+    copies at the newer side minus copies at the older side (never 0), in the order rows were
+    read. Rows are grouped by a 64-bit hash of the whole row (`_hashed_groups`, exact: a hash
+    shared by rows that differ falls back on grouping by every column)."""
     both = pa.concat_tables([old, new])
     if both.num_rows == 0:
         return both.append_column(COUNT, pa.array([], pa.int64()))
-    frame = pl.from_arrow(both, rechunk=False)
+    frame = pl.from_arrow(both)  # one chunk: a gather from a file's chunks costs ~4x more
     assert isinstance(frame, pl.DataFrame)
     names = list(frame.columns)
     side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
-    frame = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
-    if names:
-        groups = frame.group_by(names, maintain_order=True).agg(pl.col("__row").first(), pl.col("__side").sum())
+    hashed = _hashed_groups(frame, side) if names else None
+    if not names:
+        first, count = np.zeros(1, np.int64), np.array([int(side.sum())], np.int64)
+    elif hashed is not None:
+        first, count = hashed
     else:
-        groups = pl.DataFrame({"__row": [0], "__side": [int(side.sum())]})
-    groups = groups.filter(pl.col("__side") != 0)
-    rows = both.take(groups.get_column("__row").to_arrow())
-    return rows.append_column(COUNT, groups.get_column("__side").to_arrow().cast(pa.int64()))
+        work = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
+        groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
+        first, count = groups.get_column("__row").to_numpy(), groups.get_column("__side").to_numpy()
+    keep = count != 0
+    first, count = first[keep], count[keep]
+    order = np.argsort(first, kind="stable")
+    rows = both.take(pa.array(first[order].astype(np.int64)))
+    return rows.append_column(COUNT, pa.array(count[order].astype(np.int64)))
+
+
+def _hashed_groups(frame: pl.DataFrame, side: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row of each distinct row, its net count), rows grouped by a 64-bit hash of the
+    whole row: the rows sorted by hash, each compared with the one before it when their hashes
+    are equal (vectorised, on slices); None when two rows that differ share a hash, or a column
+    cannot be hashed or compared."""
+    try:
+        hashes = frame.hash_rows(seed=0).to_numpy()
+    except pl.exceptions.PolarsError:
+        return None
+    order = np.argsort(hashes)
+    sorted_hashes = hashes[order]
+    same = sorted_hashes[1:] == sorted_hashes[:-1]
+    n = len(order)
+    if same.any():
+        by_hash = frame[order]
+        mask = pl.Series(same)
+        for name in by_hash.columns:
+            values = by_hash.get_column(name)
+            try:
+                differs = values.slice(1, n - 1).ne_missing(values.slice(0, n - 1)) & mask
+            except pl.exceptions.PolarsError:
+                return None
+            if differs.any():
+                return None
+    starts = np.flatnonzero(np.concatenate([[True], ~same]))
+    return np.minimum.reduceat(order, starts), np.add.reduceat(side[order], starts)
 
 
 def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str, str]) -> pa.Table:
@@ -313,6 +419,7 @@ def diff_rows(
     *,
     key: str | list[str] | None = None,
     columns: list[str] | None = None,
+    progress: Progress | None = None,
 ) -> pa.Table:
     """The rows that truly differ from version `v1` to `v2` (`schemas.diff_rows_schema`).
 
@@ -325,6 +432,8 @@ def diff_rows(
     version's schema; `columns` limits the comparison to some columns. `v2` defaults to the
     latest (or the snapshot's) version and `v1` to `v2 - 1`; `v1 > v2` diffs backwards. The
     schema metadata says what was read (`read_summary(result)`: files_read, bytes_read).
+    `progress(fraction, message)`, when given, follows the read (`read_sides`, to `READ_SHARE`)
+    and the comparison; an exception it raises stops the diff.
 
     Raises:
         InspectError: bad versions, an unknown key or column, a key repeated among the changed
@@ -332,15 +441,25 @@ def diff_rows(
         StorageError: a data file of either version is gone (vacuumed).
     """
     plan = plan_row_diff(obj, v1, v2, key=key, columns=columns)
+
+    def report(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(fraction, message)
+
     try:
-        old, new = read_sides(plan)
+        old, new = read_sides(plan, lambda f, m: report(READ_SHARE * f, m))
     except StorageError as exc:
         raise StorageError(
             f"the row diff of versions {plan.older.version} and {plan.newer.version} reads the data files that differ "
             f"between them, and one is gone (vacuumed?): {exc}",
             path=exc.path,
         ) from exc
-    return shape_rows(net_rows(old, new), plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
+    report(READ_SHARE, f"comparing {old.num_rows + new.num_rows:,} rows")
+    net = net_rows(old, new)
+    report(0.9, f"{net.num_rows:,} rows differ" + (f": pairing them by {', '.join(plan.key)}" if plan.key else ""))
+    out = shape_rows(net, plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
+    report(1.0, f"{out.num_rows:,} changed rows")
+    return out
 
 
 def plan_meta(plan: RowDiffPlan, engine: str) -> dict[str, str]:

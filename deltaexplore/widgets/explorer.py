@@ -17,6 +17,11 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "prefetch", "req", "version", "tabs"}  (send the tabs the background prepared)
     kernel -> browser  {"type": "prefetch", "req", "version", "states": {tab: "sent"|"pending"|"none"|"stale"}}
     browser -> kernel  {"type": "preview"|"run", "op", "params"}, {"type": "advise"} and {"type": "refresh"}
+    browser -> kernel  {"type": "diff_rows", "from", "to", "key"} and {"type": "diff_rows_cancel"}
+
+The Diff tab's Rows view (`diff_rows_data`) runs `inspect.diff_rows` as a job on its own thread
+(`TableView.jobs`): the kernel keeps answering while it reads, its progress (bytes read) is in
+`diff_rows_data`, and a cancel, or a newer request, stops it between two pieces of files.
 
 Follow (`follow` trait, the header's toggle): a `core.follow.Follower` polls the log on its own
 thread; each new version extends the slider (and moves to it when the latest was shown), reloads
@@ -32,6 +37,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import CancelledError, Future
 from typing import Any
 
 import anywidget
@@ -112,6 +118,9 @@ class Explorer(anywidget.AnyWidget):
     layout_data = t.Dict().tag(sync=True)
     dv_data = t.Dict().tag(sync=True)
     diff_data = t.Dict().tag(sync=True)
+    #: the Diff tab's Rows view: {"from", "to", "key", "state": loading|ready|error|cancelled,
+    #: "progress", "message", "files_read", "bytes_read", "counts", "rows" (a row source)}
+    diff_rows_data = t.Dict().tag(sync=True)
     health_data = t.Dict().tag(sync=True)
     maintenance = t.Dict().tag(sync=True)
 
@@ -149,6 +158,7 @@ class Explorer(anywidget.AnyWidget):
         self._loaded: set[str] = set()
         self._sources: OrderedDict[str, RowSource] = OrderedDict()
         self._choosing = False
+        self._rows_job = 0
         self._follower: Follower | None = None
         self._follow_interval = follow_interval
         self._follow_lock = threading.Lock()
@@ -412,6 +422,9 @@ class Explorer(anywidget.AnyWidget):
 
     @t.observe("diff_from", "diff_to")
     def _diff_changed(self, change: dict[str, Any]) -> None:
+        rows = self.diff_rows_data
+        if rows.get("state") == "loading" and (rows.get("from"), rows.get("to")) != (self.diff_from, self.diff_to):
+            self.cancel_diff_rows()  # a row diff of the pair left is no longer wanted
         if self.tab == "diff" or "diff" in self._loaded:
             with self.view.user():
                 self._load("diff", force=True)
@@ -435,8 +448,13 @@ class Explorer(anywidget.AnyWidget):
             self.refresh()
         elif kind == "advise":
             self.advise()
+        elif kind == "diff_rows":
+            key = content.get("key")
+            self.diff_rows(content.get("from"), content.get("to"), key=key if key else None)
+        elif kind == "diff_rows_cancel":
+            self.cancel_diff_rows()
         elif kind == "preview":
-            self.preview(str(content.get("op")), **(content.get("params") or {}))
+            self.preview(str(content.get("op")), advice=content.get("advice"), **(content.get("params") or {}))
         elif kind == "run":
             self.run(str(content.get("op")), **(content.get("params") or {}))
 
@@ -539,6 +557,7 @@ class Explorer(anywidget.AnyWidget):
         view = self.__dict__.get("view")  # None when the constructor failed (closed on collection)
         if view is not None:
             view.background.close()
+            view.jobs.close()
         super().close()
 
     def refresh(self) -> None:
@@ -569,14 +588,80 @@ class Explorer(anywidget.AnyWidget):
         self._guard("advise", do)
         return cards
 
+    def diff_rows(self, v1: Any = None, v2: Any = None, *, key: str | list[str] | None = None) -> Future[Any]:
+        """Start the net row diff of `v1` -> `v2` (default: the Diff tab's pair) in the Rows
+        view; returns the job's future (its result: `diff_rows_data`). A running row diff is
+        cancelled first: the newest request wins."""
+        a = self.diff_from if v1 is None else v1
+        b = self.diff_to if v2 is None else v2
+        keys = [key] if isinstance(key, str) else list(key or [])
+        base: dict[str, Any] = {"from": a, "to": b, "key": keys}
+        bad = [x for x in (a, b) if isinstance(x, bool) or not isinstance(x, int)]
+        if bad or not all(isinstance(k, str) and k for k in keys):
+            why = f"a row diff needs two versions and column names, got {a!r}, {b!r}, key {key!r}"
+            self.diff_rows_data = {**base, "state": "error", "error": why}
+            failed: Future[Any] = Future()
+            failed.set_exception(InvalidArgumentError(why))
+            return failed
+        self.cancel_diff_rows(state=None)
+        self._rows_job += 1
+        token = self._rows_job
+        jobs = self.view.jobs
+        shown = {"at": 0.0}
+
+        def progress(fraction: float, message: str) -> None:
+            jobs.pause()  # raises once cancelled: the read stops between two pieces
+            now = time.monotonic()
+            if fraction >= 1.0 or now - shown["at"] >= 0.2:
+                shown["at"] = now
+                self.diff_rows_data = {**base, "state": "loading", "progress": fraction, "message": message}
+
+        def job() -> dict[str, Any]:
+            data, source = self.view.diff_rows(a, b, keys, progress)
+            jobs.pause()
+            data["rows"] = self._register(f"diff_rows@{a}-{b}:{','.join(keys)}", source)
+            data["state"] = "ready"
+            return data
+
+        def finished(future: Future[Any]) -> None:
+            if token != self._rows_job:
+                return  # cancelled, or a newer request owns the view
+            try:
+                self.diff_rows_data = future.result()
+            except CancelledError:
+                self.diff_rows_data = {**base, "state": "cancelled"}
+            except DeltaExploreError as exc:
+                self.diff_rows_data = {**base, "state": "error", "error": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - a bug must show in the widget
+                _log.exception("deltaexplore explorer: the row diff failed")
+                self.diff_rows_data = {
+                    **base,
+                    "state": "error",
+                    "error": f"unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)",
+                }
+
+        self.diff_rows_data = {**base, "state": "loading", "progress": 0.0, "message": "planning: which files differ"}
+        future = jobs.submit(("diff_rows", token), job)
+        future.add_done_callback(finished)
+        return future
+
+    def cancel_diff_rows(self, *, state: str | None = "cancelled") -> None:
+        """Stop a running row diff (between two pieces of files); the Rows view says so."""
+        self._rows_job += 1  # the job's own ending no longer writes the view
+        dropped = self.view.jobs.cancel(lambda key: not (isinstance(key, tuple) and key[0] == "diff_rows"))
+        if dropped and state is not None:
+            self.diff_rows_data = {**self.diff_rows_data, "state": state}
+
     def _restore_default(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
         """RESTORE without a version restores the version the explorer shows."""
         if op == "restore" and params.get("version") is None:
             return {**params, "version": int(self.version)}
         return params
 
-    def preview(self, op: str, **params: Any) -> dict[str, Any]:
-        """Preview a maintenance operation (shown in the maintenance tab, and returned)."""
+    def preview(self, op: str, *, advice: Any = None, **params: Any) -> dict[str, Any]:
+        """Preview a maintenance operation (shown in the maintenance tab, and returned).
+        `advice`: the rank of the advice card it comes from (its run is then checked against
+        the card's prediction)."""
         result: dict[str, Any] = {}
         params = self._restore_default(op, params)
 
@@ -587,6 +672,7 @@ class Explorer(anywidget.AnyWidget):
                 "selected": op,
                 "preview": result,
                 "params": params,
+                "advice_rank": advice if isinstance(advice, int) and not isinstance(advice, bool) else None,
                 "result": None,
                 "progress": 0,
             }
@@ -615,6 +701,18 @@ class Explorer(anywidget.AnyWidget):
                 f"version {outcome['version_before']} -> {outcome['version_after']}",
                 "metrics": outcome.get("result"),
             }
+            self._check_advice(outcome)
 
         self._guard(f"run {op}", do)
         return outcome
+
+    def _check_advice(self, outcome: dict[str, Any]) -> None:
+        """After an advice card's operation ran: its prediction next to what the new version
+        measures (`inspect.check_advice`, as `advise(check=True)`), on the card."""
+        m = self.maintenance
+        rank = m.get("advice_rank")
+        if rank is None or outcome["version_after"] == outcome["version_before"]:
+            return
+        check = self.view.advice_check(outcome["version_after"])
+        cards = [{**c, "check": check} if c.get("rank") == rank else c for c in m.get("advice") or []]
+        self.maintenance = {**m, "advice": cards, "advice_rank": None}

@@ -89,13 +89,21 @@ def parse_filter(spec: Any, columns: list[str]) -> tuple[str, tuple[tuple[str, f
     return text.strip(), tuple(ranges)
 
 
+def _as_text(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A column as text for the filter box: strings as they are, other scalars cast."""
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return values
+    return pc.cast(values, pa.string())
+
+
 @dataclass
 class RowSource:
     """One table behind a grid.
 
     Args:
         table: the rows (an inspection table, or a selection of its columns).
-        search_columns: string columns the filter text is matched against (case-insensitive).
+        search_columns: columns the filter text is matched against (case-insensitive; a column
+            of numbers, dates or times as its text).
         default_sort: the order when the grid asks for none.
         code: the Python expression that returns this table (shown by "copy code").
         name: the export's file name stem.
@@ -140,7 +148,7 @@ class RowSource:
         if text and self.search_columns:
             needle = text.lower()
             for c in self.search_columns:
-                hit = pc.fill_null(pc.match_substring(self.table.column(c), needle, ignore_case=True), False)
+                hit = pc.fill_null(pc.match_substring(_as_text(self.table.column(c)), needle, ignore_case=True), False)
                 mask = hit if mask is None else pc.or_(mask, hit)
         for col, lo, hi in ranges:
             values = self.table.column(col)

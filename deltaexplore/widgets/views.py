@@ -22,10 +22,13 @@ import pyarrow.compute as pc
 
 from deltaexplore import inspect
 from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, InvalidArgumentError, UnsupportedFeatureError
+from deltaexplore.inspect.advise import check_advice
 from deltaexplore.inspect.deletion_vectors import storage_names
+from deltaexplore.inspect.diff import file_changes
 from deltaexplore.inspect.files import files_ready, small_file_threshold
 from deltaexplore.inspect.layout import clustering_columns
 from deltaexplore.inspect.layout_density import file_positions
+from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.inspect.snapshots import remember, snapshot_of
 from deltaexplore.inspect.streaming import (
     FILE_LIST_COLUMNS,
@@ -158,6 +161,8 @@ class TableView:
         self._preparing = threading.Lock()
         #: work ahead of the user, which gives way to the user's requests (`user()`)
         self.background = Background()
+        #: long work a user started (a row diff): off the kernel's message thread, cancellable
+        self.jobs = Background(name="deltaexplore-job")
 
     # -- time ------------------------------------------------------------------------------
     @property
@@ -705,7 +710,9 @@ class TableView:
             # the diff replays the older version for the paths the commits between touched alone)
         changes = inspect.diff(self.table, v1, v2)
         files = inspect.diff_files(self.table, v1, v2)
-        out = {"from": v1, "to": v2, "changes": to_ipc(changes)}
+        newer = file_changes(self.table, min(v1, v2), max(v1, v2))[2]
+        columns = newer.schema.names if newer.has_metadata else []  # the Rows view's key choices
+        out = {"from": v1, "to": v2, "changes": to_ipc(changes), "columns": columns}
         source = RowSource(
             with_partition_values(
                 files.select(
@@ -727,6 +734,42 @@ class TableView:
             code=f"dx.open_table({self.table.uri!r}).inspect.diff_files({v1}, {v2})",
             name=f"diff_files_v{v1}_v{v2}",
         )
+        return out, source
+
+    def diff_rows(
+        self, v1: int, v2: int, key: list[str] | None = None, progress: Callable[[float, str], None] | None = None
+    ) -> tuple[dict[str, Any], RowSource]:
+        """`inspect.diff_rows` of v1 -> v2 (keyed by `key` when given): what it read, the count
+        of each change, and the rows (filtered on the key columns, or on every scalar column
+        without a key). `progress` follows the read; an exception it raises stops it."""
+        result = inspect.diff_rows(self.table, v1, v2, key=key or None, progress=progress)
+        read = read_summary(result)
+        counts = {str(c["values"]): int(c["counts"]) for c in pc.value_counts(result.column("_change")).to_pylist()}
+        if key:
+            search = tuple(key)
+        else:
+            search = tuple(
+                f.name
+                for f in result.schema
+                if not f.name.startswith("_") and not pa.types.is_nested(f.type) and not pa.types.is_binary(f.type)
+            )
+        keyword = f", key={key[0]!r}" if key and len(key) == 1 else f", key={key!r}" if key else ""
+        source = RowSource(
+            result,
+            search_columns=search,
+            code=f"dx.open_table({self.table.uri!r}).inspect.diff_rows({v1}, {v2}{keyword})",
+            name=f"diff_rows_v{v1}_v{v2}",
+        )
+        out = {
+            "from": v1,
+            "to": v2,
+            "key": list(key or []),
+            "files_read": read.get("files_read"),
+            "bytes_read": read.get("bytes_read"),
+            "engine": read.get("engine"),
+            "counts": counts,
+            "total": result.num_rows,
+        }
         return out, source
 
     # -- log health ------------------------------------------------------------------------
@@ -753,6 +796,23 @@ class TableView:
             "status_counts": counts,
             "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
         }
+
+    def advice_check(self, version: int) -> dict[str, Any]:
+        """What `inspect.advise(check=True)` says at `version` (the newest OPTIMIZE / REORG up to
+        it: the prediction made before it against what it measures), when `version` is that
+        commit; else why there is nothing to check."""
+        try:
+            rows = check_advice(self.table, version=version)
+        except DeltaExploreError as exc:
+            return {"version": version, "rows": [], "note": str(exc)}
+        if rows.num_rows == 0 or rows.column("version_after")[0].as_py() != version:
+            return {"version": version, "rows": [], "note": f"version {version} is no OPTIMIZE or REORG: nothing to check"}
+        out = rows.to_pylist()
+        for row in out:
+            for k, v in row.items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    row[k] = None
+        return {"version": version, "rows": out}
 
     def advice(self) -> list[dict[str, Any]]:
         """`inspect.advise` of the latest version as JSON-safe cards (NaN as null, parameters

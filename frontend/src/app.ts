@@ -42,11 +42,11 @@ const FACTORIES: Record<string, (ctx: Ctx) => Tab> = {
 /** Which tab draws from which trait. */
 const TRAITS: Record<string, string[]> = {
   overview: ['overview_data'],
-  history: ['history_data', 'version'],
+  history: ['history_data', 'version', 'maintenance'],
   files: ['files_data'],
   layout: ['layout_data', 'layout_column'],
   dv: ['dv_data'],
-  diff: ['diff_data', 'diff_from', 'diff_to', 'history_data', 'min_version', 'max_version'],
+  diff: ['diff_data', 'diff_from', 'diff_to', 'history_data', 'min_version', 'max_version', 'diff_rows_data'],
   health: ['health_data'],
   maintenance: ['maintenance'],
 };

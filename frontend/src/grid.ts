@@ -95,6 +95,8 @@ export interface ColumnOptions {
   pinned?: 'left' | 'right';
   /** extra class per cell value (e.g. added/removed in a diff) */
   cellClass?: (value: unknown, row: Row) => string | null;
+  /** the text a value shows as (in place of its unit's format; sorting and exports keep the value) */
+  format?: (value: unknown) => string;
 }
 
 export interface GridOptionsLite {
@@ -268,8 +270,11 @@ function columnDef(spec: ColumnSpec, opt: ColumnOptions, decision: Decision | un
     def.flex = opt.flex ?? 1;
     def.minWidth = opt.minWidth ?? 72;
   }
-  const render = renderer(unit, decision, fonts);
-  if (render) def.cellRenderer = render;
+  const render = opt.format ? undefined : renderer(unit, decision, fonts);
+  if (opt.format) {
+    const format = opt.format;
+    def.valueFormatter = (p: ValueFormatterParams) => format(p.value);
+  } else if (render) def.cellRenderer = render;
   else if (unit === 'number' && /^(double|float|halffloat)/i.test(f.type))
     def.valueFormatter = (p: ValueFormatterParams) => (typeof p.value === 'number' ? humanFloat(p.value) : formatValue(unit, p.value));
   else def.valueFormatter = (p: ValueFormatterParams) => formatValue(unit, p.value);
@@ -513,6 +518,8 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     columnDefs: colDefs(),
     defaultColDef: { sortable: true, resizable: true, suppressMovable: false },
     ensureDomOrder: true,
+    // a column named `after.amount` (the row diff's) is that column, not a path into the row
+    suppressFieldDotNotation: true,
     enableCellTextSelection: true,
     suppressDragLeaveHidesColumns: true,
     tooltipShowDelay: 400,

@@ -429,9 +429,7 @@ def test_the_other_partitions_bar_tells_its_totals_on_hover(page, lab):
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     tip = page.locator(".dxe-tooltip.dxe-tooltip-visible")
     tip.wait_for(timeout=10_000)
-    rows = dict(
-        tuple(cell.strip() for cell in row.split("\t", 1)) for row in tip.inner_text().splitlines() if "\t" in row
-    )
+    rows = dict(tuple(cell.strip() for cell in row.split("\t", 1)) for row in tip.inner_text().splitlines() if "\t" in row)
     assert rows["date"] == f"{len(rest):,} others (mean)", rows
     assert rows["partitions"] == f"{len(rest):,}"
     assert rows["files"] == f"{sum(p['files'] for p in rest):,}"

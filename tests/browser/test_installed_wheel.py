@@ -164,7 +164,11 @@ def test_the_sdist_carries_both_bundles_and_builds_without_nodejs(clone, wheel, 
     (sdist,) = sdist_dir.glob("deltaexplore-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert {"deltaexplore/widgets/static/explorer.js", "extension/install.json", "extension/build/deltaexplore-jupyterlab/package.json"} <= names
+    assert {
+        "deltaexplore/widgets/static/explorer.js",
+        "extension/install.json",
+        "extension/build/deltaexplore-jupyterlab/package.json",
+    } <= names
     assert not [n for n in names if n.startswith(("frontend/", "extension/src", "extension/package.json"))]
     out = tmp_path_factory.mktemp("wheel-from-sdist")
     env = _env_without_node(tmp_path_factory.mktemp("path"))
@@ -180,7 +184,9 @@ def test_the_sdist_carries_both_bundles_and_builds_without_nodejs(clone, wheel, 
 
 def test_installed_with_the_notebook_extra_both_extensions_are_enabled(venv, tmp_path):
     labextensions = _jupyter(venv, "labextension", "list", home=tmp_path)
-    assert re.search(rf"deltaexplore-jupyterlab v{re.escape(deltaexplore.__version__)} enabled OK \(python, deltaexplore\)", labextensions), labextensions
+    assert re.search(
+        rf"deltaexplore-jupyterlab v{re.escape(deltaexplore.__version__)} enabled OK \(python, deltaexplore\)", labextensions
+    ), labextensions
     assert str(venv / "share" / "jupyter" / "labextensions") in labextensions
     server = _jupyter(venv, "server", "extension", "list", home=tmp_path)
     assert re.search(r"deltaexplore\.labserver enabled", server) and re.search(r"deltaexplore\.labserver\s+OK", server), server

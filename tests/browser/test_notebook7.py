@@ -34,6 +34,7 @@ ERROR_OUTPUTS = (
     " .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
 )
 
+
 def _errors(watch: Watch) -> list[str]:
     return [e for e in watch.errors if not NOTEBOOK7_OWN.match(e)]
 
@@ -141,7 +142,9 @@ def test_the_tour_runs_in_notebook7(page, notebook7, shots):
     drawn_chart(open_tab(page, explorer, "History"))
     history = page.locator(".jp-Notebook table.dx-grid")  # `%delta history -n 5`, a formatted table
     assert history.count() == 1 and history.locator("tbody tr").count() == 5
-    printed = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']").all_text_contents())
+    printed = "\n".join(
+        page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']").all_text_contents()
+    )
     assert "OPTIMIZE" in printed and "region=" in printed  # the tables the tour prints
     svg = page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type='image/svg+xml'] img")
     assert svg.count() == 1 and svg.evaluate("img => img.naturalWidth") > 100  # the static chart

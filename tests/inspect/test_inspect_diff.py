@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
 from inspect_tables import build_history_table
@@ -95,9 +96,18 @@ def test_incremental_equals_full(history_table):
     table, _ = history_table
     for lo, hi in [(0, 1), (0, 2), (0, 3), (1, 3), (2, 3)]:
         a, b = table.snapshot(lo), table.snapshot(hi)
-        inc = _to_arrow(_incremental(table, a, b, _range_files(table, lo, hi)))
+        frame, (older, newer) = _incremental(table, a, b, _range_files(table, lo, hi))
+        inc = _to_arrow(frame)
         full = _to_arrow(_full(a, b))
         assert inc.to_pylist() == full.to_pylist(), (lo, hi)
+        # the adds it replayed on the way (what the row diff reads): the older version's of every
+        # touched path, and the newer version's of every path added or given another DV
+        changed = [r["path"] for r in inc.to_pylist() if r["change"] != "removed"]
+        assert sorted(newer.column("path").to_pylist()) == sorted(changed)
+        want = b.add_actions_for(pa.array(changed, pa.string())).select(newer.column_names)
+        assert sorted(newer.to_pylist(), key=str) == sorted(want.to_pylist(), key=str)
+        touched = older.column("path")
+        assert sorted(older.to_pylist(), key=str) == sorted(a.add_actions_for(touched).to_pylist(), key=str)
 
 
 def test_full_path_when_commits_are_gone(tmp_path):
@@ -112,12 +122,12 @@ def test_full_path_when_commits_are_gone(tmp_path):
     table = dx.open_table(str(dst))
     expected = _to_arrow(_full(table.snapshot(10), table.snapshot(40))).to_pylist()
     assert expected  # the versions differ
-    _, _, _, method = _compute(table, 10, 40)
+    _, _, _, method, _ = _compute(table, 10, 40)
     assert method == "incremental"
     for v in range(11, 40):
         (dst / "_delta_log" / f"{v:020d}.json").unlink()
     table = dx.open_table(str(dst))
-    changes, _, _, method = _compute(table, 10, 40)
+    changes, _, _, method, _ = _compute(table, 10, 40)
     assert method == "full"
     assert changes.to_pylist() == expected
 
@@ -147,7 +157,7 @@ def test_corpus_incremental_matches_full_replay(root, lo, hi):
         files = _range_files(table, lo, hi)
         if files is None:
             pytest.skip("commits of the range were cleaned up")
-        inc = _to_arrow(_incremental(table, a, b, files)).to_pylist()
+        inc = _to_arrow(_incremental(table, a, b, files)[0]).to_pylist()
         full = _to_arrow(_full(a, b)).to_pylist()
     assert [r["path"] for r in inc] == [r["path"] for r in full]
     for x, y in zip(inc, full):

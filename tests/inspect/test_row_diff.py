@@ -279,3 +279,44 @@ def test_corpus_matches_brute_force(root, lo, hi):
             pytest.skip(f"versions not readable whole: {exc}")
         got = diff_rows(table, lo, hi)
     assert as_counter(got) == expected
+
+
+def test_progress_pieces_and_stop(cow_table, monkeypatch):
+    """`progress` follows the read piece by piece up to 1.0; an exception it raises stops the diff."""
+    import deltaexplore.inspect.row_diff as rd
+
+    monkeypatch.setattr(rd, "PIECE_BYTES", 1)  # every file its own piece
+    monkeypatch.setattr(rd, "MIN_PIECE_BYTES", 1)
+    seen = []
+    got = diff_rows(cow_table, 0, 7, progress=lambda f, m: seen.append((f, m)))
+    assert as_counter(got) == brute_force(cow_table, 0, 7)
+    fractions = [f for f, _ in seen]
+    files = read_summary(got)["files_read"]
+    # one report before each file (a piece), one when read, then comparing, pairing, done
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(seen) == files + 4
+    assert "comparing" in seen[-3][1] and seen[-1][1] == f"{got.num_rows:,} changed rows"
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def stop(f, m):
+        calls.append(f)
+        if len(calls) == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        diff_rows(cow_table, 0, 7, progress=stop)
+    assert len(calls) == 3
+
+
+def test_hash_collisions_fall_back_on_every_column(cow_table, dv_table, monkeypatch):
+    """Rows are grouped by a hash of the row; rows that differ under one hash are grouped by
+    every column: a hash that collides for every row still gives the exact result."""
+    import polars as pl
+
+    expected = {(t, v1, v2): as_counter(diff_rows(t, v1, v2)) for t, v1, v2 in ((cow_table, 0, 3), (dv_table, 1, 7))}
+    monkeypatch.setattr(pl.DataFrame, "hash_rows", lambda self, seed=0: pl.Series("h", [7] * self.height, pl.UInt64))
+    for (t, v1, v2), want in expected.items():
+        assert as_counter(diff_rows(t, v1, v2)) == want == brute_force(t, v1, v2)

@@ -13,6 +13,7 @@ from ipywidgets.widgets.widget import _remove_buffers
 
 import deltaexplore as dx
 from deltaexplore import inspect
+from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.widgets import Explorer, explore, maintenance
 from deltaexplore.widgets.arrow_ipc import from_ipc
 
@@ -722,3 +723,179 @@ def test_advice_cards_preview_and_run_with_their_parameters(tmp_path):
     finally:
         maintenance._REGISTERED.clear()
     assert w.error == "" and dx.open_table(path).snapshot().num_files == first["files_after"]
+
+
+def _rows_done(w: Explorer, timeout: float = 60.0) -> dict:
+    """The Rows view once its job ended (it runs on its own thread)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while w.diff_rows_data.get("state") == "loading" and time.monotonic() < end:
+        time.sleep(0.02)
+    return w.diff_rows_data
+
+
+@pytest.fixture
+def keyed(tmp_path) -> str:
+    """v0 200 rows in 10 files, v1 UPDATE of 15, v2 DELETE of 5, v3 an append of 10 (unique ids)."""
+    from deltaexplore.core.operations import delete, update, write_table
+
+    path = str(tmp_path / "keyed")
+    ids = pa.array(range(200), pa.int64())
+    data = pa.table({"id": ids, "amount": pc.multiply(ids, 1.5), "name": pc.cast(ids, pa.string())})
+    write_table(path, data, max_rows_per_file=20, configuration={"delta.enableDeletionVectors": "false"})
+    update(path, {"name": "'changed'"}, "id < 15")
+    delete(path, "id between 100 and 104")
+    more = pa.array(range(300, 310), pa.int64())
+    write_table(path, pa.table({"id": more, "amount": pc.multiply(more, 1.5), "name": pc.cast(more, pa.string())}))
+    return path
+
+
+def test_diff_rows_view_runs_as_a_job_and_agrees_with_inspect(keyed):
+    sales = keyed
+    w = explore(sales, tab="diff")
+    states: list[str] = []
+    w.observe(lambda ch: states.append(ch["new"].get("state")), names="diff_rows_data")
+    w._on_custom_msg(w, {"type": "diff_rows", "from": 0, "to": 3, "key": "id"}, [])  # the Rows view's button
+    data = _rows_done(w)
+    assert states[0] == "loading" and data["state"] == "ready", data
+    expected = inspect.diff_rows(dx.open_table(sales), 0, 3, key="id")
+    read = read_summary(expected)
+    assert (data["from"], data["to"], data["key"], data["total"]) == (0, 3, ["id"], expected.num_rows)
+    assert data["counts"] == {"update": 15, "delete": 5, "insert": 10}
+    assert (data["files_read"], data["bytes_read"]) == (read["files_read"], read["bytes_read"]) and data["bytes_read"] > 0
+    kinds = expected.column("_change").to_pylist()
+    assert data["counts"] == {k: kinds.count(k) for k in set(kinds)}
+    replies = Replies(w)
+    total, got = replies.rows(data["rows"], end=1000)
+    assert total == expected.num_rows and [r["id"] for r in got] == expected.column("id").to_pylist()
+    # filter by key: the key's text (an integer column) matched as the grid's filter box sends it
+    some = str(expected.column("id")[0].as_py())
+    total, got = replies.rows(data["rows"], end=1000, filter={"text": some})
+    assert total == sum(some in str(k) for k in expected.column("id").to_pylist()) and all(some in str(r["id"]) for r in got)
+    reply, buffers = replies.ask("export", source=data["rows"]["id"], format="csv", sort=[], filter={"text": some})
+    assert reply["filename"] == "diff_rows_v0_v3.csv" and buffers[0].count(b"\n") == total + 1
+    assert "diff_rows(0, 3, key='id')" in data["rows"]["code"]
+    # without a key: whole rows, counted (the filter matches any scalar column)
+    w.diff_rows(0, 2).result(timeout=60)
+    data = _rows_done(w)
+    plain = inspect.diff_rows(dx.open_table(sales), 0, 2)
+    assert data["counts"] == {"insert": 15, "delete": 20}
+    assert data["state"] == "ready" and data["key"] == [] and data["total"] == plain.num_rows
+    # a bad key is said in the view, not raised at the browser
+    w._on_custom_msg(w, {"type": "diff_rows", "from": 0, "to": 3, "key": "nope"}, [])
+    data = _rows_done(w)
+    assert data["state"] == "error" and "nope" in data["error"] and "columns:" in data["error"]
+
+
+def test_diff_rows_reports_progress_and_cancels_between_pieces(sales, monkeypatch):
+    import threading
+    import time
+
+    import deltaexplore.inspect.row_diff as rd
+
+    monkeypatch.setattr(rd, "PIECE_BYTES", 1)  # one file a piece
+    monkeypatch.setattr(rd, "MIN_PIECE_BYTES", 1)
+    reading = threading.Event()
+    release = threading.Event()
+    scan = rd.scan_of
+    calls = []
+
+    def slow_scan(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(0.25)  # past the view's 0.2 s between two progress updates
+        if len(calls) == 2:
+            reading.set()
+            release.wait(30)
+        return scan(*args, **kwargs)
+
+    monkeypatch.setattr(rd, "scan_of", slow_scan)
+    w = explore(sales, tab="diff")
+    seen: list[dict] = []
+    w.observe(lambda ch: seen.append(dict(ch["new"])), names="diff_rows_data")
+    future = w.diff_rows(0, 7)
+    assert reading.wait(30)  # the job reads its second piece; the kernel is free meanwhile
+    assert w.diff_rows_data["state"] == "loading" and "read" in w.diff_rows_data["message"]
+    w._on_custom_msg(w, {"type": "diff_rows_cancel"}, [])  # the Cancel button
+    assert w.diff_rows_data["state"] == "cancelled"
+    release.set()
+    with pytest.raises(Exception, match="cancelled"):
+        future.result(timeout=30)
+    assert w.diff_rows_data["state"] == "cancelled" and "rows" not in w.diff_rows_data
+    assert len(calls) == 2  # stopped before the next piece
+    assert any(s.get("state") == "loading" and 0 < s.get("progress", 0) < 1 for s in seen)
+    # a new request runs to the end
+    monkeypatch.setattr(rd, "scan_of", scan)
+    w.diff_rows(0, 7).result(timeout=60)
+    assert _rows_done(w)["state"] == "ready"
+
+
+def test_restore_to_a_history_commit_through_the_maintenance_path(tmp_path):
+    """History's "Restore to this version": the same preview and run as the Maintenance tab's
+    RESTORE, for the commit's version while the explorer shows the latest."""
+    import demo_tables
+
+    path = demo_tables.build_sales(tmp_path / "sales")
+    w = explore(path, tab="history")
+    assert w.version == 7
+    w._on_custom_msg(w, {"type": "preview", "op": "restore", "params": {"version": 2}}, [])  # the History button
+    m = w.maintenance
+    assert (m["selected"], m["params"]) == ("restore", {"version": 2})
+    assert m["preview"] == maintenance.preview("restore", w.view, version=2)
+    assert (m["preview"]["restore_to_version"], m["preview"]["restorable"]) == (2, True)
+    maintenance.register_runner("restore", "local", maintenance._local_restore)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "restore", "params": m["params"]}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and "version 7 -> 8" in w.maintenance["result"] and w.version == 8
+    assert dx.open_table(path).inspect.diff_rows(2, 8).num_rows == 0
+
+
+def test_an_advice_run_shows_its_prediction_next_to_the_measure(tmp_path):
+    """Run from an advice card: the card gets advise(check=True) of the new version (each
+    metric predicted and measured, within its tolerance); a plain run of the same operation
+    (not from a card) adds no check."""
+    from deltaexplore.core.operations import write_table
+
+    path = str(tmp_path / "adv")
+    for i in range(6):
+        write_table(path, pa.table({"id": pa.array([(i * 7919 + k * 104729) % 10007 for k in range(500)], pa.int64())}))
+    w = explore(path, tab="maintenance")
+    w._on_custom_msg(w, {"type": "advise"}, [])
+    card = w.maintenance["advice"][0]
+    assert card["kind"] == "compaction" and "check" not in card
+    # what the card's Preview button sends, then the panel's Run
+    w._on_custom_msg(w, {"type": "preview", "op": card["operation"], "params": card["parameters"], "advice": card["rank"]}, [])
+    assert w.maintenance["advice_rank"] == card["rank"]
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize", "params": w.maintenance["params"]}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.error == "" and w.version == 6
+    check = w.maintenance["advice"][0]["check"]
+    expected = inspect.advise(dx.open_table(path), check=True).to_pylist()
+    assert check == {"version": 6, "rows": expected} and json.dumps(check)
+    by_metric = {r["metric"]: r for r in check["rows"]}
+    assert by_metric["files"]["predicted"] == card["files_after"] and by_metric["files"]["measured"] == 1
+    assert all(r["within"] for r in check["rows"]) and (by_metric["files"]["version_before"], by_metric["files"]["version_after"]) == (5, 6)
+    assert w.maintenance["advice_rank"] is None
+    assert w.view.advice_check(5) == {
+        "version": 5,
+        "rows": [],
+        "note": "no OPTIMIZE or REORG commit up to version 5: nothing to check",
+    }
+    # the operation's own card (not an advice) previews without an advice rank: its run adds no check
+    for i in range(3):
+        write_table(path, pa.table({"id": pa.array([i], pa.int64())}))
+    w.refresh()
+    w._on_custom_msg(w, {"type": "preview", "op": "optimize"}, [])
+    assert w.maintenance["advice_rank"] is None
+    maintenance.register_runner("optimize", "local", maintenance._local_optimize)
+    try:
+        w._on_custom_msg(w, {"type": "run", "op": "optimize"}, [])
+    finally:
+        maintenance._REGISTERED.clear()
+    assert w.version == 10 and w.maintenance["advice"][0]["check"]["version"] == 6

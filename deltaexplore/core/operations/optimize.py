@@ -154,8 +154,7 @@ def plan_optimize(
     group = partition_groups(snapshot, files)
     if zorder:  # Z-order rewrites whole partitions
         order = np.argsort(group, kind="stable")
-        for idx in np.split(order, np.flatnonzero(np.diff(group[order])) + 1):
-            plan.bins.append(take_rows(files, idx))
+        plan.bins.extend(_bins(files, np.split(order, np.flatnonzero(np.diff(group[order])) + 1)))
         return plan
     cand = np.flatnonzero(must | small)
     cand = cand[np.lexsort((sizes[cand], group[cand]))]  # by partition, smallest first
@@ -170,10 +169,18 @@ def plan_optimize(
         bin_of[k] = current_bin
     if len(cand):
         bounds = np.flatnonzero(np.diff(bin_of)) + 1
-        for idx in np.split(cand, bounds):
-            if len(idx) > 1 or must[idx[0]]:
-                plan.bins.append(take_rows(files, idx))
+        plan.bins.extend(_bins(files, [idx for idx in np.split(cand, bounds) if len(idx) > 1 or must[idx[0]]]))
     return plan
+
+
+def _bins(files: pa.Table, bins: list[np.ndarray]) -> list[pa.Table]:
+    """The add actions of each bin: one take of every bin's rows, then a slice per bin (a take
+    per bin walked the whole files table once per bin: minutes at 1M files)."""
+    if not bins:
+        return []
+    taken = take_rows(files, np.concatenate(bins))
+    ends = np.cumsum([len(b) for b in bins])
+    return [taken.slice(int(end - len(b)), len(b)) for b, end in zip(bins, ends)]
 
 
 def zorder_indices(data: pa.Table, columns: list[str]) -> np.ndarray:

@@ -13,6 +13,7 @@ import type { Ctx, Tab } from '../context';
 import { badge, copyButton, fill, h, kv, note, section } from '../dom';
 import { countNoun, formatValue, humanBytes, humanCount, humanDuration, jsonItems, relativeTime, timestampTitle, toMillis } from '../format';
 import { createGrid } from '../grid';
+import { operationPanel, type Confirming } from './maintenance';
 import { protocolSection } from './protocol';
 import type { IRowNode } from 'ag-grid-community';
 
@@ -311,6 +312,21 @@ export function historyTab(ctx: Ctx): Tab {
   let showBtn: HTMLButtonElement | null = null;
   let detailVersion: number | null = null;
 
+  // -- restore to the selected commit: the Maintenance tab's RESTORE (preview, run, progress) --
+  const restoreBox = h('div', { class: 'dxe-detail-restore', role: 'region', 'aria-label': 'restore to this version' });
+  const confirm: Confirming = { name: null };
+  let restoreKey = '';
+  /** The RESTORE preview or run of the detail's version, when it is the operation selected. */
+  function drawRestore(): void {
+    const m = model.get('maintenance') || {};
+    const op = (m.operations || []).find((o: any) => o.name === 'restore');
+    const mine = op && m.selected === 'restore' && detailVersion !== null && Number(m.params?.version) === detailVersion;
+    const key = mine ? JSON.stringify([detailVersion, m.preview, m.running, m.progress, m.result, m.message]) : '';
+    if (key === restoreKey) return;
+    restoreKey = key;
+    fill(restoreBox, mine ? operationPanel(ctx, op, m, confirm, () => ((restoreKey = ''), drawRestore())) : null);
+  }
+
   function drawShown(): void {
     if (!showBtn || detailVersion === null) return;
     const shown = detailVersion === Number(model.get('version'));
@@ -353,6 +369,16 @@ export function historyTab(ctx: Ctx): Tab {
     const prevBtn = h('button', { type: 'button', class: 'dxe-btn' }, 'Compare with previous');
     prevBtn.disabled = v <= lo;
     prevBtn.addEventListener('click', () => ctx.compare(v - 1, v));
+    const latest = v === Number(model.get('max_version'));
+    const restoreBtn = h(
+      'button',
+      { type: 'button', class: 'dxe-btn', disabled: latest || v < lo, title: latest ? 'this is the latest version' : v < lo ? 'this version can no longer be read' : `preview a RESTORE of the table to version ${v}, then run it` },
+      'Restore to this version',
+    );
+    restoreBtn.addEventListener('click', () => {
+      confirm.name = null;
+      rpc.tell('preview', { op: 'restore', params: { version: v } });
+    });
     const counts = h('div', { class: 'dxe-detail-counts' }, note('Counting the commit’s actions…', 'loading'));
     const raw = h('pre', { class: 'dxe-json' }, 'loading…');
     const who = row.user_name ?? row.user_id;
@@ -367,7 +393,9 @@ export function historyTab(ctx: Ctx): Tab {
         h('span', { class: 'dxe-spacer' }),
         showBtn,
         prevBtn,
+        restoreBtn,
       ),
+      restoreBox,
       h(
         'div',
         { class: 'dxe-detail-body' },
@@ -393,6 +421,8 @@ export function historyTab(ctx: Ctx): Tab {
       ),
       h('details', { class: 'dxe-raw' }, h('summary', null, 'Full commitInfo (JSON)'), h('div', { class: 'dxe-raw-tools' }, copyButton(() => raw.textContent || '', 'copy commitInfo JSON')), raw),
     );
+    restoreKey = '';
+    drawRestore();
     const mine = ++detailToken;
     rpc
       .request('commit', { version: v })
@@ -462,6 +492,7 @@ export function historyTab(ctx: Ctx): Tab {
     el,
     changed: (name) => {
       if (name === 'history_data') draw();
+      else if (name === 'maintenance') drawRestore();
       else if (name === 'version') {
         markCurrentRow();
         drawShown();

@@ -3,7 +3,7 @@
 // only moves forward, and the operation's metrics when it is done.
 import type { Ctx, Tab } from '../context';
 import { fill, h, kv, note, pill } from '../dom';
-import { countNoun, formatValue, humanBytes, jsonItems } from '../format';
+import { countNoun, formatValue, humanBytes, humanCount, jsonItems, plural } from '../format';
 
 /** A display unit for a preview/result key (`bytes_to_free` -> bytes, `files_after` -> count). */
 export function keyUnit(key: string): string {
@@ -17,6 +17,7 @@ export function keyUnit(key: string): string {
 
 function valueNode(key: string, value: unknown): Node | string {
   if (value === null || value === undefined) return '–';
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
   if (Array.isArray(value)) {
     if (value.length === 0) return 'none';
     return h('span', { class: 'dxe-chips' }, value.slice(0, 40).map((v) => h('span', { class: 'dxe-chip' }, String(v))), value.length > 40 ? h('span', { class: 'dxe-chip dxe-chip-more' }, `+${value.length - 40}`) : null);
@@ -43,6 +44,103 @@ function change(label: string, unit: string, before: unknown, after: unknown): s
   return `${label} ${formatValue(unit, before as number)} → ${formatValue(unit, after as number)}`;
 }
 
+/** Which destructive operation waits for its "Yes, run" (shared by a tab's redraws). */
+export interface Confirming {
+  name: string | null;
+}
+
+/** The selected operation of the `maintenance` trait: its preview, Run (confirmed first when it
+ * deletes files), the progress bar, the result and metrics. The one drawing of an operation's
+ * preview and run, for the Maintenance tab and History's "Restore to this version". */
+export function operationPanel(ctx: Ctx, op: any, m: any, confirm: Confirming, redraw: () => void): Array<Node | null> {
+  const parts: Array<Node | null> = [h('h3', { class: 'dxe-section-title' }, `${op.label}: preview`)];
+  if (m.preview) {
+    parts.push(kv(pairs(m.preview)));
+    if (m.preview.bytes_to_free !== undefined || m.preview.bytes_to_rewrite !== undefined) {
+      const b = m.preview.bytes_to_free ?? m.preview.bytes_to_rewrite;
+      const f = m.preview.files_to_delete ?? m.preview.files_to_rewrite;
+      parts.push(note(`${countNoun(f, 'file')}, ${humanBytes(b)}.`, 'hint'));
+    }
+    if (m.preview.restorable === false) {
+      parts.push(note(`${humanCount(m.preview.files_missing)} data ${plural('file', m.preview.files_missing)} of version ${m.preview.restore_to_version} no longer exist (VACUUM deleted them): RESTORE cannot bring them back.`, 'error'));
+    }
+  }
+  const blocked = m.preview?.restorable === false;
+  const run = h('button', { type: 'button', class: `dxe-btn ${op.destructive ? 'dxe-btn-danger' : 'dxe-btn-primary'}`, disabled: !op.available || !!m.running || blocked }, `Run ${op.label}`);
+  run.addEventListener('click', () => {
+    if (op.destructive && confirm.name !== op.name) {
+      confirm.name = op.name;
+      redraw();
+      return;
+    }
+    confirm.name = null;
+    ctx.rpc.tell('run', { op: op.name, params: m.params || {} });
+  });
+  if (confirm.name === op.name && !m.running) {
+    const cancel = h('button', { type: 'button', class: 'dxe-btn' }, 'Cancel');
+    cancel.addEventListener('click', () => {
+      confirm.name = null;
+      redraw();
+    });
+    parts.push(h('div', { class: 'dxe-confirm', role: 'alert' }, h('span', null, `${op.label} deletes files for good. Run it?`), run, cancel));
+    run.textContent = `Yes, run ${op.label}`;
+  } else {
+    parts.push(h('div', { class: 'dxe-btn-row' }, run, op.available ? h('span', { class: 'dxe-muted' }, `with ${op.backend}`) : note(op.reason, 'warn')));
+  }
+  if (m.running || (m.progress && m.progress > 0 && !m.result)) {
+    const pct = Math.round(100 * Number(m.progress || 0));
+    parts.push(
+      h(
+        'div',
+        { class: 'dxe-progress-wrap' },
+        h('progress', { class: 'dxe-progress', max: 1, value: Number(m.progress || 0), 'aria-label': `${op.label} progress` }),
+        h('span', { class: 'dxe-progress-text' }, `${pct}% · ${m.message || ''}`),
+      ),
+    );
+  }
+  if (m.result) {
+    parts.push(h('p', { class: 'dxe-note dxe-note-ok', role: 'status' }, String(m.result)));
+    if (m.metrics && typeof m.metrics === 'object') parts.push(h('h4', null, 'Metrics'), kv(pairs(m.metrics)));
+  }
+  return parts;
+}
+
+/** The units of a checked metric (`inspect.check_advice`'s rows). */
+const CHECK_UNITS: Record<string, string> = { files: 'count', bytes: 'bytes', mean_depth: 'number', max_depth: 'number', point_files: 'number' };
+const CHECK_NAMES: Record<string, string> = {
+  files: 'files',
+  bytes: 'bytes',
+  mean_depth: 'mean overlap depth',
+  max_depth: 'max overlap depth',
+  point_files: 'files a point query reads',
+};
+
+/** Predicted vs measured after an advice ran (`advise(check=True)`'s rows): each metric, the
+ * prediction, what the new version measures, the difference and whether it is within tolerance. */
+function checkTable(check: any): HTMLElement {
+  const rows: any[] = check.rows || [];
+  if (!rows.length) return note(`Nothing to check: ${check.note || 'no prediction to compare'}`, 'hint');
+  const head = h('tr', null, ['metric', 'predicted', `measured at version ${check.version}`, 'difference', 'within tolerance'].map((t) => h('th', { scope: 'col' }, t)));
+  const body = rows.map((r) => {
+    const unit = CHECK_UNITS[r.metric] || 'number';
+    return h(
+      'tr',
+      { class: r.within ? 'dxe-check-ok' : 'dxe-check-off' },
+      h('th', { scope: 'row' }, CHECK_NAMES[r.metric] || r.metric),
+      h('td', { class: 'dxe-num' }, formatValue(unit, r.predicted)),
+      h('td', { class: 'dxe-num' }, formatValue(unit, r.measured)),
+      h('td', { class: 'dxe-num' }, r.error === null || r.error === undefined ? '–' : `${r.error >= 0 ? '+' : ''}${(100 * r.error).toFixed(1)}%`),
+      h('td', null, pill(r.within ? 'ok' : 'warn', r.within ? `yes (±${Math.round(100 * r.tolerance)}%)` : `no (±${Math.round(100 * r.tolerance)}%)`)),
+    );
+  });
+  return h(
+    'div',
+    { class: 'dxe-advice-check', role: 'region', 'aria-label': 'predicted vs measured' },
+    h('h4', null, `Predicted vs measured (version ${rows[0].version_before} → ${rows[0].version_after})`),
+    h('table', { class: 'dxe-check-table' }, h('thead', null, head), h('tbody', null, body)),
+  );
+}
+
 export function maintenanceTab(ctx: Ctx): Tab {
   const list = h('div', { class: 'dxe-op-cards', role: 'list' });
   const panel = h('div', { class: 'dxe-op-panel', 'aria-live': 'polite' });
@@ -58,7 +156,6 @@ export function maintenanceTab(ctx: Ctx): Tab {
     list,
     panel,
   );
-  let confirming: string | null = null;
   let cardsKey = '';
   let adviceKey = '';
 
@@ -86,8 +183,8 @@ export function maintenanceTab(ctx: Ctx): Tab {
           ? h('button', { type: 'button', class: 'dxe-btn', disabled: !!m.running, 'aria-label': `Preview advice ${a.rank}: ${a.kind}` }, 'Preview')
           : null;
         preview?.addEventListener('click', () => {
-          confirming = null;
-          ctx.rpc.tell('preview', { op: a.operation, params: a.parameters || {} });
+          confirm.name = null;
+          ctx.rpc.tell('preview', { op: a.operation, params: a.parameters || {}, advice: a.rank });
         });
         return h(
           'li',
@@ -97,6 +194,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
           h('p', { class: 'dxe-op-desc' }, a.reason),
           lines.length ? h('p', { class: 'dxe-muted' }, lines.join(' · ')) : null,
           h('div', { class: 'dxe-btn-row' }, h('code', null, a.action), preview),
+          a.check ? checkTable(a.check) : null,
         );
       }),
     );
@@ -111,7 +209,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
       ops.map((o) => {
         const preview = h('button', { type: 'button', class: 'dxe-btn', disabled: !!m.running }, `Preview ${o.label}`);
         preview.addEventListener('click', () => {
-          confirming = null;
+          confirm.name = null;
           ctx.rpc.tell('preview', { op: o.name });
         });
         return h(
@@ -126,6 +224,8 @@ export function maintenanceTab(ctx: Ctx): Tab {
     );
   }
 
+  const confirm: Confirming = { name: null };
+
   function draw(): void {
     const m = ctx.model.get('maintenance') || {};
     const ops: any[] = m.operations || [];
@@ -136,52 +236,7 @@ export function maintenanceTab(ctx: Ctx): Tab {
       fill(panel);
       return;
     }
-    const parts: Array<Node | null> = [h('h3', { class: 'dxe-section-title' }, `${op.label}: preview`)];
-    if (m.preview) {
-      parts.push(kv(pairs(m.preview)));
-      if (m.preview.bytes_to_free !== undefined || m.preview.bytes_to_rewrite !== undefined) {
-        const b = m.preview.bytes_to_free ?? m.preview.bytes_to_rewrite;
-        const f = m.preview.files_to_delete ?? m.preview.files_to_rewrite;
-        parts.push(note(`${countNoun(f, 'file')}, ${humanBytes(b)}.`, 'hint'));
-      }
-    }
-    const run = h('button', { type: 'button', class: `dxe-btn ${op.destructive ? 'dxe-btn-danger' : 'dxe-btn-primary'}`, disabled: !op.available || !!m.running }, `Run ${op.label}`);
-    run.addEventListener('click', () => {
-      if (op.destructive && confirming !== op.name) {
-        confirming = op.name;
-        draw();
-        return;
-      }
-      confirming = null;
-      ctx.rpc.tell('run', { op: op.name, params: m.params || {} });
-    });
-    if (confirming === op.name && !m.running) {
-      const cancel = h('button', { type: 'button', class: 'dxe-btn' }, 'Cancel');
-      cancel.addEventListener('click', () => {
-        confirming = null;
-        draw();
-      });
-      parts.push(h('div', { class: 'dxe-confirm', role: 'alert' }, h('span', null, `${op.label} deletes files for good. Run it?`), run, cancel));
-      run.textContent = `Yes, run ${op.label}`;
-    } else {
-      parts.push(h('div', { class: 'dxe-btn-row' }, run, op.available ? h('span', { class: 'dxe-muted' }, `with ${op.backend}`) : note(op.reason, 'warn')));
-    }
-    if (m.running || (m.progress && m.progress > 0 && !m.result)) {
-      const pct = Math.round(100 * Number(m.progress || 0));
-      parts.push(
-        h(
-          'div',
-          { class: 'dxe-progress-wrap' },
-          h('progress', { class: 'dxe-progress', max: 1, value: Number(m.progress || 0), 'aria-label': `${op.label} progress` }),
-          h('span', { class: 'dxe-progress-text' }, `${pct}% · ${m.message || ''}`),
-        ),
-      );
-    }
-    if (m.result) {
-      parts.push(h('p', { class: 'dxe-note dxe-note-ok', role: 'status' }, String(m.result)));
-      if (m.metrics && typeof m.metrics === 'object') parts.push(h('h4', null, 'Metrics'), kv(pairs(m.metrics)));
-    }
-    fill(panel, parts);
+    fill(panel, operationPanel(ctx, op, m, confirm, draw));
   }
 
   return { el, changed: () => draw() };

@@ -1,0 +1,90 @@
+"""The maintenance advisor on the 1M-file table against an open: `open_table(p).inspect.advise()`
+vs `open_table(p).snapshot().add_actions()`, each in a fresh process, interleaved.
+
+Usage:
+    python benchmarks/bench_advise.py [--files 1000000] [--runs 3] [--dir benchmarks/tables]
+        [--out benchmarks/results/advise.md]
+
+The table is written once by `gen_many_files.py` (metadata only: a multi-part checkpoint and 20
+commits after it, 1,000 partitions, every 20th file with a deletion vector). The report gives
+each run's seconds, the medians and their ratio. Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+CHILD = """
+import json, sys, time
+import deltaexplore as dx
+path, what = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+if what == "open":
+    dx.open_table(path).snapshot().add_actions()
+    out = {}
+else:
+    r = dx.open_table(path).inspect.advise()
+    out = {"kinds": r.column("kind").to_pylist()}
+out["seconds"] = time.perf_counter() - t0
+print(json.dumps(out))
+"""
+
+
+def run(path: Path, what: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(path), what], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default=os.environ.get("DELTAEXPLORE_BENCH_DIR", str(HERE / "tables")))
+    ap.add_argument("--out", default=str(HERE / "results" / "advise.md"))
+    args = ap.parse_args()
+    path = Path(args.dir) / f"advise_{args.files}"
+    if not (path / "_delta_log").exists():
+        subprocess.run([sys.executable, str(HERE / "gen_many_files.py"), str(path), "--files", str(args.files)], check=True)
+    opens: list[float] = []
+    advises: list[float] = []
+    kinds: list[str] = []
+    for _ in range(args.runs):  # interleaved: the machine's load shifts between runs
+        opens.append(run(path, "open")["seconds"])
+        got = run(path, "advise")
+        advises.append(got["seconds"])
+        kinds = got["kinds"]
+    med = statistics.median
+    lines = [
+        "# The maintenance advisor on the 1M-file table",
+        "",
+        f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, load {os.getloadavg()[0]:.1f} (2 cores shared), "
+        f"`benchmarks/bench_advise.py --files {args.files} --runs {args.runs}`: {args.files:,} files "
+        "(`gen_many_files.py`: multi-part checkpoint, 20 commits, 1,000 partitions, a DV on every 20th file), "
+        "each measurement in a fresh process, interleaved.",
+        "",
+        "| measurement | runs (s) | median s | vs open |",
+        "|---|---|---|---|",
+        f"| open: `open_table(p).snapshot().add_actions()` | {', '.join(f'{x:.1f}' for x in opens)} | {med(opens):.1f} | 1.00x |",
+        f"| `open_table(p).inspect.advise()` (open included) | {', '.join(f'{x:.1f}' for x in advises)} | "
+        f"{med(advises):.1f} | {med(advises) / med(opens):.2f}x |",
+        "",
+        f"Advice given: {', '.join(kinds) or 'none'}.",
+        "",
+        "Target (issue 26): the advisor <= 2x an open.",
+        "",
+    ]
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
