@@ -23,6 +23,13 @@ the median is "one warm open", the unit of the targets. Then, in the browser (pa
 * main-thread long tasks (`PerformanceObserver`, type longtask: tasks over 50 ms) while
   switching tabs, scrolling the file grid and dragging the slider; the longest is reported.
 
+`--early` (issue 23) measures instead what a user does at once: History, Files and Layout clicked
+one after the other from the moment the overview appears (while the background preparation
+runs), each timed from the click until the shown tab's visible text stopped changing for 1 s
+(`_quiet`: nothing busy either; the end is its last change), with the longest main-thread task meanwhile; then one
+slider step back from the overview, timed the same way (targets: a tab <= 0.5 s, no task over
+200 ms, a step <= 10% of a warm open); written to `benchmarks/results/explorer-early.md`.
+
 Targets (issue 13): first render <= 1.2x an open; tab switches <= 0.5 s (layout and diff <= 1x
 an open); one version back <= 1x an open; no long task over 200 ms in those interactions.
 """
@@ -182,11 +189,57 @@ def _frames(page, start: float, end: float) -> list:
     )
 
 
+def _quiet(page, timeout_ms: int = 600_000) -> float:
+    """performance.now() of the last change of the shown tab's and the header's visible text
+    once nothing changed for 1 s and nothing was busy (the explorer's busy mark, a loading note,
+    a grid loading its rows)."""
+    return page.evaluate(
+        """(timeout) => new Promise((resolve, reject) => {
+            const start = performance.now(); let last = start; let seen = null;
+            const tick = () => {
+                const x = document.querySelector('.dxe-explorer');
+                const p = x && x.querySelector('.dxe-panel:not([hidden])');
+                const head = x && x.querySelector('.dxe-commit-line');
+                const busy = !x || x.classList.contains('dxe-busy') || !p || !!p.querySelector('.dxe-note-loading, .ag-overlay-loading-wrapper, .ag-skeleton-container');
+                const now = (p ? p.innerText : '') + '|' + (head ? head.innerText : '');
+                if (now !== seen || busy) { seen = now; last = performance.now(); }
+                if (performance.now() - last >= 1000) resolve(last);
+                else if (performance.now() - start > timeout) reject(new Error('never quiet'));
+                else setTimeout(tick, 20);
+            };
+            tick();
+        })""",
+        timeout_ms,
+    )
+
+
+def _early(page, out: dict) -> None:
+    """`--early`: History, Files, Layout clicked from the moment the overview appears, then one
+    slider step (module docstring)."""
+    clicks = {}
+    for name in ("History", "Files", "Layout"):
+        start = page.evaluate(
+            "name => { const b = [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === name); const t = performance.now(); b.click(); return t; }",
+            name,
+        )
+        end = _quiet(page)
+        clicks[name] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+    out["early_tabs"] = clicks
+    page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()")
+    _quiet(page)
+    slider = page.locator(".dxe-explorer input[type=range]")
+    slider.focus()
+    start = page.evaluate("() => performance.now()")
+    slider.press("ArrowLeft")
+    end = _quiet(page)
+    out["slider_step"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+
+
 def _not_busy() -> str:
     return "d => !d.querySelector('.dxe-explorer.dxe-busy')"
 
 
-def one_run(path: Path, *, prefetch: bool) -> dict:
+def one_run(path: Path, *, prefetch: bool, early: bool = False) -> dict:
     from playwright.sync_api import sync_playwright
 
     root = Path(tempfile.mkdtemp(prefix="dx-bench-lab-"))
@@ -243,6 +296,11 @@ def one_run(path: Path, *, prefetch: bool) -> dict:
             t1 = _wait(page, "d => d.querySelectorAll('.dxe-explorer .dxe-card').length >= 6 && d.querySelector('.dxe-explorer .dxe-kv dd') && d.querySelector('.dxe-explorer .dxe-commit-line .dxe-badge')")
             tf = _wait(page, "d => { const c = d.querySelector('.dxe-explorer .dxe-card[aria-label=Files] .dxe-card-value'); return c && /\\d/.test(c.textContent); }")
             t2 = _wait(page, "d => { const c = d.querySelector('.dxe-explorer .dxe-card[aria-label=Rows] .dxe-card-value'); return c && !/counting/.test(c.textContent); }")
+            if early:
+                out["first_render"] = (t1 - t0) / 1000
+                _early(page, out)
+                browser.close()
+                return out
             out["first_render"] = (t1 - t0) / 1000
             out["file_counts"] = (tf - t0) / 1000
             out["row_counts"] = (t2 - t0) / 1000
@@ -316,15 +374,48 @@ def main() -> None:
     ap.add_argument("table", nargs="?")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--no-prefetch", action="store_true", help="DELTAEXPLORE_PREFETCH=0 in the kernel")
-    ap.add_argument("--out", default=str(HERE / "results" / "explorer.md"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--early", action="store_true", help="tabs clicked at once, and one slider step, until nothing changes")
     args = ap.parse_args()
     path = table_path(args.table)
     runs = []
     for _ in range(args.runs):
-        r = one_run(path, prefetch=not args.no_prefetch)
+        r = one_run(path, prefetch=not args.no_prefetch, early=args.early)
         runs.append(r)
         print(json.dumps(r, indent=1), flush=True)
+    if args.early:
+        write_early_report(path, runs, Path(args.out or HERE / "results" / "explorer-early.md"))
+        return
+    args.out = args.out or str(HERE / "results" / "explorer.md")
     write_report(path, runs, Path(args.out), prefetch=not args.no_prefetch)
+
+
+def write_early_report(path: Path, runs: list[dict], out: Path) -> None:
+    warm = statistics.median(x for r in runs for x in r["opens"])
+    lines = [
+        "# Early clicks in the explorer (`benchmarks/bench_explorer.py --early`, issue 23)",
+        "",
+        f"Table: `{path.name}`; {len(runs)} runs; one warm open (median) {warm:.2f} s; load average at the end: {_load()} "
+        f"on {os.cpu_count()} cores (other work on the machine: ratios within a run only). History, Files and Layout clicked "
+        "one after the other from the moment the overview appeared (the kernel's background preparation running), each "
+        "timed from the click until the shown tab's visible text stopped changing (nothing changed for 1 s; the time is "
+        "its last change); then one slider step back on the overview, timed the same way.",
+        "",
+        "| action | seconds (runs) | longest main-thread task ms (runs) | target |",
+        "|---|---|---|---|",
+        "| first render (overview drawn) | " + ", ".join(f"{r['first_render']:.2f}" for r in runs) + " | | |",
+    ]
+    for name in ("History", "Files", "Layout"):
+        secs = ", ".join(f"{r['early_tabs'][name]['seconds']:.2f}" for r in runs)
+        tasks = ", ".join(f"{r['early_tabs'][name]['longest_task_ms']:.0f}" for r in runs)
+        lines.append(f"| {name} clicked at once | {secs} | {tasks} | ≤ 0.5 s, no task > 200 ms |")
+    secs = ", ".join(f"{r['slider_step']['seconds']:.2f} ({r['slider_step']['seconds'] / statistics.median(r['opens']):.2f}x)" for r in runs)
+    tasks = ", ".join(f"{r['slider_step']['longest_task_ms']:.0f}" for r in runs)
+    lines.append(f"| one slider step (x warm open) | {secs} | {tasks} | ≤ 0.10x a warm open |")
+    lines.append("")
+    out.write_text("\n".join(lines))
+    out.with_suffix(".json").write_text(json.dumps(runs, indent=1))
+    print("\n".join(lines))
 
 
 def _load() -> str:

@@ -205,3 +205,15 @@ def assert_same_table(a: pa.Table, b: pa.Table) -> None:
                 assert u == pytest.approx(v, rel=1e-12), key
             elif not (isinstance(u, float) and math.isnan(u)):
                 assert u == v, key
+
+
+def amounts_table(root: Path) -> str:
+    """Three appends, a delete and an update of (day, amount), partitioned by day."""
+    from deltaexplore.core import operations as ops
+
+    uri = str(root)
+    for day, amounts in (("d1", [1.0, 5.0, 20.0]), ("d2", [11.0, 12.0]), ("d3", [30.0, 2.0, 40.0, 50.0])):
+        ops.write_table(uri, pa.table({"day": [day] * len(amounts), "amount": amounts}), partition_by=["day"])
+    ops.delete(uri, "amount > 45")
+    ops.update(uri, {"amount": "amount + 100"}, "day = 'd2'")
+    return uri

@@ -11,8 +11,11 @@ Everything is vectorized: 1M-file tables stay Arrow columns end to end.
 How the table got there (time):
 
 - `history(limit=None)` -> core `HISTORY_SCHEMA`: one row per commit, newest first.
-- `timeline(start=None, end=None)` -> `TIMELINE_SCHEMA`: per version files, bytes, rows,
-  small-file share, DV ratio, partitions, schema / protocol changes, from one replay.
+- `timeline(start=None, end=None, *, column=None, metrics=None)` -> `TIMELINE_SCHEMA`: per
+  version files, bytes, rows, small-file share, DV ratio, tombstones, partitions, a column's
+  mean and max overlap depth, schema / protocol changes, from one replay.
+- `at_versions(expression, versions=None)` -> `AT_VERSIONS_SCHEMA`: a user's aggregate
+  (`"count(*) where amount > 10"`) at chosen versions (on Spark: `deltaexplore.spark.at_versions`).
 - `commit_infos(start=None, end=None)` -> `COMMIT_INFOS_SCHEMA`: who did what when, per commit,
   from its `commitInfo` alone (the head of each commit file): the whole history cheaply.
 - `commits(start=None, end=None, *, checkpoints=False)` -> `COMMITS_SCHEMA`: every action of
@@ -87,6 +90,7 @@ from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors
 from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.explain import explain
+from deltaexplore.inspect.expressions import ExpressionError, at_versions
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.file_sizes import file_sizes
 from deltaexplore.inspect.files import files, partitions
@@ -103,9 +107,11 @@ from deltaexplore.inspect.timeline import timeline
 __all__ = [
     "FUNCTIONS",
     "SCHEMAS",
+    "ExpressionError",
     "InspectError",
     "InspectNamespace",
     "advise",
+    "at_versions",
     "catalog_status",
     "clustering",
     "column_mapping",
@@ -151,6 +157,7 @@ FUNCTIONS = {
         "overview",
         "history",
         "timeline",
+        "at_versions",
         "commit_infos",
         "commits",
         "diff",

@@ -47,6 +47,7 @@ __all__ = [
     "layout",
     "layout_columns_bounds",
     "layout_summary",
+    "order_keys",
     "overlap_metrics",
     "point_query_files",
     "summarize_layout",
@@ -186,6 +187,11 @@ def _keys(values: pa.Array) -> np.ndarray | None:
         words = np.frombuffer(values.buffers()[1], dtype=np.int64)
         return words[2 * values.offset : 2 * (values.offset + len(values)) : 2].copy()
     return None
+
+
+def order_keys(mins: pa.Array, maxs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """int64 keys of mins and maxes (no nulls) in one shared order: what `overlap_metrics` takes."""
+    return _ranks(mins, maxs)
 
 
 def _ranks(mins: pa.Array, maxs: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ from deltaexplore.inspect.commits import commits
 from deltaexplore.inspect.deletion_vectors import deleted_rows, deletion_vectors, dv_files
 from deltaexplore.inspect.diff import diff, diff_files
 from deltaexplore.inspect.explain import explain
+from deltaexplore.inspect.expressions import at_versions
 from deltaexplore.inspect.features import compatibility, features
 from deltaexplore.inspect.file_sizes import file_sizes
 from deltaexplore.inspect.files import files, partitions
@@ -163,10 +164,24 @@ class InspectNamespace:
         """Checks and metrics of the log (see `inspect.log_health.log_health`)."""
         return log_health(self._obj, version=version)
 
-    def timeline(self, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None) -> pa.Table:
-        """Per version: files, bytes, rows, small files, DVs, partitions, schema and protocol
-        changes, from one replay (see `inspect.timeline.timeline`); up to this snapshot."""
-        return timeline(self._obj, start, end, small_file_bytes=small_file_bytes)
+    def timeline(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        *,
+        column: str | None = None,
+        metrics: list[str] | tuple[str, ...] | None = None,
+        small_file_bytes: int | None = None,
+    ) -> pa.Table:
+        """Per version: files, bytes, rows, small files, DVs, tombstones, partitions, `column`'s
+        overlap depth, schema and protocol changes, from one replay (see
+        `inspect.timeline.timeline`); up to this snapshot."""
+        return timeline(self._obj, start, end, column=column, metrics=metrics, small_file_bytes=small_file_bytes)
+
+    def at_versions(self, expression: str, versions: list[int] | None = None, *, engine: str = "local") -> pa.Table:
+        """An aggregate (`"count(*) where amount > 10"`, `"sum(amount)"`) at each of `versions`
+        (see `inspect.expressions.at_versions`; on Spark: `deltaexplore.spark.at_versions`)."""
+        return at_versions(self._obj, expression, versions, engine=engine)
 
     def log_files(self) -> pa.Table:
         """Per version: what the log holds (see `inspect.log_health.log_files`)."""

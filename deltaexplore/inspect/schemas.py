@@ -24,6 +24,7 @@ from deltaexplore.inspect.formatting import UNIT_FROM_KEY, tag_schema, with_unit
 __all__ = [
     "ADVICE_CHECK_SCHEMA",
     "ADVICE_SCHEMA",
+    "AT_VERSIONS_SCHEMA",
     "CATALOG_SCHEMA",
     "CLIENTS_SCHEMA",
     "CLIENT_FEATURES_SCHEMA",
@@ -716,6 +717,16 @@ def diff_rows_schema(fields: list[pa.Field], key: list[str] | None) -> pa.Schema
 
 #: name -> schema of every fixed-schema inspection function
 #: `timeline(start, end)`: one row per version, from one replay of the log.
+AT_VERSIONS_SCHEMA = _s(
+    "at_versions",
+    ("version", pa.int64(), "version", "version"),
+    ("timestamp", TS, "commit time (in-commit timestamp aware)", "timestamp"),
+    ("expression", pa.string(), "the expression as written", "text"),
+    ("value", pa.float64(), "the aggregate at this version (null: SQL gave null)", "number"),
+    ("rows", pa.int64(), "rows the filter kept (the rows the aggregate saw)", "count"),
+    ("files_read", pa.int64(), "files read after skipping by partition values and statistics", "count"),
+)
+
 TIMELINE_SCHEMA = _s(
     "timeline",
     ("version", pa.int64(), "version", "version"),
@@ -733,7 +744,20 @@ TIMELINE_SCHEMA = _s(
     ("dv_files", pa.int64(), "active files with a deletion vector", "count"),
     ("dv_deleted_rows", pa.int64(), "rows deleted by deletion vectors", "count"),
     ("dv_deleted_ratio", pa.float64(), "dv_deleted_rows / numRecords of the active files (null without rows)", "ratio"),
+    (
+        "tombstones",
+        pa.int64(),
+        "remove actions still in the state (as a read of that version sees them)",
+        "count",
+    ),
     ("partitions", pa.int64(), "partitions with at least one file (null: unpartitioned)", "count"),
+    (
+        "overlap_depth_mean",
+        pa.float64(),
+        "mean overlap depth of the active files' ranges of the chosen column (layout's overlap_depth; null without a column)",
+        "number",
+    ),
+    ("overlap_depth_max", pa.int64(), "largest overlap depth of the chosen column (null without a column)", "count"),
     ("schema_changed", pa.bool_(), "a metaData action of this version changed the schema", "bool"),
     ("protocol_changed", pa.bool_(), "a protocol action of this version changed the protocol", "bool"),
 )
@@ -742,6 +766,7 @@ TIMELINE_SCHEMA = _s(
 SCHEMAS: dict[str, pa.Schema] = {
     "history": HISTORY_SCHEMA,
     "timeline": TIMELINE_SCHEMA,
+    "at_versions": AT_VERSIONS_SCHEMA,
     "commits": COMMITS_SCHEMA,
     "diff": DIFF_SCHEMA,
     "diff_files": DIFF_FILES_SCHEMA,

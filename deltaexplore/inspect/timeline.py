@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.log.checkpoint_reader import CheckpointReader
-from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
-from deltaexplore.core.log.segment import build_segment
+from deltaexplore.core.log.segment import LogListing, build_segment
 from deltaexplore.core.protocol.actions import Metadata, Protocol
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
@@ -30,10 +30,27 @@ from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.files import small_file_threshold
+from deltaexplore.inspect.layout import layout_columns_bounds, order_keys, overlap_metrics
 from deltaexplore.inspect.schemas import TIMELINE_SCHEMA
 from deltaexplore.inspect.snapshots import snapshot_of, table_of
 
-__all__ = ["timeline"]
+__all__ = ["TIMELINE_METRICS", "timeline"]
+
+#: the metric columns of a timeline (`metrics=` picks among them)
+TIMELINE_METRICS = (
+    "files",
+    "bytes",
+    "rows",
+    "small_files",
+    "small_file_share",
+    "dv_files",
+    "dv_deleted_rows",
+    "dv_deleted_ratio",
+    "tombstones",
+    "partitions",
+    "overlap_depth_mean",
+    "overlap_depth_max",
+)
 
 
 def _first_version(table: Table, latest: int) -> int:
@@ -120,19 +137,37 @@ def _partition_counts(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
 
 
 def timeline(
-    obj: Table | Snapshot, start: int | None = None, end: int | None = None, *, small_file_bytes: int | None = None
+    obj: Table | Snapshot,
+    start: int | None = None,
+    end: int | None = None,
+    *,
+    column: str | None = None,
+    metrics: list[str] | tuple[str, ...] | None = None,
+    small_file_bytes: int | None = None,
 ) -> pa.Table:
     """One row per version (`TIMELINE_SCHEMA`): files, bytes, rows, small-file share, deletion
-    vector ratio, partitions, schema and protocol changes, from one replay (module docstring).
+    vector ratio, tombstones, partitions, `column`'s overlap depth, schema and protocol changes,
+    from one replay (module docstring).
 
     Args:
         obj: a table (every version the log rebuilds) or a snapshot (versions up to it).
-        start, end: the versions to report (default: all).
+        start, end: the versions to report (default: all). The replay starts from the state of
+            `start` (read from its nearest checkpoint): no commit before it is read.
+        column: a column whose clustering quality to follow: mean and max overlap depth of the
+            active files' ranges (`layout.overlap_metrics`), one pass per version over bounds
+            read once (null without it). Reads the commits' stats: costs about a parse of them.
+        metrics: the metric columns to keep (`TIMELINE_METRICS`; default all); version,
+            timestamp and the change flags are always there.
         small_file_bytes: the small-file threshold (default: the latest's, as `files()`).
 
     Raises:
-        InspectError: a range outside the versions the log rebuilds.
+        InspectError: a range outside the versions the log rebuilds, or an unknown metric.
+        ColumnNotFoundError: `column` has no per-file statistics.
     """
+    if metrics is not None:
+        unknown = [m for m in metrics if m not in TIMELINE_METRICS]
+        if unknown or isinstance(metrics, str):
+            raise InspectError(f"unknown timeline metrics {unknown or metrics!r}: choose from {', '.join(TIMELINE_METRICS)}")
     latest_snap = snapshot_of(obj)
     table = table_of(obj)
     latest = latest_snap.version
@@ -141,38 +176,44 @@ def timeline(
     hi = latest if end is None else int(end)
     if not first <= lo <= hi <= latest:
         raise InspectError(f"versions {lo}..{hi} are not in {first}..{latest}, the versions the log of {table.uri} rebuilds")
-    n = latest - first + 1
-    base = table.snapshot(version=first)
+    n = hi - lo + 1
+    base = table.snapshot(version=lo)
     listing = table.listing(refresh=False)
-    lines = read_log_files(table.storage, [listing.commit(v) for v in range(first + 1, latest + 1)])  # type: ignore[misc]
+    lines = read_log_files(table.storage, [listing.commit(v) for v in range(lo + 1, hi + 1)])  # type: ignore[misc]
     base_adds = base.add_actions()
+    base_removes = base.tombstones()
     needed = ["size", "partitionValues", "deletionVector", "stats"]  # one parse of only these, for both kinds
     json_adds, json_removes = lines.file_actions("add", needed), lines.file_actions("remove", needed)
 
-    # every action: its key, version and replay order (the first state's files first)
-    keys = pa.chunked_array([_keys(base_adds), _keys(json_adds), _keys(json_removes)], pa.large_string())
-    codes = pc.dictionary_encode(keys).combine_chunks().indices.to_numpy()
+    # every action: its key, version and replay order (the first state's actions first)
+    keys = pa.chunked_array([_keys(base_adds), _keys(base_removes), _keys(json_adds), _keys(json_removes)], pa.large_string())
+    encoded = pc.dictionary_encode(keys).combine_chunks()
+    codes = encoded.indices.to_numpy()
+    in_base = base_adds.num_rows + base_removes.num_rows
     versions = np.concatenate(
         [
-            np.full(base_adds.num_rows, first, np.int64),
+            np.full(in_base, lo, np.int64),
             json_adds.column("version").to_numpy().astype(np.int64),
             json_removes.column("version").to_numpy().astype(np.int64),
         ]
     )
     order_in_log = np.concatenate(
         [
-            np.arange(-base_adds.num_rows, 0, dtype=np.int64) - 1,
+            np.arange(-in_base, 0, dtype=np.int64) - 1,
             json_adds.column("line").to_numpy().astype(np.int64),
             json_removes.column("line").to_numpy().astype(np.int64),
         ]
     )
     order = np.lexsort((order_in_log, codes))
     next_same = np.r_[codes[order][1:] == codes[order][:-1], False]
-    ends_sorted = np.where(next_same, np.r_[versions[order][1:], 0], latest + 1)
+    ends_sorted = np.where(next_same, np.r_[versions[order][1:], 0], hi + 1)
     ends = np.empty_like(ends_sorted)
     ends[order] = ends_sorted
-    adds_n = base_adds.num_rows + json_adds.num_rows
-    starts, ends = versions[:adds_n], ends[:adds_n]  # the adds come first
+    is_add = np.zeros(len(codes), bool)
+    is_add[: base_adds.num_rows] = True
+    is_add[in_base : in_base + json_adds.num_rows] = True
+    starts, ends, r_starts, r_ends = versions[is_add], ends[is_add], versions[~is_add], ends[~is_add]  # adds: base, then JSON
+    adds_n = len(starts)
 
     # the values each add counts with
     def ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -188,20 +229,71 @@ def timeline(
     small = (size < threshold).astype(np.int64)
     ones = np.ones(adds_n, np.int64)
 
-    files_n = _per_version(starts, ends, ones, first, n)
-    bytes_n = _per_version(starts, ends, size, first, n)
-    records_n = _per_version(starts, ends, records, first, n)
-    deleted_n = _per_version(starts, ends, deleted, first, n)
-    dv_files_n = _per_version(starts, ends, with_dv, first, n)
-    small_n = _per_version(starts, ends, small, first, n)
-    # schema, partitioning and protocol per version: the commits' actions, then (as a cold read
-    # of that version does) the metadata a checkpoint of that version holds
+    files_n = _per_version(starts, ends, ones, lo, n)
+    bytes_n = _per_version(starts, ends, size, lo, n)
+    records_n = _per_version(starts, ends, records, lo, n)
+    deleted_n = _per_version(starts, ends, deleted, lo, n)
+    dv_files_n = _per_version(starts, ends, with_dv, lo, n)
+    small_n = _per_version(starts, ends, small, lo, n)
+    r_keys = encoded.dictionary.take(pa.array(codes[~is_add]))
+    r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys)
+    tombstones_n = _per_version(r_starts, r_ends, np.ones(len(r_starts), np.int64), lo, n)
+    schema_changed, protocol_changed, partitioned = _changes(table, listing, base, lines, first, lo, hi)
+
+    partitions_n: np.ndarray | None = None
+    if partitioned.any():
+        maps = [t.column("partitionValues") for t in (base_adds, json_adds)]
+        pcodes = _partition_codes(pa.chunked_array([c for m in maps for c in m.chunks], maps[0].type))
+        partitions_n = _partition_counts(pcodes, starts, ends, lo, n)
+    depth_mean = depth_max = None
+    if column is not None:
+        depth_mean, depth_max = _overlap_depths(latest_snap, column, base_adds, lines, starts, ends, lo, n)
+    clock = latest_snap.clock
+    stamps = [clock.timestamp(v) for v in range(lo, hi + 1)]
+
+    live = records_n - deleted_n
+    partitions = pa.nulls(n, pa.int64()) if partitions_n is None else pa.array(partitions_n, pa.int64(), mask=~partitioned)
+    out = pa.table(
+        {
+            "version": pa.array(np.arange(lo, hi + 1), pa.int64()),
+            "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            "files": pa.array(files_n),
+            "bytes": pa.array(bytes_n),
+            "rows": pa.array(live),
+            "small_files": pa.array(small_n),
+            "small_file_share": pa.array(np.where(files_n > 0, small_n / np.maximum(files_n, 1), np.nan), from_pandas=True),
+            "dv_files": pa.array(dv_files_n),
+            "dv_deleted_rows": pa.array(deleted_n),
+            "dv_deleted_ratio": pa.array(np.where(records_n > 0, deleted_n / np.maximum(records_n, 1), np.nan), from_pandas=True),
+            "tombstones": pa.array(tombstones_n),
+            "partitions": partitions,
+            "overlap_depth_mean": pa.nulls(n, pa.float64()) if depth_mean is None else depth_mean,
+            "overlap_depth_max": pa.nulls(n, pa.int64()) if depth_max is None else depth_max,
+            "schema_changed": pa.array(schema_changed),
+            "protocol_changed": pa.array(protocol_changed),
+        }
+    ).cast(TIMELINE_SCHEMA)
+    out = out.replace_schema_metadata({**(out.schema.metadata or {}), b"deltaexplore.timeline.column": (column or "").encode()})
+    if metrics is not None:
+        out = out.select([c for c in out.column_names if c in _ALWAYS or c in metrics])
+    return out
+
+
+_ALWAYS = ("version", "timestamp", "schema_changed", "protocol_changed")
+
+
+def _changes(
+    table: Table, listing: LogListing, base: Snapshot, lines: LogLines, first: int, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per version lo..hi: schema changed, protocol changed, partitioned — from the commits'
+    actions, then (as a cold read of that version does) the metadata a checkpoint of it holds."""
+    n = hi - lo + 1
     changes: dict[int, list[Metadata | Protocol]] = {}
     for _, version, body in lines.objects("protocol"):
         changes.setdefault(version, []).append(Protocol.from_json(body))
     for _, version, body in lines.objects("metaData"):
         changes.setdefault(version, []).append(Metadata.from_json(body))
-    for version in sorted(v for v in listing.checkpoints if first < v <= latest):
+    for version in sorted(v for v in listing.checkpoints if lo < v <= hi):
         checkpoint = build_segment(listing, version, root=table.uri).checkpoint
         if checkpoint is not None and checkpoint.version == version:  # a complete one: its non-file columns only
             held = CheckpointReader(table.storage, checkpoint).non_file_actions()
@@ -212,10 +304,10 @@ def timeline(
     schema_changed = np.zeros(n, bool)
     protocol_changed = np.zeros(n, bool)
     partitioned = np.zeros(n, bool)
-    schema = base.metadata.schema_string if base.has_metadata else None
+    schema = _schema_string(base)
     columns: tuple[str, ...] | list[str] = base.partition_columns if base.has_metadata else ()
     protocol = base.protocol
-    for i, version in enumerate(range(first, latest + 1)):
+    for i, version in enumerate(range(lo, hi + 1)):
         for action in changes.get(version, ()):
             if isinstance(action, Protocol):
                 protocol_changed[i] |= action != protocol
@@ -224,32 +316,67 @@ def timeline(
                 schema_changed[i] |= not _same_schema(action.schema_string, schema)
                 schema, columns = action.schema_string, action.partition_columns
         partitioned[i] = bool(columns)
+    own = listing.commit(lo) if lo > first else None
+    if own is not None and any(
+        True for kind in ("metaData", "protocol") for _ in read_log_files(table.storage, [own]).objects(kind)
+    ):
+        # the first version's commit holds a metaData or protocol action: against the version before it
+        before = table.snapshot(version=lo - 1)
+        schema_changed[0] = not _same_schema(_schema_string(before), _schema_string(base))
+        protocol_changed[0] = before.protocol != base.protocol
+    return schema_changed, protocol_changed, partitioned
 
-    partitions_n: np.ndarray | None = None
-    if partitioned.any():
-        maps = [t.column("partitionValues") for t in (base_adds, json_adds)]
-        pcodes = _partition_codes(pa.chunked_array([c for m in maps for c in m.chunks], maps[0].type))
-        partitions_n = _partition_counts(pcodes, starts, ends, first, n)
-    clock = latest_snap.clock
-    stamps = [clock.timestamp(v) for v in range(first, latest + 1)]
 
-    live = records_n - deleted_n
-    partitions = pa.nulls(n, pa.int64()) if partitions_n is None else pa.array(partitions_n, pa.int64(), mask=~partitioned)
-    out = pa.table(
-        {
-            "version": pa.array(np.arange(first, latest + 1), pa.int64()),
-            "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
-            "files": pa.array(files_n),
-            "bytes": pa.array(bytes_n),
-            "rows": pa.array(live),
-            "small_files": pa.array(small_n),
-            "small_file_share": pa.array(np.where(files_n > 0, small_n / np.maximum(files_n, 1), np.nan), from_pandas=True),
-            "dv_files": pa.array(dv_files_n),
-            "dv_deleted_rows": pa.array(deleted_n),
-            "dv_deleted_ratio": pa.array(np.where(records_n > 0, deleted_n / np.maximum(records_n, 1), np.nan), from_pandas=True),
-            "partitions": partitions,
-            "schema_changed": pa.array(schema_changed),
-            "protocol_changed": pa.array(protocol_changed),
-        }
-    )
-    return out.slice(lo - first, hi - lo + 1).cast(TIMELINE_SCHEMA)
+def _checkpoint_tombstones(
+    table: Table, listing: LogListing, lo: int, hi: int, starts: np.ndarray, ends: np.ndarray, keys: pa.Array
+) -> np.ndarray:
+    """The removes' ends, as a cold read sees them: a checkpoint may drop tombstones (expired
+    ones, or all, as old writers did), and a version read through that checkpoint has only the
+    ones it kept. A remove active at a complete checkpoint's version that the checkpoint lacks
+    ends there."""
+    ends = ends.copy()
+    for version in sorted(v for v in listing.checkpoints if lo < v <= hi):
+        active = np.flatnonzero((starts <= version) & (ends > version))
+        if not len(active):
+            continue
+        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
+        if checkpoint is None or checkpoint.version != version:
+            continue
+        kept = _keys(CheckpointReader(table.storage, checkpoint).file_actions("remove"))
+        held = pc.is_in(keys.take(pa.array(active, pa.int64())), value_set=kept).to_numpy(zero_copy_only=False)
+        ends[active[~held]] = version
+    return ends
+
+
+def _schema_string(snap: Snapshot) -> str | None:
+    return snap.metadata.schema_string if snap.has_metadata else None
+
+
+def _overlap_depths(
+    snap: Snapshot, column: str, base_adds: pa.Table, lines: LogLines, starts: np.ndarray, ends: np.ndarray, lo: int, n: int
+) -> tuple[pa.Array, pa.Array]:
+    """Per version: mean and max `overlap_depth` (`layout.overlap_metrics`) of the active files
+    with bounds of `column`. Every add's bounds are read once (the commits' stats parsed here),
+    keyed in one shared order; each version then takes its active files' keys."""
+    json_adds = lines.file_actions("add", ["size", "partitionValues", "deletionVector", "stats"])
+    bounds = [layout_columns_bounds(snap, t, [column]) for t in (base_adds, json_adds)]
+    name = next(iter(bounds[0]))
+    mins = pa.concat_arrays([b[name]["min"].cast(bounds[0][name]["min"].type) for b in bounds])
+    maxs = pa.concat_arrays([b[name]["max"].cast(bounds[0][name]["max"].type) for b in bounds])
+    has = pc.and_(pc.is_valid(mins), pc.is_valid(maxs)).to_numpy(zero_copy_only=False).astype(bool)
+    keys_lo = np.zeros(len(has), np.int64)
+    keys_hi = np.zeros(len(has), np.int64)
+    if has.any():
+        take = pa.array(np.flatnonzero(has), pa.int64())
+        k_lo, k_hi = order_keys(mins.take(take), maxs.take(take))
+        keys_lo[has], keys_hi[has] = np.minimum(k_lo, k_hi), np.maximum(k_lo, k_hi)
+    mean = np.full(n, np.nan)
+    most = np.zeros(n, np.int64)
+    valid = np.zeros(n, bool)
+    for i in range(n):
+        v = lo + i
+        active = has & (starts <= v) & (ends > v)
+        if active.any():
+            depth = overlap_metrics(keys_lo[active], keys_hi[active])["overlap_depth"]
+            mean[i], most[i], valid[i] = depth.mean(), depth.max(), True
+    return pa.array(mean, mask=~valid), pa.array(most, mask=~valid)

@@ -6,6 +6,7 @@ Importing this package does not import pyspark; the functions below load it when
     >>> spark = dxs.get_spark()
     >>> df = dxs.read(spark, "path/to/table", where="date >= '2024-01-01'")
     >>> dxs.changes(spark, "path/to/table", 3).show()
+    >>> dxs.at_versions(spark, "path/to/table", "sum(amount) where day = '2024-05-01'", [3, 7])
     >>> dxs.write(spark, df, "path/to/table", mode="append")      # each operation returns metrics
     >>> dxs.delete(spark, "path/to/table", "id < 10"); dxs.optimize(spark, "path/to/table", zorder_by=["x"])
     >>> dxs.merge(spark, "path/to/table", updates, on=["id"],
@@ -20,6 +21,7 @@ from typing import Any
 __all__ = [
     "LAPTOP_DEFAULTS",
     "active_session",
+    "at_versions",
     "changes",
     "checkpoint",
     "delete",
@@ -55,6 +57,7 @@ _EXPORTS = {
     "read_plan": "deltaexplore.spark.reader",
     "changes": "deltaexplore.spark.cdf",
     "diff_rows": "deltaexplore.spark.row_diff",
+    "at_versions": "deltaexplore.spark.expressions",
     "progress": "deltaexplore.spark.jobs",
     "report_progress_to": "deltaexplore.spark.jobs",
     "write": "deltaexplore.spark.writer",

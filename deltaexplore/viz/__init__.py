@@ -18,6 +18,7 @@ thousand rows, whatever the table size.
 - `dv_density_chart(deletion_vectors)`: deleted ratio per file (binned when large)
 - `deleted_rows_heatmap(deleted_rows, path=None, num_records=None)`: deleted rows within a file
 - `log_health_chart(log_files)`: commit / checkpoint bytes and JSON replayed per version
+- `at_versions_chart(result)`: `inspect.at_versions`'s value per version (the expression as title).
 - `timeline_chart(timeline, metric="files")`: one metric of `inspect.timeline` per version,
   schema and protocol changes marked
 
@@ -41,12 +42,14 @@ from deltaexplore.viz.history import history_chart, operations_chart, versions_c
 from deltaexplore.viz.layout import explain_funnel, layout_chart, layout_density_chart
 from deltaexplore.viz.log import log_health_chart
 from deltaexplore.viz.render import enable_in_kernel, enable_offline_renderer, show, to_png, to_svg
-from deltaexplore.viz.timeline import timeline_chart
+from deltaexplore.viz.timeline import TIMELINE_METRICS, at_versions_chart, timeline_chart
 
 enable_in_kernel()
 
 __all__ = [
+    "TIMELINE_METRICS",
     "VizError",
+    "at_versions_chart",
     "deleted_rows_heatmap",
     "dv_density_chart",
     "enable_offline_renderer",

@@ -1,4 +1,5 @@
-"""The table through time: one of `inspect.timeline`'s metrics over every version."""
+"""The table through time: one of `inspect.timeline`'s metrics over every version, and a user's
+aggregate at chosen versions (`inspect.at_versions`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import polars as pl
 from deltaexplore.inspect import timeline
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
 
-__all__ = ["TIMELINE_METRICS", "timeline_chart"]
+__all__ = ["TIMELINE_METRICS", "VERSION_BRUSH", "at_versions_chart", "timeline_chart"]
+
+#: the interval selection over versions `interactive=True` adds (the explorer listens to it)
+VERSION_BRUSH = "version_brush"
 
 #: metric -> (axis title, vega format)
 TIMELINE_METRICS = {
@@ -22,7 +26,10 @@ TIMELINE_METRICS = {
     "dv_files": ("files with a deletion vector", ",d"),
     "dv_deleted_rows": ("rows deleted by DVs", "~s"),
     "dv_deleted_ratio": ("DV deleted-row ratio", ".1%"),
+    "tombstones": ("tombstones", ",d"),
     "partitions": ("partitions", ",d"),
+    "overlap_depth_mean": ("mean overlap depth", ".2f"),
+    "overlap_depth_max": ("max overlap depth", ",d"),
 }
 
 
@@ -30,11 +37,12 @@ def _timeline(data: Any) -> Any:
     return timeline(data)
 
 
-def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS) -> alt.Chart:
+def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS, interactive: bool = False) -> alt.Chart:
     """`metric` of every version as a step line; versions whose commit changed the schema or the
     protocol are marked (filled points, named in the tooltip). `data` is `inspect.timeline()`
     output or a Table/Snapshot. Over `max_points` versions, ranges of versions keep their
-    maximum (and any change they hold)."""
+    maximum (and any change they hold). `interactive=True` adds an interval selection over
+    versions named `VERSION_BRUSH` ("version_brush")."""
     if metric not in TIMELINE_METRICS:
         raise VizError(f"metric must be one of {', '.join(TIMELINE_METRICS)}, got {metric!r}")
     tl = as_inspect_table(data, ("version", metric, "schema_changed", "protocol_changed"), _timeline, "timeline_chart")
@@ -54,7 +62,7 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
     )
     df = df.with_columns(change.alias("change")).sort("version")
     title, fmt = TIMELINE_METRICS[metric]
-    return (
+    chart = (
         alt.Chart(df.to_arrow(), title=f"{title} per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=18))
         .encode(
@@ -64,6 +72,35 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
                 alt.Tooltip("version:Q", format="d"),
                 alt.Tooltip(f"{metric}:Q", title=title, format=fmt),
                 alt.Tooltip("change:N", title="changed"),
+            ],
+        )
+    )
+    if interactive:
+        chart = chart.add_params(alt.selection_interval(name=VERSION_BRUSH, encodings=["x"]))
+    return chart
+
+
+def _needs_expression(data: Any) -> Any:
+    raise VizError("at_versions_chart takes the result of table.inspect.at_versions(expression, versions)")
+
+
+def at_versions_chart(data: Any) -> alt.Chart:
+    """The value of `inspect.at_versions(...)` per version: a line with a point per version
+    evaluated, the expression as the title, rows and files read in the tooltip."""
+    tl = as_inspect_table(data, ("version", "value", "expression", "rows", "files_read"), _needs_expression, "at_versions_chart")
+    df = frame(tl, ["version", "value", "expression", "rows", "files_read"]).sort("version")
+    title = df["expression"][0] if df.height else "expression"
+    return (
+        alt.Chart(df.drop("expression").to_arrow(), title=str(title))
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=30))
+        .encode(
+            x=alt.X("version:Q", axis=alt.Axis(format="d")),
+            y=alt.Y("value:Q", title="value"),
+            tooltip=[
+                alt.Tooltip("version:Q", format="d"),
+                alt.Tooltip("value:Q", format=",.6~g"),
+                alt.Tooltip("rows:Q", title="rows kept", format=",d"),
+                alt.Tooltip("files_read:Q", title="files read", format=",d"),
             ],
         )
     )

@@ -440,6 +440,8 @@ class Explorer(anywidget.AnyWidget):
         kind = content.get("type")
         if kind in ("rows", "export", "commit"):
             self._answer(kind, content)
+        elif kind == "timeline":
+            threading.Thread(target=self._answer_timeline, args=(content,), name="deltaexplore-timeline", daemon=True).start()
         elif kind == "complete_overview":
             self._complete_overview(content.get("version"))
         elif kind == "refresh":
@@ -483,6 +485,19 @@ class Explorer(anywidget.AnyWidget):
             _log.exception("deltaexplore explorer: answering %s failed", kind)
             reply["error"] = f"unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
         self.send(reply, buffers)
+
+    def _answer_timeline(self, content: dict[str, Any]) -> None:
+        """The History tab's table through time (`TableView.health_timeline`), on its own thread:
+        one replay of the whole log must not hold the kernel (the reply arrives when done)."""
+        reply: dict[str, Any] = {"type": "timeline", "req": content.get("req")}
+        try:
+            reply.update(self.view.health_timeline(str(content.get("metric") or "files")))
+        except DeltaExploreError as exc:
+            reply["error"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug must reach the tab as a message
+            _log.exception("deltaexplore explorer: the timeline failed")
+            reply["error"] = f"unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
+        self.send(reply)
 
     # -- follow ----------------------------------------------------------------------------
     @t.observe("follow")

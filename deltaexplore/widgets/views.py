@@ -151,6 +151,8 @@ class TableView:
         self._passes: dict[int, FilePass] = {}
         self._estimates: dict[int, int | None] = {}
         self._pass_lock = threading.Lock()
+        self._timeline: tuple[int | None, pa.Table] | None = None
+        self._timeline_lock = threading.Lock()
         self.listing = table.listing()
         self.snap: Snapshot = _open(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
@@ -444,6 +446,7 @@ class TableView:
             "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
         }
         out.update(self.protocol_timeline())
+        out["health_auto"] = self.log_is_small()
         source = RowSource(
             commits,
             search_columns=("operation", "user_name", "user_id", "engine", "user_metadata"),
@@ -452,12 +455,42 @@ class TableView:
         )
         return out, source
 
+    def health_timeline(self, metric: str = "files") -> dict[str, Any]:
+        """The table through time (`inspect.timeline` of every version, computed once per latest
+        version; with the default layout column's overlap depth when the log is small enough to
+        read whole at once) as `viz.timeline_chart(metric, interactive=True)`: brushing versions
+        picks a range the diff compares. Offers the metrics that have values."""
+        from deltaexplore import viz
+
+        latest = self.listing.latest_version
+        with self._timeline_lock:
+            if self._timeline is None or self._timeline[0] != latest:
+                column = None
+                if self.log_is_small():
+                    try:
+                        column = self.default_layout_column() or None
+                    except DeltaExploreError:
+                        column = None
+                self._timeline = (latest, inspect.timeline(self.snapshot_for_history(), column=column))
+            tl = self._timeline[1]
+        offered = [(m, title) for m, (title, _) in viz.TIMELINE_METRICS.items() if tl.column(m).null_count < tl.num_rows]
+        return {
+            "metric": metric,
+            "metrics": offered,
+            "column": (tl.schema.metadata or {}).get(b"deltaexplore.timeline.column", b"").decode() or None,
+            "latest": latest,
+            "chart": chart_spec(viz.timeline_chart(tl, metric=metric, interactive=True)),
+        }
+
+    def log_is_small(self) -> bool:
+        """Whether the commits weigh little enough to be read whole for a view (History's
+        protocol timeline and table through time)."""
+        return sum(f.size for f in self.listing.commits.values()) <= PROTOCOL_TIMELINE_BYTES
+
     def protocol_timeline(self) -> dict[str, Any]:
         """The versions whose commit changed the protocol (`inspect.features(all_versions=True)`,
         rows with a change), or a note when the log is too big to read whole for it here."""
-        listing = self.listing
-        weight = sum(f.size for f in listing.commits.values())
-        if weight > PROTOCOL_TIMELINE_BYTES:
+        if not self.log_is_small():
             return {"protocol_note": "the log is large: inspect.features(all_versions=True) lists the protocol of every version"}
         try:
             rows = inspect.features(self.table, all_versions=True)

@@ -743,3 +743,59 @@ def test_follow_shows_new_versions_as_they_land(page, lab, shots):
     assert _version(explorer).startswith("8 of 8")
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
+
+
+BIG_TABLE = HERE.parent.parent / "benchmarks" / "tables" / "f100k"
+
+
+def _through_time(page, explorer, shots, name: str, *, click: bool) -> tuple[int, int]:
+    """Open History, get the table through time (asked with the button for a big log), brush
+    across it and compare: the Diff tab opens on the brushed range's first and last version."""
+    panel = open_tab(page, explorer, "History")
+    section = panel.locator(".dxe-section", has=page.get_by_role("heading", name="Through time"))
+    if click:
+        section.get_by_role("button", name="Replay every version").click()
+    chart = section.locator(".dxe-chart")
+    chart.locator("svg g.role-mark > [aria-roledescription]").first.wait_for(state="attached", timeout=600_000)
+    metric = section.get_by_role("combobox", name="metric through time")
+    assert "tombstones" in metric.inner_text()
+    chart.scroll_into_view_if_needed()
+    _drag(page, chart, 0.05, 0.95)
+    button = section.get_by_role("button", name=re.compile(r"^Compare \d+ → \d+$"))
+    button.wait_for(timeout=30_000)
+    explorer.screenshot(path=str(shots / f"{name}-through-time.png"))
+    lo, hi = (int(x) for x in re.match(r"Compare (\d+) → (\d+)", button.inner_text()).groups())  # type: ignore[union-attr]
+    assert lo < hi
+    button.click()
+    settled(page, explorer)
+    assert explorer.get_by_role("tab", name="Diff", exact=True).get_attribute("aria-selected") == "true"
+    explorer.locator(".dxe-panel:not([hidden])").get_by_text(f"Version {lo} → {hi}").wait_for(timeout=120_000)
+    explorer.screenshot(path=str(shots / f"{name}-through-time-diff.png"))
+    return lo, hi
+
+
+def test_the_table_through_time_brushes_into_the_diff(page, lab, shots):
+    """History's table through time (`inspect.timeline` drawn with a version brush) on the demo
+    table (drawn at once): a brush across it offers its first and last version, and Compare
+    opens the Diff on them."""
+    page.set_viewport_size({"width": 1500, "height": 1650})
+    cells = [("code", "import deltaexplore as dx, demo_tables\nsales = demo_tables.build_sales('sales_through_time')\ndx.explore(sales)")]
+    _open_and_run(page, lab, "explorer_through_time.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=120_000)
+    settled(page, explorer)
+    lo, hi = _through_time(page, explorer, shots, "small", click=False)
+    assert 0 <= lo < hi <= 7
+
+
+def test_the_table_through_time_of_a_big_log_is_drawn_on_a_click(page, lab, shots):
+    """The same on a 100k-file table of 200 commits (155 MB of log: replayed on a click)."""
+    page.set_viewport_size({"width": 1500, "height": 1650})
+    if not (BIG_TABLE / "_delta_log").is_dir():
+        pytest.skip(f"no big table: python benchmarks/gen_many_files.py writes {BIG_TABLE.name}")
+    cells = [("code", f"import deltaexplore as dx\ndx.explore({str(BIG_TABLE)!r})")]
+    _open_and_run(page, lab, "explorer_through_time_big.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=300_000)
+    settled(page, explorer)
+    _through_time(page, explorer, shots, "large", click=True)

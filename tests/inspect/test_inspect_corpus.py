@@ -42,6 +42,7 @@ def _calls(snap: dx.Snapshot) -> dict[str, tuple | None]:
         "layout_density": (column,) if column else None,
         "explain": (f"`{column}` IS NOT NULL",) if column else None,
         "deleted_rows": (dvs[0],) if dvs else None,
+        "at_versions": ("count(*)", [snap.version]),
     }
 
 

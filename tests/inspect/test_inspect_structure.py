@@ -199,6 +199,7 @@ def test_every_function_is_reachable_and_matches_its_schema(tmp_path):
         "explain": ("id > 3",),
         "deleted_rows": ("b.parquet",),
         "diff_rows": (0, 2),  # reads the files that differ
+        "at_versions": ("count(*)", [0, 2]),
     }
     for name, fn in dxi.FUNCTIONS.items():
         args = calls.get(name, ())

@@ -56,6 +56,7 @@ def _expected(root: str, version: int, threshold: int, previous: dx.Snapshot | N
         "dv_files": sum(1 for c in deleted if c > 0),
         "dv_deleted_rows": sum(deleted),
         "partitions": len(parts) if snap.partition_columns else None,
+        "tombstones": snap.tombstones().num_rows,
         "schema_changed": previous is not None and _schema(snap) != _schema(previous),
         "protocol_changed": previous is not None and snap.protocol != previous.protocol,
     }
@@ -128,3 +129,33 @@ def test_a_table_through_deletes_updates_optimize_schema_change_checkpoint_and_c
     _check(root)
     with pytest.raises(inspect.InspectError):
         dx.open_table(root).inspect.timeline(0, 1)
+
+
+def test_a_columns_overlap_depth_per_version_is_the_layouts(tmp_path: Path) -> None:
+    """mean and max overlap depth of a column at every version equal `layout(column)` of that
+    version read on its own; `metrics=` keeps the chosen columns; a bad metric or column is typed."""
+    root = str(tmp_path / "t")
+    for ids in (range(0, 10), range(5, 15), range(100, 110), range(0, 200)):
+        ops.write_table(root, pa.table({"id": pa.array(list(ids), pa.int64()), "g": [i % 2 for i in ids]}))
+    ops.checkpoint(root)
+    ops.optimize(root, zorder_by=["id"])
+    ops.delete(root, "id < 3")
+    table = dx.open_table(root)
+    tl = table.inspect.timeline(column="id")
+    assert tl.schema == TIMELINE_SCHEMA
+    for row in tl.to_pylist():
+        v = row["version"]
+        depth = dx.open_table(root).inspect.layout("id", version=v).column("overlap_depth").to_pylist()
+        assert row["overlap_depth_max"] == max(depth), v
+        assert row["overlap_depth_mean"] == pytest.approx(sum(depth) / len(depth)), v
+    assert tl.column("overlap_depth_max").to_pylist()[3] == 3  # ids 5..9 lie in three appends
+    assert table.inspect.timeline().column("overlap_depth_mean").null_count == tl.num_rows  # no column: null
+    # a range starts from its first version's state (read from its checkpoint): the same rows
+    assert table.inspect.timeline(3, 5, column="id").to_pylist() == tl.slice(3, 3).to_pylist()
+    kept = table.inspect.timeline(metrics=["files", "tombstones"])
+    assert kept.column_names == ["version", "timestamp", "files", "tombstones", "schema_changed", "protocol_changed"]
+    assert kept.column("tombstones").to_pylist()[4] > 0  # OPTIMIZE removed the appends' files
+    with pytest.raises(inspect.InspectError, match="unknown timeline metrics"):
+        table.inspect.timeline(metrics=["filez"])
+    with pytest.raises(dx.ColumnNotFoundError):
+        table.inspect.timeline(column="nope")

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
-from helpers import assert_same_table
+from helpers import amounts_table, assert_same_table
 
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
@@ -132,3 +132,17 @@ def test_explorer_shows_the_progress_of_its_spark_jobs(spark):
     assert any(f == 100 and "Spark job(s)" in line for f, line in zip(fractions, on_spark))
     assert lines[-1] == "" and ex.error == ""
     assert ex.files_data["engine"]["name"] == "spark"
+
+
+def test_at_versions_on_spark_equals_the_local_engine(spark, tmp_path):
+    """`dxs.at_versions`: the same table as `table.inspect.at_versions` at every version (Spark
+    SQL over the same skipped scan); an aggregate Spark SQL cannot evaluate is typed."""
+    import deltaexplore.spark as dxs
+    from deltaexplore.inspect import ExpressionError
+
+    uri = amounts_table(tmp_path / "t")
+    for expression in ("count(*) where amount > 10", "sum(amount) where day = 'd2'"):
+        local = dx.open_table(uri).inspect.at_versions(expression)
+        assert dxs.at_versions(spark, uri, expression).equals(local), expression
+    with pytest.raises(ExpressionError, match="Spark SQL cannot evaluate"):
+        dxs.at_versions(spark, uri, "amount", [4])

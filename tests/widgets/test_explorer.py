@@ -270,6 +270,36 @@ def test_history_lists_every_commit_with_its_commit_info(sales):
     assert "no commit file" in reply["error"]
 
 
+def test_history_shows_the_table_through_time_with_a_version_brush(sales):
+    """The History tab asks for `inspect.timeline` (on a thread of its own: the kernel answers
+    other messages meanwhile) and gets `viz.timeline_chart` of the metric asked, with the
+    version brush the browser turns into a diff; a bad metric is an error reply."""
+    import time
+
+    w = explore(sales, tab="history")
+    assert w.history_data["health_auto"] is True  # a small log: drawn at once
+    replies = Replies(w)
+
+    def ask(**payload) -> dict:
+        before = len(replies.sent)
+        w._on_custom_msg(w, {"type": "timeline", "req": f"t{before}", **payload}, [])
+        deadline = time.monotonic() + 60
+        while len(replies.sent) == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return replies.sent[-1][0]
+
+    reply = ask(metric="tombstones")
+    spec = reply["chart"]
+    offered = dict(reply["metrics"])
+    assert reply["metric"] == "tombstones" and offered["tombstones"] == "tombstones"
+    assert reply["column"] and offered["overlap_depth_max"] == "max overlap depth"  # the default layout column
+    assert spec["params"][0]["name"] == "version_brush" and spec["params"][0]["select"]["encodings"] == ["x"]
+    values = {r["version"]: r["tombstones"] for r in spec["datasets"][spec["data"]["name"]]}
+    want = inspect.timeline(dx.open_table(sales)).to_pylist()
+    assert values == {r["version"]: r["tombstones"] for r in want} and max(values.values()) > 0
+    assert "metric must be one of" in ask(metric="nope")["error"]
+
+
 def test_travelling_in_time(sales):
     w = explore(sales)
     w.tab = "files"

@@ -3,7 +3,10 @@
 // a pair of versions to compare and whose marks travel to a version on click; filters by
 // operation, user and time; the commit list (two rows checked -> compare); and the selected
 // commit in full: parameters and metrics as key/value chips, the counts derived from its
-// actions (asked of the kernel), and the raw commitInfo.
+// actions (asked of the kernel), and the raw commitInfo. Below the timeline, the table through
+// time (`inspect.timeline` as `viz.timeline_chart`: one health metric per version, asked of the
+// kernel, at once for a small log, on a click for a big one) whose version brush picks the two
+// versions the Diff tab compares.
 import { decode, type Row, type Rows } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
@@ -108,6 +111,76 @@ export function historyTab(ctx: Ctx): Tab {
     timeline.el,
   );
 
+  // -- the table through time ----------------------------------------------------------------
+  let healthBrush: [number, number] | null = null;
+  let healthAsked = false;
+  const metricSelect = h('select', { class: 'dxe-select', 'aria-label': 'metric through time' });
+  const healthStatus = h('div', { class: 'dxe-action-bar', role: 'status', 'aria-live': 'polite' });
+  const healthButton = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small' }, 'Replay every version');
+  const health = createChart(ctx.rootClass, {
+    label: 'a health metric per version; drag across versions to compare the first and the last',
+    height: TIMELINE_HEIGHT,
+    onClick: (d) => {
+      const v = Number(d.version);
+      if (Number.isFinite(v)) ctx.travel(v);
+    },
+    onSignal: {
+      version_brush: (value) => {
+        const range = (value as Record<string, unknown[]> | null)?.version;
+        healthBrush = range && range.length === 2 ? [Math.ceil(Math.min(Number(range[0]), Number(range[1]))), Math.floor(Math.max(Number(range[0]), Number(range[1])))] : null;
+        drawHealthStatus();
+      },
+    },
+  });
+  const healthSection = section('Through time');
+  healthSection.body.append(
+    h('div', { class: 'dxe-filters' }, h('label', { class: 'dxe-field' }, h('span', null, 'Metric'), metricSelect), healthButton),
+    health.el,
+    healthStatus,
+  );
+
+  function drawHealthStatus(message?: string): void {
+    if (message !== undefined) {
+      fill(healthStatus, h('span', { class: 'dxe-muted' }, message));
+      return;
+    }
+    if (healthBrush && healthBrush[1] > healthBrush[0]) {
+      const [lo, hi] = healthBrush;
+      const go = h('button', { type: 'button', class: 'dxe-btn dxe-btn-primary' }, `Compare ${lo} → ${hi}`);
+      go.addEventListener('click', () => ctx.compare(lo, hi));
+      fill(healthStatus, h('span', null, `Versions ${lo} to ${hi} brushed.`), go);
+    } else {
+      fill(healthStatus, h('span', { class: 'dxe-muted' }, 'Drag across versions to compare the first and the last; click a version to show it.'));
+    }
+  }
+
+  function askHealth(): void {
+    healthAsked = true;
+    healthButton.disabled = true;
+    drawHealthStatus('Replaying every version of the log…');
+    const metric = metricSelect.value || 'files';
+    rpc
+      .request('timeline', { metric })
+      .then((reply) => {
+        const c = reply.content;
+        if (!metricSelect.options.length) {
+          const of = (m: string) => (c.column && m.startsWith('overlap_depth') ? ` of ${c.column}` : '');
+          fill(metricSelect, (c.metrics as Array<[string, string]>).map(([m, title]) => h('option', { value: m }, title + of(m))));
+        }
+        metricSelect.value = String(c.metric);
+        healthBrush = null;
+        health.update(c.chart);
+        healthButton.hidden = true;
+        drawHealthStatus();
+      })
+      .catch((err: Error) => {
+        healthButton.disabled = false;
+        drawHealthStatus(`The table through time is unavailable: ${err.message}`);
+      });
+  }
+  healthButton.addEventListener('click', askHealth);
+  metricSelect.addEventListener('change', askHealth);
+
   // -- commits grid ------------------------------------------------------------------------
   const grid = createGrid({
     label: 'history',
@@ -142,6 +215,7 @@ export function historyTab(ctx: Ctx): Tab {
     'div',
     { class: 'dxe-tab-history' },
     timelineSection.el,
+    healthSection.el,
     filters,
     compareBar,
     h('div', { class: 'dxe-split' }, h('div', { class: 'dxe-split-main' }, gridSection.el), detail),
@@ -404,6 +478,10 @@ export function historyTab(ctx: Ctx): Tab {
     options(userSelect, users, 'all users');
     userSelect.disabled = users.size === 0;
     timeline.update(data.timeline);
+    if (!healthAsked) {
+      if (data.health_auto) askHealth();
+      else drawHealthStatus('The log is large: replaying every version reads all of it.');
+    }
     protocol.draw(data);
     if (selectedVersion === null && commits && commits.rows.length) selectedVersion = Number(model.get('version'));
     applyFilters();
@@ -422,6 +500,7 @@ export function historyTab(ctx: Ctx): Tab {
     },
     destroy: () => {
       timeline.destroy();
+      health.destroy();
       grid.destroy();
     },
   };
