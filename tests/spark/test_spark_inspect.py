@@ -154,8 +154,8 @@ def test_spark_inspection_on_spark_connect(spark_connect_mode, row):
 
 
 def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
-    """The explorer given a session and a low threshold computes its overview, files and DV tabs
-    on Spark, says so, equals the explorer on the replayed state, and replays nothing."""
+    """The explorer given a session and a low threshold computes its overview, files, layout and
+    DV tabs on Spark, says so, equals the explorer on the replayed state, and replays nothing."""
     import subprocess
     import sys
     from pathlib import Path
@@ -176,6 +176,13 @@ def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
     s_dv, l_dv = on_spark.deletion_vectors()[0], local.deletion_vectors()[0]
     assert s_dv["engine"]["name"] == "spark" and s_dv["summary"] == l_dv["summary"] and s_dv["dv_files"] == l_dv["dv_files"]
     assert on_spark.overview(stage=2)["metrics"] == local.overview(stage=2)["metrics"]
+    s_lay, s_rows = on_spark.layout("id")
+    l_lay, l_rows = local.layout("id")
+    assert s_lay["engine"]["name"] == "spark" and s_lay["summary"] == l_lay["summary"]
+    assert s_lay["density_chart"] == l_lay["density_chart"]
+    by_path = [["path", "asc"]]
+    drop = ["rank"]  # files of equal bounds take their ranks in file order
+    assert s_rows.window(0, 5000, sort=by_path)[1].drop_columns(drop) == l_rows.window(0, 5000, sort=by_path)[1].drop_columns(drop)
     assert not on_spark.snap.files_loaded
 
 
