@@ -132,7 +132,12 @@ def requests_since(endpoint: str) -> dict[str, int]:
 def run_once(contender: str, uri: str, endpoint: str, code_root: Path) -> tuple[float, int]:
     code = RUNNER.format(code=CONTENDERS[contender])
     out = subprocess.run(
-        [sys.executable, "-c", code, uri, endpoint], capture_output=True, text=True, check=True, env=env_for(code_root)
+        [sys.executable, "-c", code, uri, endpoint],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env_for(code_root),
+        cwd=str(code_root),  # `python -c` puts the working directory first on sys.path: the checkout's own code
     )
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
     _, elapsed, rows = line.split()
