@@ -8,19 +8,29 @@ Sources and confidence:
 
 - Delta Spark: the "features that require client upgrades" table of docs.delta.io
   (versioning page) and release notes (documented).
-- delta-rs (Python `deltalake` 1.x): reads checked here against the conformance corpus with
-  deltalake 1.6 (`QueryBuilder`/DataFusion reads column mapping, deletion vectors, timestampNtz,
-  v2 checkpoints and variantType-preview, but not typeWidening-preview, variantShredding or
-  geospatial; `to_pyarrow_table()` refuses column mapping, deletion vectors and v2 checkpoints);
-  writes from delta-rs' protocol checker (`kernel/transaction/protocol.rs`) (verified/documented).
-- DuckDB `delta` extension 1.5 (delta-kernel-rs): reads checked here against the corpus
-  (column mapping, deletion vectors, timestampNtz, type widening preview, v2 checkpoints,
-  variant and shredded variant read; geospatial and `void` columns do not); writes are blind
-  inserts only, feature support from delta-kernel-rs' `table_features` (approximate).
-- deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags).
+- delta-rs (Python `deltalake` 1.x): reads checked here with deltalake 1.6 against the
+  conformance corpus and tables this library wrote (`QueryBuilder`/DataFusion reads column
+  mapping, deletion vectors, timestampNtz, v2 checkpoints, row tracking and variantType, but not
+  type widening, variantShredding, vacuumProtocolCheck, catalog-managed tables or geospatial;
+  `to_pyarrow_table()` also refuses column mapping, deletion vectors and v2 checkpoints); writes
+  from delta-rs' protocol checker (`kernel/transaction/protocol.rs`) (verified/documented).
+- DuckDB `delta` extension 1.5 (delta-kernel-rs): reads checked here against the corpus and the
+  tables this library wrote (column mapping, deletion vectors, timestampNtz, type widening, v2
+  checkpoints, row tracking, vacuumProtocolCheck, variant and shredded variant read; geospatial,
+  `void` columns and catalog-managed tables do not; its Python client has no Arrow form of
+  VARIANT); writes are blind inserts only, feature support from delta-kernel-rs'
+  `table_features` (approximate).
+- deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags), every
+  cell checked on one table per feature.
+- deltaexplore on Spark (`dx.spark.read`, writes through `deltaexplore.spark`): checked here on
+  the same tables (`SPARK_READS`, `SPARK_WRITES`).
 
-Each cell is marked: `checked` where a test here reads corpus tables with the feature using the
-real client (`CHECKED_READS`), else `declared`.
+Each cell is marked `checked` where a test here reads (`CHECKED_READS`) or writes
+(`CHECKED_WRITES`) tables with the feature using the real client, else `declared`. Write cells
+of this library are checked by writing one table per feature with its core writer and reading
+it with every client (`WRITTEN_READS`), or by its refusal to write a table listing a feature it
+does not write (`REFUSED_WRITES`); `written_reads` says what the other clients do with what it
+wrote.
 """
 
 from __future__ import annotations
@@ -33,10 +43,17 @@ from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA
 
 __all__ = [
     "CHECKED_READS",
+    "CHECKED_WRITES",
     "CLIENTS",
+    "CORPUS_CHECKED_READS",
     "FEATURE_SINCE",
     "LEGACY_READS",
+    "REFUSED_WRITES",
+    "SPARK_READS",
+    "SPARK_WRITES",
     "STRICT_PROTOCOL_CLIENTS",
+    "WRITTEN_CHECKED_READS",
+    "WRITTEN_READS",
     "client_features",
     "clients_table",
 ]
@@ -46,6 +63,7 @@ SPARK = "Delta Spark"
 DELTA_RS = "delta-rs (DataFusion)"
 DELTA_RS_PYARROW = "delta-rs (to_pyarrow)"
 DUCKDB = "DuckDB delta"
+DX_SPARK = "deltaexplore on Spark"
 
 # (client, version, max reader, max writer, writes, confidence, notes)
 CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
@@ -67,6 +85,16 @@ CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
         "verified",
         "delta_scan via delta-kernel-rs (reads checked here); writes: blind INSERT only (approximate)",
     ),
+    (
+        DX_SPARK,
+        "this",
+        MAX_READER_VERSION,
+        MAX_WRITER_VERSION,
+        True,
+        "verified",
+        "dx.spark.read and deltaexplore.spark writes on plain PySpark 4 (every cell checked here); interval columns "
+        "read as Spark's ANSI intervals (PySpark cannot hand year-month ones to Python: cast them in Spark)",
+    ),
 ]
 
 #: clients that reject a table-features protocol (reader 3) listing a reader-writer feature in
@@ -79,12 +107,14 @@ STRICT_PROTOCOL_CLIENTS = frozenset({DUCKDB})
 #: (logical names) and refuses reader-3 tables listing columnMapping (checked here on the corpus)
 LEGACY_READS: dict[str, frozenset[str]] = {DELTA_RS_PYARROW: frozenset({"columnMapping"})}
 
-#: the read cells checked against the real client by a test run here
-#: (tests/inspect/test_inspect_features.py::test_checked_read_cells_are_what_the_clients_do: every
-#: readable corpus table read by delta-rs both ways, DuckDB and this reader, which
-#: tests/spark/test_spark_read_corpus.py compares with Spark through this project): a feature is
-#: checked for a client when a table listing it was read, or a table listing it and only features
-#: the client reads was refused. Every other cell is declared (documentation, source code).
+#: The read cells checked against the real client by a test run here (`CHECKED_READS`): a feature
+#: is checked for a client when a table listing it was read, or a table listing it and only
+#: features the client reads was refused (tests/clients_evidence.py). Tables: every readable corpus
+#: table, read by delta-rs both ways, DuckDB and this reader
+#: (tests/inspect/test_inspect_features.py::test_checked_read_cells_are_what_the_clients_do;
+#: `CORPUS_CHECKED_READS`), and one table per feature written by this library
+#: (tests/write/test_clients_matrix.py; `WRITTEN_CHECKED_READS`); this reader and deltaexplore on
+#: Spark read every feature's table. Every other cell is declared (documentation, source code).
 _CORPUS_FEATURES = frozenset(
     {
         "appendOnly",
@@ -101,12 +131,113 @@ _CORPUS_FEATURES = frozenset(
     }
 )
 _VARIANTS = frozenset({"variantType", "variantShredding-preview"})
-CHECKED_READS: dict[str, frozenset[str]] = {
-    DELTAEXPLORE: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
+CORPUS_CHECKED_READS: dict[str, frozenset[str]] = {
     DELTA_RS: _CORPUS_FEATURES | {"checkConstraints", "generatedColumns", "identityColumns", "icebergCompatV1"},
     DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
     DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
 }
+#: the read cells the tables this library wrote check (tests/write/test_clients_matrix.py: one
+#: table per feature, by the same rule; a client's wrong rows, or DuckDB's Python client lacking
+#: an Arrow form of VARIANT, show nothing either way)
+_WRITTEN = frozenset(
+    {
+        "appendOnly",
+        "catalogManaged",
+        "changeDataFeed",
+        "checkConstraints",
+        "deletionVectors",
+        "domainMetadata",
+        "inCommitTimestamp",
+        "invariants",
+        "rowTracking",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+    }
+)
+_WRITTEN_VARIANTS = frozenset({"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"})
+WRITTEN_CHECKED_READS: dict[str, frozenset[str]] = {
+    DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
+    DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
+    DUCKDB: _WRITTEN,
+}
+CHECKED_READS: dict[str, frozenset[str]] = {
+    # every feature's table: tests/write/test_clients_matrix.py and tests/spark/test_spark_clients_matrix.py
+    DELTAEXPLORE: frozenset(FEATURES),
+    DX_SPARK: frozenset(FEATURES),
+    **{c: CORPUS_CHECKED_READS[c] | WRITTEN_CHECKED_READS[c] for c in (DELTA_RS, DELTA_RS_PYARROW, DUCKDB)},
+}
+
+#: what the other clients do with a table this library wrote with the feature, where they do not
+#: read the same rows as this reader: `<exception class>: <words of its message>` (or `rows
+#: differ`). Checked by tests/write/test_clients_matrix.py, which writes one table per feature
+#: with the core writer (create, append, DELETE with and without deletion vectors, UPDATE,
+#: MERGE, OPTIMIZE, checkpoints, VACUUM as they apply) and reads it whole with each client.
+_PYARROW_REFUSES = "DeltaProtocolError: not yet supported by the deltalake reader"
+_DUCKDB_NO_VARIANT = "NotImplementedException: Unsupported Arrow type VARIANT"
+WRITTEN_READS: dict[str, dict[str, str]] = {
+    "catalogManaged": {
+        DELTA_RS: "DeltaError: Max catalog version is required when loading a catalog-managed table",
+        DELTA_RS_PYARROW: "DeltaError: Max catalog version is required when loading a catalog-managed table",
+        DUCKDB: "IOException: Catalog-managed table requires max_catalog_version to be set",
+    },
+    # DuckDB 1.5.5 gives null partition values under column mapping unless the partition
+    # column is the table's first column (delta-rs and this reader agree with the spec)
+    "columnMapping": {DELTA_RS_PYARROW: _PYARROW_REFUSES, DUCKDB: "rows differ: part"},
+    "deletionVectors": {DELTA_RS_PYARROW: _PYARROW_REFUSES},
+    "typeWidening": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [TypeWidening]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+    },
+    "typeWidening-preview": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [TypeWideningPreview]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+    },
+    "v2Checkpoint": {DELTA_RS_PYARROW: _PYARROW_REFUSES},
+    "vacuumProtocolCheck": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [VacuumProtocolCheck]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+    },
+    "variantType": {DUCKDB: _DUCKDB_NO_VARIANT},
+    "variantType-preview": {DUCKDB: _DUCKDB_NO_VARIANT},
+    "variantShredding": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [VariantShredding]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+        DUCKDB: "IOException: Feature 'variantShredding' is not supported",
+    },
+    "variantShredding-preview": {
+        DELTA_RS: "DeltaError: Unsupported table features required: [VariantShreddingPreview]",
+        DELTA_RS_PYARROW: _PYARROW_REFUSES,
+        DUCKDB: _DUCKDB_NO_VARIANT,
+    },
+}
+#: the clients whose reads of what this library wrote are checked
+WRITTEN_READERS = (DELTA_RS, DELTA_RS_PYARROW, DUCKDB, DX_SPARK)
+#: features this library refuses to write: a test asks its writer to append to a table listing
+#: each, and checks the typed refusal naming the feature (nothing is written)
+REFUSED_WRITES = frozenset(name for name, info in FEATURES.items() if not info.write)
+
+#: deltaexplore on Spark, reading the table of each feature (the tables above, and for the
+#: features this library does not write, hand-written ones) and writing to it (append and
+#: DELETE through `deltaexplore.spark`), where it does not do what the local reader / writer
+#: does: the kind of error. Checked by tests/spark/test_spark_clients_matrix.py.
+SPARK_READS: dict[str, str] = {
+    "adaptiveMetadata": "UnsupportedFeatureError: table needs reader feature 'adaptiveMetadata'",
+    "timestampNanos": "UnsupportedFeatureError: cannot be read with Spark, which has no nanosecond timestamps",
+}
+SPARK_WRITES: dict[str, str] = {
+    **{name: f"UnsupportedFeatureError: table needs writer feature {name!r}" for name in sorted(REFUSED_WRITES)},
+    "adaptiveMetadata": "UnsupportedFeatureError: table needs reader feature 'adaptiveMetadata'",
+    # Spark writes take no catalog client
+    "catalogManaged": "WriteRefusedError: commits must go through its catalog",
+    "catalogOwned-preview": "WriteRefusedError: commits must go through its catalog",
+    "identityColumns": "WriteRefusedError: Spark writes cannot assign them consistently across tasks yet",
+}
+
+#: write cells checked by a test here: this library's (written or refused) and Spark's
+CHECKED_WRITES: dict[str, frozenset[str]] = {DELTAEXPLORE: frozenset(FEATURES), DX_SPARK: frozenset(FEATURES)}
 
 # feature -> {client family: (first version that reads, first version that writes)}; None: never.
 # For single-version clients the version is "1.x"/"this" or None.
@@ -134,11 +265,13 @@ FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
     },
     "clustering": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "inCommitTimestamp": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
-    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    # delta-rs 1.6 refuses it both ways (tests/write/test_clients_matrix.py)
+    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "typeWidening-preview": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "typeWidening": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "variantType-preview": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
-    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    # delta-rs 1.6 reads a table listing the stable name (tests/write/test_clients_matrix.py)
+    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "variantShredding-preview": {
         _S: ("4.0", "4.0"),
         DELTA_RS: (None, None),
@@ -182,15 +315,30 @@ def clients_table() -> pa.Table:
     return conform(cols, CLIENTS_SCHEMA)
 
 
+def _written_reads(feature: str) -> str:
+    """What the other clients do with a table this library wrote with `feature`."""
+    if feature in REFUSED_WRITES:
+        return "not written: the writer refuses the feature (UnsupportedFeatureError)"
+    spark = {feature: SPARK_READS[feature]} if feature in SPARK_READS else {}
+    kinds = {**WRITTEN_READS.get(feature, {}), **({DX_SPARK: spark[feature]} if spark else {})}
+    return "; ".join(f"{client}: {kinds.get(client, 'same rows')}" for client in WRITTEN_READERS)
+
+
 def client_features() -> pa.Table:
     """Every (client version, feature) with read/write support (`CLIENT_FEATURES_SCHEMA`)."""
     rows: dict[str, list] = {f.name: [] for f in CLIENT_FEATURES_SCHEMA}
     for client, version, _, _, writes, _, _ in CLIENTS:
         names = sorted(set(FEATURE_SINCE) | set(FEATURES))
         for feature in names:
+            info = FEATURES.get(feature)
+            notes = None
             if client == DELTAEXPLORE:
-                info = FEATURES.get(feature)
                 read, write = (info.read, info.write) if info else (False, False)
+                notes = _written_reads(feature) if info else None
+            elif client == DX_SPARK:
+                read = bool(info and info.read) and feature not in SPARK_READS
+                write = bool(info and info.write) and feature not in SPARK_WRITES
+                notes = SPARK_WRITES.get(feature, "deltaexplore (local): same rows") if info else None
             else:
                 since = FEATURE_SINCE.get(feature, {}).get(client, (None, None))
                 read = _at_least(version, since[0])
@@ -201,5 +349,6 @@ def client_features() -> pa.Table:
             rows["read"].append(read)
             rows["write"].append(write)
             rows["read_evidence"].append("checked" if feature in CHECKED_READS.get(client, ()) else "declared")
-            rows["write_evidence"].append("declared")
+            rows["write_evidence"].append("checked" if feature in CHECKED_WRITES.get(client, ()) else "declared")
+            rows["written_reads"].append(notes)
     return conform(rows, CLIENT_FEATURES_SCHEMA)

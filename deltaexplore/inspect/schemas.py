@@ -505,7 +505,18 @@ CLIENT_FEATURES_SCHEMA = _s(
     ("read", pa.bool_(), "reads tables with the feature", "bool"),
     ("write", pa.bool_(), "writes tables with the feature", "bool"),
     ("read_evidence", pa.string(), "checked (a test here reads tables with the feature with the real client) | declared", "text"),
-    ("write_evidence", pa.string(), "checked | declared (no write is checked against another client here)", "text"),
+    (
+        "write_evidence",
+        pa.string(),
+        "checked (a test here writes the feature with the client, or its refusal) | declared",
+        "text",
+    ),
+    (
+        "written_reads",
+        pa.string(),
+        "checked writes: what other clients do with a table this client wrote with the feature (same rows, or the error kind)",
+        "text",
+    ),
 )
 
 #: `compatibility()`: which clients can read and write this table, and why not.

@@ -196,7 +196,11 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
         assert values.path_keys is not None
         table[KEY_COL] = pa.array(values.path_keys, pa.string())
     table[FILE_COL] = pa.array(values.ids, pa.int32())
+    months = []  # interval year to month: sent as int32 months (Arrow's month_day_nano is not one)
     for j, arr in enumerate(values.part_values):
+        if pa.types.is_interval(arr.type):
+            arr = pa.array([None if v is None else v.months for v in arr.to_pylist()], pa.int32())
+            months.append(j)
         table[part_col(j)] = arr
     if values.bitmaps is not None:
         lengths = np.asarray([len(b) for b in values.bitmaps], dtype=np.int32)
@@ -206,6 +210,8 @@ def _attach_broadcast(spark: SparkSession, df: DataFrame, values: FileValues) ->
     small = spark.createDataFrame(pa.table(table))
     if values.bitmap_frame is not None:  # one small table: the per-file values and the bitmaps
         small = small.join(values.bitmap_frame, on=FILE_COL, how="left")
+    if months:
+        small = small.withColumns({part_col(j): F.make_ym_interval(F.lit(0), F.col(part_col(j))) for j in months})
     df = df.join(F.broadcast(small), on=KEY_COL, how="left")
     what = "size (bytes)" if values.sizes is not None else "path"
     return df.withColumn(FILE_COL, F.coalesce(F.col(FILE_COL), _missing(what, F.col(KEY_COL)).cast("int"))).drop(KEY_COL)
@@ -299,6 +305,11 @@ def _value_literal(arr: pa.Array, i: int, typ: DataType) -> Column:
         return F.date_from_unix_date(F.lit(pc.cast(arr.slice(i, 1).cast(pa.date32()), pa.int32())[0].as_py()))
     if pa.types.is_decimal(t):
         return F.lit(format(value.as_py(), "f"))
+    if pa.types.is_interval(t):  # interval year to month (months only)
+        return F.make_ym_interval(F.lit(0), F.lit(value.as_py().months))
+    if pa.types.is_duration(t):  # interval day to second, exact to the microsecond
+        micros = pc.cast(arr.slice(i, 1).cast(pa.duration("us")), pa.int64())[0].as_py()
+        return F.expr(f"CAST(CAST({micros} AS DECIMAL(38, 0)) / 1000000 AS INTERVAL SECOND)")
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return F.lit(bytearray(value.as_py()))
     if pa.types.is_floating(t):

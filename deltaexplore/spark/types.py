@@ -3,7 +3,10 @@
 Under column mapping the physical schema uses physical names (mode ``name``) or carries parquet
 field ids (mode ``id``, Spark's ``parquet.field.id`` field metadata); variant columns are given
 as ``struct<metadata: binary, value: binary>`` (what the core gives; `native_variant` asks for
-Spark's VARIANT, which a scan of shredded files reads), geo types as WKB binary.
+Spark's VARIANT, which a scan of shredded files reads), geo types as WKB binary, interval types
+(protocol_rfcs/interval-types.md) as Spark's ANSI intervals. PySpark 4 cannot hand a
+YearMonthIntervalType column to Python (`toArrow()`, `collect()`): cast it in Spark first
+(`CAST(CAST(c AS INTERVAL MONTH) AS INT)` for months).
 """
 
 from __future__ import annotations
@@ -70,13 +73,12 @@ def spark_type(t: DataType, *, mode: str | None = None, native_variant: bool = F
                 feature="timestampNanos",
                 needed_by="readers",
             )
-        if name.startswith("interval "):
-            raise UnsupportedFeatureError(
-                f"column type {name!r} (delta-io/delta protocol_rfcs/interval-types.md) cannot be read with Spark by "
-                "deltaexplore yet: read it with the local reader (snapshot.to_arrow())",
-                feature=name,
-                needed_by="readers",
-            )
+        # protocol_rfcs/interval-types.md: stored as Spark stores its ANSI intervals (INT32
+        # months, INT64 microseconds), so Spark's parquet reader reads them as these types
+        if name == "interval year to month":
+            return T.YearMonthIntervalType(T.YearMonthIntervalType.YEAR, T.YearMonthIntervalType.MONTH)
+        if name == "interval day to second":
+            return T.DayTimeIntervalType(T.DayTimeIntervalType.DAY, T.DayTimeIntervalType.SECOND)
         raise DeltaProtocolError(f"data type {name!r} cannot be read with Spark by deltaexplore")
     if isinstance(t, DecimalType):
         if t.precision > 38:
@@ -106,6 +108,8 @@ _SQL_NAMES = {
     "timestamp_ntz": "TIMESTAMP_NTZ",
     "void": "VOID",
     "variant": "STRUCT<`metadata`: BINARY, `value`: BINARY>",
+    "interval year to month": "INTERVAL YEAR TO MONTH",
+    "interval day to second": "INTERVAL DAY TO SECOND",
 }
 
 

@@ -29,6 +29,7 @@ from deltaexplore.core.operations import (
 )
 from deltaexplore.core.protocol.action_codec import file_actions_table
 from deltaexplore.core.protocol.actions import Metadata, Protocol
+from deltaexplore.core.protocol.schema import PrimitiveType
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.table import Table
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
@@ -117,6 +118,19 @@ def _file_writer(
     return write
 
 
+def _ntz_as_spark_casts(df: DataFrame, metadata: Metadata) -> DataFrame:
+    """`timestamp` columns bound for `timestamp_ntz` columns cast by Spark (the session time
+    zone's wall time, as Spark's CAST and Delta Spark do); the Arrow tasks would otherwise take
+    their UTC wall time."""
+    from pyspark.sql import types as T
+
+    ntz = {f.name.lower() for f in metadata.schema.fields if f.type == PrimitiveType("timestamp_ntz")}
+    cols = [f.name for f in df.schema.fields if f.name.lower() in ntz and isinstance(f.dataType, T.TimestampType)]
+    if not cols:
+        return df
+    return df.withColumns({c: df[c].cast(T.TimestampNTZType()) for c in cols})
+
+
 def write_files(
     spark: SparkSession,
     df: DataFrame,
@@ -152,6 +166,7 @@ def write_files(
         check_rules=check_rules,
         identity=identity,
     )
+    df = _ntz_as_spark_casts(df, metadata)
     with spark_errors("writing data files", path=table.uri):
         out = df.mapInArrow(writer, WRITTEN_SCHEMA).toArrow()
     rows = []

@@ -11,14 +11,24 @@ import warnings
 from pathlib import Path
 
 import pytest
+from clients_evidence import read_evidence
 from corpus_paths import CORPUS, corpus_catalog
 from helpers import commit_info, metadata, protocol, write_commit
 
 import deltaexplore as dx
 from deltaexplore.core.protocol.actions import Protocol
-from deltaexplore.core.protocol.features import FEATURES
 from deltaexplore.inspect import compatibility, features
-from deltaexplore.inspect.clients import CHECKED_READS, CLIENTS, DELTAEXPLORE, FEATURE_SINCE, client_features, clients_table
+from deltaexplore.inspect.clients import (
+    CHECKED_READS,
+    CHECKED_WRITES,
+    CLIENTS,
+    CORPUS_CHECKED_READS,
+    DELTAEXPLORE,
+    DX_SPARK,
+    FEATURE_SINCE,
+    client_features,
+    clients_table,
+)
 from deltaexplore.inspect.schemas import CLIENT_FEATURES_SCHEMA, CLIENTS_SCHEMA, COMPATIBILITY_SCHEMA, FEATURES_SCHEMA
 
 
@@ -97,7 +107,7 @@ def test_client_tables_are_declared_data():
     assert cf.schema == CLIENT_FEATURES_SCHEMA
     assert cf.num_rows == len(CLIENTS) * len(set(cf.column("feature").to_pylist()))
     for feature, by_client in FEATURE_SINCE.items():
-        assert set(by_client) == {c[0] for c in CLIENTS} - {"deltaexplore"}, feature
+        assert set(by_client) == {c[0] for c in CLIENTS} - {DELTAEXPLORE, DX_SPARK}, feature
 
 
 def _readable_tables():
@@ -141,32 +151,6 @@ def test_declared_read_support_matches_real_clients(row, real_clients):
         assert said == really, (client, compat[client]["read_blockers"])
 
 
-def read_evidence(results: dict[str, dict[str, bool]]) -> dict[str, dict[str, bool]]:
-    """client -> {feature: reads it} as the real clients' reads of the corpus show it. Only
-    features a table lists (reader 3 / writer 7) count: a read table shows each listed feature is
-    read (a reader-writer feature where readerFeatures list it); a refused one shows that its one
-    listed reader feature not shown read elsewhere is not."""
-    tables = {str(CORPUS / t["table_root"]): t for t in corpus_catalog()}
-    listed: dict[str, tuple[set[str], set[str]]] = {}
-    for root in results:
-        p = Protocol.from_json(tables[root]["protocol"])
-        readers = set(p.reader_features or ()) if p.min_reader_version >= 3 else set()
-        writers = set(p.writer_features or ()) if p.min_writer_version >= 7 else set()
-        writer_only = {f for f in writers if f in FEATURES and not FEATURES[f].reader_writer}
-        listed[root] = (readers, readers | writer_only)  # a reader-writer feature is read where readers list it
-    out: dict[str, dict[str, bool]] = {}
-    for root, by_client in results.items():
-        for client, ok in by_client.items():
-            if ok:
-                out.setdefault(client, {}).update(dict.fromkeys(listed[root][1], True))
-    for root, by_client in results.items():
-        for client, ok in by_client.items():
-            unexplained = listed[root][0] - {f for f, r in out.get(client, {}).items() if r}
-            if not ok and len(unexplained) == 1:
-                out.setdefault(client, {})[unexplained.pop()] = False
-    return out
-
-
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_checked_read_cells_are_what_the_clients_do(real_clients):
@@ -181,14 +165,19 @@ def test_checked_read_cells_are_what_the_clients_do(real_clients):
                 by_client[DELTAEXPLORE] = True
             except dx.UnsupportedFeatureError:
                 by_client[DELTAEXPLORE] = False
-    evidence = read_evidence(results)
-    assert set(evidence) == set(CHECKED_READS)
+    catalog = {str(CORPUS / t["table_root"]): t for t in corpus_catalog()}
+    evidence = read_evidence(results, {root: Protocol.from_json(catalog[root]["protocol"]) for root in results})
+    assert set(evidence) == set(CORPUS_CHECKED_READS) | {DELTAEXPLORE}
     cells = {(r["client"], r["feature"]): r for r in client_features().to_pylist()}
     for client, features_seen in evidence.items():
-        assert set(features_seen) == CHECKED_READS[client], client
+        if client == DELTAEXPLORE:  # every feature's table: tests/write/test_clients_matrix.py
+            assert set(features_seen) <= CHECKED_READS[client]
+        else:
+            assert set(features_seen) == CORPUS_CHECKED_READS[client], client
         for feature, reads in features_seen.items():
             cell = cells[(client, feature)]
             assert (cell["read"], cell["read_evidence"]) == (reads, "checked"), (client, feature)
     declared = [r for r in cells.values() if r["read_evidence"] == "declared"]
     assert all((r["client"], r["feature"]) not in {(c, f) for c, fs in evidence.items() for f in fs} for r in declared)
-    assert {r["write_evidence"] for r in cells.values()} == {"declared"}
+    # write cells: checked for the clients tests/write/test_clients_matrix.py and the Spark one write with
+    assert {r["write_evidence"] for r in cells.values() if r["client"] not in CHECKED_WRITES} == {"declared"}

@@ -8,6 +8,7 @@ as a script and read its JSON answer.
     python other_engines.py read-duckdb <root>                      # rows of the latest version
     python other_engines.py build-deltars <root> <phase>            # a history written by delta-rs
     python other_engines.py merge-deltars <cases.json>              # MERGEs by delta-rs: rows, CDF, metrics
+    python other_engines.py read-clients <roots.json>               # every client's rows or error kind
 """
 
 from __future__ import annotations
@@ -106,6 +107,45 @@ def _read_duckdb(root: str) -> dict[str, Any]:
     con.execute(f"LOAD '{ext[0]}'")
     data = con.execute(f"select * from delta_scan('{root}')").fetch_arrow_table()
     return {"rows": table_rows(data)}
+
+
+def error_kind(exc: BaseException, root: str) -> str:
+    """`<exception class>: <first line of its message>`, the table's path as `<table>`."""
+    text = str(exc).replace(f"file://{root}", "<table>").replace(root, "<table>").strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _read_clients(roots_path: str) -> dict[str, dict[str, Any]]:
+    """Each table read whole by delta-rs (DataFusion, then `to_pyarrow_table`) and DuckDB's
+    delta extension: per table and client, its rows or the kind of error it raised."""
+    import glob
+
+    import deltalake
+    import duckdb
+    import duckdb_extension_delta
+    import pyarrow as pa
+
+    with open(roots_path) as f:
+        roots = json.load(f)
+    ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{ext[0]}'")
+    readers = {
+        "delta-rs (DataFusion)": lambda r: (
+            deltalake.QueryBuilder().register("t", deltalake.DeltaTable(r)).execute("select * from t").read_all()
+        ),
+        "delta-rs (to_pyarrow)": lambda r: deltalake.DeltaTable(r).to_pyarrow_table(),
+        "DuckDB delta": lambda r: con.execute(f"select * from delta_scan('{r}')").fetch_arrow_table(),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for root in roots:
+        out[root] = {}
+        for client, read in readers.items():
+            try:
+                out[root][client] = {"rows": table_rows(pa.table(read(root)))}
+            except Exception as exc:  # noqa: BLE001 - the answer says what failed
+                out[root][client] = {"error": error_kind(exc, root)}
+    return out
 
 
 def _build_deltars(root: str, phase: str) -> dict[str, Any]:
@@ -219,6 +259,8 @@ def main() -> None:
         answer = _read_deltars(root, rest)
     elif command == "read-duckdb":
         answer = _read_duckdb(root)
+    elif command == "read-clients":
+        answer = _read_clients(root)
     elif command == "merge-deltars":
         answer = _merge_deltars(root)
     elif command == "build-deltars":

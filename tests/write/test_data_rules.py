@@ -177,3 +177,22 @@ def test_identity_explicit_values_move_high_water_mark(tmp_path):
     write_table(str(root), pa.table({"key": pa.array([100], pa.int64())}))
     write_table(str(root), pa.table({"key": pa.array([None], pa.int64())}))
     assert sorted(r["key"] for r in dx.open_table(str(root)).snapshot().to_arrow().to_pylist()) == [100, 101]
+
+
+def test_variant_structs_with_nullable_parts(tmp_path):
+    """A variant column takes `struct<metadata, value>` with nullable fields (as Spark and most
+    Arrow producers give it); a present value without its metadata or value is refused."""
+    root = tmp_path / "t"
+    features = ["variantType-preview"]  # the preview name is enough for a variant column
+    schema = {"type": "struct", "fields": [{"name": "v", "type": "variant", "nullable": True, "metadata": {}}]}
+    write_commit(root, 0, [commit_info(), protocol(3, 7, features, features), metadata(schema)])
+    loose = pa.struct([("metadata", pa.binary()), ("value", pa.binary())])
+    short_string_a = b"\x05a"
+    write_table(str(root), pa.table({"v": pa.array([{"metadata": b"\x01\x00\x00", "value": short_string_a}, None], loose)}))
+    got = dx.open_table(str(root)).snapshot().to_arrow(variant="json").column("v").to_pylist()
+    assert sorted(got, key=str) == ['"a"', None]
+    with pytest.raises(dx.WriteRefusedError, match="a variant value has no metadata"):
+        write_table(str(root), pa.table({"v": pa.array([{"metadata": None, "value": short_string_a}], loose)}))
+    with pytest.raises(dx.WriteRefusedError, match="expected variant"):
+        write_table(str(root), pa.table({"v": pa.array([{"metadata": b"\x01\x00\x00"}], pa.struct([("metadata", pa.binary())]))}))
+    _unchanged(root, 1)

@@ -170,6 +170,25 @@ def test_property_needs_feature(tmp_path):
     assert snap.config.deletion_vectors_enabled and snap.protocol.min_reader_version == 3
 
 
+def test_feature_property_adds_the_feature(tmp_path):
+    """`delta.feature.<name> = supported` turns the feature on (Delta's way for features without
+    a property of their own); an unknown feature or another value is refused, nothing written."""
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    write_table(str(tmp_path / "a"), data, configuration={"delta.feature.deletionVectors": "supported"})
+    proto = dx.open_table(str(tmp_path / "a")).snapshot().protocol
+    assert "deletionVectors" in (proto.reader_features or ()) and "deletionVectors" in (proto.writer_features or ())
+    write_table(str(tmp_path / "b"), data, configuration={"delta.feature.appendOnly": "enabled"})
+    assert dx.open_table(str(tmp_path / "b")).snapshot().protocol.writer_features == ("appendOnly",)
+    with pytest.raises(dx.UnsupportedFeatureError) as info:
+        write_table(str(tmp_path / "c"), data, configuration={"delta.feature.noSuchFeature": "supported"})
+    assert info.value.feature == "noSuchFeature"
+    with pytest.raises(dx.WriteRefusedError, match="supported"):
+        write_table(str(tmp_path / "d"), data, configuration={"delta.feature.deletionVectors": "true"})
+    for name in "cd":
+        log = tmp_path / name / "_delta_log"
+        assert not log.exists() or not any(log.iterdir())
+
+
 def test_new_table_needs_metadata(tmp_path):
     with pytest.raises(dx.WriteRefusedError, match="update_metadata"):
         Transaction(dx.open_table(str(tmp_path / "t")), operation="WRITE").commit()

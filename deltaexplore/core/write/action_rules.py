@@ -25,6 +25,7 @@ from deltaexplore.core.write.schema_evolution import check_column_mapping
 from deltaexplore.errors import DeltaExploreError, WriteRefusedError
 
 __all__ = [
+    "FEATURE_PROPERTY_PREFIX",
     "SYSTEM_DOMAINS",
     "check_domain",
     "check_file_actions",
@@ -49,6 +50,10 @@ _PROPERTY_FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "delta.enableTypeWidening": (("true",), ("typeWidening",)),
     "delta.columnMapping.mode": (("name", "id"), ("columnMapping",)),
 }
+
+#: `delta.feature.<name> = supported` adds the feature <name> to the protocol (Delta's way to
+#: turn on a feature that has no property of its own)
+FEATURE_PROPERTY_PREFIX = "delta.feature."
 
 #: features that need other features
 _DEPENDS: dict[str, tuple[str, ...]] = {
@@ -94,9 +99,18 @@ def required_features(metadata: Metadata) -> dict[str, str]:
         if value in values:
             for feat in feats:
                 out.setdefault(feat, f"table property {key}={conf[key]}")
+    for name, info in FEATURES.items():  # the other features a property turns on
+        if info.property and info.canonical is None and info.property not in _PROPERTY_FEATURES:
+            if str(conf.get(info.property, "")).strip().lower() == "true":
+                out.setdefault(name, f"table property {info.property}={conf[info.property]}")
     for key in conf:
         if key.startswith("delta.constraints."):
             out.setdefault("checkConstraints", f"CHECK constraint {key}")
+        elif key.startswith(FEATURE_PROPERTY_PREFIX):
+            name, value = key[len(FEATURE_PROPERTY_PREFIX) :], str(conf[key]).strip().lower()
+            if value not in ("supported", "enabled"):
+                raise WriteRefusedError(f"table property {key}={conf[key]}: a feature property is 'supported' or 'enabled'")
+            out.setdefault(name, f"table property {key}={conf[key]}")
     if metadata.schema_string:
         schema = metadata.schema
         for f in _walk_fields(schema):
@@ -238,8 +252,10 @@ def check_metadata(protocol: Protocol, metadata: Metadata, old: Metadata | None 
     if len(schema.fields) == len(metadata.partition_columns):
         raise WriteRefusedError("a table needs at least one column that is not a partition column", path=path)
     _, writer = features_of(protocol)
+    # a feature listed under its preview name counts (typeWidening-preview, variantType-preview)
+    has = set(writer) | {FEATURES[p].canonical for p in writer if p in FEATURES and FEATURES[p].canonical}
     for feat, reason in required_features(metadata).items():
-        if feat not in writer:
+        if feat not in has:
             raise WriteRefusedError(
                 f"{reason} needs the table feature {feat!r}, which the protocol does not have "
                 f"(writer features: {sorted(writer)})",

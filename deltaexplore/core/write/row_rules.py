@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.protocol.actions import Metadata
-from deltaexplore.core.protocol.schema import ArrayType, MapType, StructField, StructType, to_arrow_type
+from deltaexplore.core.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, to_arrow_type
 from deltaexplore.core.write.schema_evolution import merge_schemas, schema_from_arrow, schema_json
 from deltaexplore.errors import WriteRefusedError
 
@@ -237,6 +237,8 @@ def _cast(col: pa.ChunkedArray | pa.Array, dtype: Any, name: str) -> pa.Array:
         arr = arr.dictionary_decode()
     if arr.type == target:
         return arr
+    if dtype == PrimitiveType("variant") and pa.types.is_struct(arr.type):
+        return _variant(arr, target, name)
     if isinstance(dtype, StructType) and pa.types.is_struct(arr.type):
         by_lower = {arr.type.field(i).name.lower(): i for i in range(arr.type.num_fields)}
         children = []
@@ -272,6 +274,20 @@ def _cast(col: pa.ChunkedArray | pa.Array, dtype: Any, name: str) -> pa.Array:
         return arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise WriteRefusedError(f"column {name!r}: expected {dtype} ({target}), the data has {arr.type} ({exc})") from exc
+
+
+def _variant(arr: pa.StructArray, target: pa.DataType, name: str) -> pa.Array:
+    """A struct of `metadata` and `value` binaries (nullable fields, as Spark and most Arrow
+    producers give them) as the variant type, whose parts are never null in a present value."""
+    names = sorted(arr.type.field(i).name for i in range(arr.type.num_fields))
+    if names != ["metadata", "value"]:
+        raise WriteRefusedError(f"column {name!r}: expected variant ({target}), the data has {arr.type}")
+    parts = [_cast(arr.field(k), PrimitiveType("binary"), f"{name}.{k}") for k in ("metadata", "value")]
+    present = arr.is_valid()
+    for k, part in zip(("metadata", "value"), parts):
+        if part.null_count and pc.any(pc.and_(present, part.is_null())).as_py():
+            raise WriteRefusedError(f"column {name!r}: a variant value has no {k} (null)")
+    return pa.StructArray.from_arrays(parts, fields=list(target), mask=arr.is_null() if arr.null_count else None)
 
 
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
