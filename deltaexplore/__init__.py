@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 import deltaexplore._accessors  # noqa: F401  # table.inspect / snap.inspect, imported on first use
 from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
-from deltaexplore._preload import preload_pandas
+from deltaexplore.core.arrow import preload_pandas
 from deltaexplore.core.follow import Follower, follow
 from deltaexplore.core.log.catalog import CatalogClient, FileCatalog, RatifiedCommit, RatifiedCommits
 from deltaexplore.core.snapshot import CatalogManagedWarning, Snapshot
