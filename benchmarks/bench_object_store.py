@@ -121,10 +121,23 @@ def env_for(code_root: Path) -> dict[str, str]:
     return env
 
 
+def requests_since(endpoint: str) -> dict[str, int]:
+    """Requests the server answered since the last call, by kind (`tests/s3_server.py`)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{endpoint}/_faults/requests", timeout=30) as r:
+        return dict(json.loads(r.read()))
+
+
 def run_once(contender: str, uri: str, endpoint: str, code_root: Path) -> tuple[float, int]:
     code = RUNNER.format(code=CONTENDERS[contender])
     out = subprocess.run(
-        [sys.executable, "-c", code, uri, endpoint], capture_output=True, text=True, check=True, env=env_for(code_root)
+        [sys.executable, "-c", code, uri, endpoint],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env_for(code_root),
+        cwd=str(code_root),  # `python -c` puts the working directory first on sys.path: the checkout's own code
     )
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
     _, elapsed, rows = line.split()
@@ -155,8 +168,11 @@ def main() -> int:
                     upload(endpoint, name, path)
                     uri = f"s3://lake/{name}"
                     measured: dict[str, list[tuple[float, int]]] = {c: [] for c in contenders}
-                    for c in contenders:  # warms the server's read cache
+                    counts: dict[str, dict[str, int]] = {}
+                    requests_since(endpoint)
+                    for c in contenders:  # warms the server's read cache; counts the requests of an open
                         run_once(c, uri, endpoint, roots[c])
+                        counts[c] = requests_since(endpoint)
                     for _ in range(args.runs):
                         for c in contenders:
                             measured[c].append(run_once(c, uri, endpoint, roots[c]))
@@ -169,6 +185,7 @@ def main() -> int:
                             "median_s": statistics.median(times),
                             "min_s": min(times),
                             "rows": measured[c][-1][1],
+                            "requests": counts[c],
                         }
                         results.append(row)
                         print(
@@ -209,6 +226,21 @@ def main() -> int:
                 b = by[(latency, name, "baseline")]
                 line += f" {b['median_s']:.2f} s | {b['median_s'] / rs['median_s']:.2f}x |"
             lines.append(line)
+    lines += [
+        "",
+        "Requests of one open (the machine-independent measure: each costs a round trip; LIST is a listing page):",
+        "",
+        "| table | " + " | ".join(contenders) + " |",
+        "|---|" + "---|" * len(contenders),
+    ]
+    first = min(r["latency_ms"] for r in results)
+    for name in tables:
+        cells = []
+        for c in contenders:
+            n = by[(first, name, c)]["requests"]
+            kinds = ", ".join(f"{v} {k}" for k, v in sorted(n.items()) if k != "total")
+            cells.append(f"{n.get('total', 0)} ({kinds})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     (out_dir / "object-store.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

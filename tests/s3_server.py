@@ -14,6 +14,7 @@ commit protocol on S3 relies on.
 from __future__ import annotations
 
 import argparse
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,19 @@ def _atomic_put_object() -> None:
 
     put_object._deltaexplore_atomic = True  # type: ignore[attr-defined]
     S3Response.put_object = put_object  # type: ignore[method-assign]
+
+
+#: GET this path for the requests answered since the last GET of it, by kind (`_count`)
+COUNT_PATH = "/_faults/requests"
+
+
+def _count(requests: list[tuple[str, str, str, float, bool]]) -> dict[str, int]:
+    """Requests by kind: `LIST` (a GET with `list-type`/`prefix`), `GET`, `HEAD`, `PUT`, ..."""
+    out: dict[str, int] = {"total": len(requests)}
+    for method, _, query, _, _ in requests:
+        kind = "LIST" if method == "GET" and ("list-type" in query or "prefix=" in query) else method
+        out[kind] = out.get(kind, 0) + 1
+    return out
 
 
 _SLOW_DOWN = (
@@ -68,6 +82,12 @@ class Faults:
     def wrap(self, app: Any) -> Callable[..., Any]:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             method, path, query = environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
+            if path == COUNT_PATH:  # not S3 (no bucket name starts with '_'): the requests so far, then reset
+                with self._lock:
+                    body = json.dumps(_count(self.requests)).encode()
+                    self.requests.clear()
+                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+                return [body]
             started = time.monotonic()
             failed = bool(self.fail and self.fail(method, path, query))
             with self._lock:

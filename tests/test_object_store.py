@@ -9,6 +9,7 @@ run through the same `FsspecStorage` code on fsspec's memory filesystem with a l
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -199,7 +200,63 @@ def test_gcs_and_azure_paths_at_latency_equal_local(monkeypatch, corpus, scheme)
         local = dx.open_table(str(root)).snapshot()
         assert remote.version == local.version
         assert _files(remote) == _files(local)
-        assert cls.max_in_flight > 1  # listing and _last_checkpoint (and commits, sidecars) overlapped
+        assert cls.max_in_flight > 1  # commits, checkpoint parts and sidecars overlapped
+
+
+@pytest.mark.s3
+def test_s3_open_reads_each_log_file_in_one_request_without_s3fs(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    faults.latency_s = 0.0
+    script = (
+        "import sys, deltaexplore as dx; "
+        f"dx.open_table('s3://lake/{rel}', storage_options={options!r}).snapshot().files(); "
+        "print(sorted(m for m in ('s3fs', 'aiobotocore', 'botocore') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"  # reads and listings are plain signed requests
+    commits = dx.open_table(str(corpus / rel)).listing().commits
+    reads = [r for r in faults.requests if r[0] in ("GET", "HEAD") and r[1].endswith(".json")]
+    assert sorted(r[1].rsplit("/", 1)[-1] for r in reads) == sorted(c.path.rsplit("/", 1)[-1] for c in commits.values())
+    assert all(r[0] == "GET" for r in reads)  # the listing gave the sizes: no HEAD before a GET
+
+
+@pytest.mark.s3
+def test_s3_listing_in_ranges_equals_one_listing(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    storage = dx.open_table(f"s3://lake/{rel}", storage_options=options).storage
+    whole = storage.list_dir("_delta_log")
+    assert [f.name for f in whole] == sorted(p.name for p in (corpus / rel / "_delta_log").iterdir() if p.is_file())
+    faults.reset()
+    cuts = ["00000000000000000003", "00000000000000000010", "00000000000000000011", "00000000000000000099"]
+    assert storage.list_dir_split("_delta_log", cuts) == whole
+    starts = sorted(q for m, _, q, _, _ in faults.requests if m == "GET" and "list-type=2" in q)
+    assert len(starts) == len(cuts) + 1  # one request per range, at once
+    assert faults.max_in_flight > 1
+    later = storage.list_dir_split("_delta_log", cuts, start_after="00000000000000000010.json")
+    assert later == [f for f in whole if f.name > "00000000000000000010.json"]
+    with pytest.raises(FileNotFoundError):
+        dx.open_table("s3://lake/no-such-table", storage_options=options).storage.list_dir("_delta_log")
+
+
+def test_s3_request_signature_matches_botocore():
+    import datetime as dt
+
+    auth = pytest.importorskip("botocore.auth")
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from deltaexplore.storage.s3_requests import S3Client
+
+    client = S3Client(endpoint="http://127.0.0.1:9000", region="eu-west-1", credentials=("AKID", "SECRET/KEY", "TOKEN"))
+    query = "continuation-token=a%2Fb%3D&list-type=2&prefix=t%2F_delta_log%2F&start-after=t%2F_delta_log%2F0009"
+    for path, q in [("/lake/", query), ("/lake/t/_delta_log/00000000000000000001%20a%2Bb.json", "")]:
+        request = AWSRequest(method="GET", url=f"http://127.0.0.1:9000{path}{'?' + q if q else ''}", headers={"range": "bytes=0-9"})
+        auth.S3SigV4Auth(Credentials("AKID", "SECRET/KEY", "TOKEN"), "s3", "eu-west-1").add_auth(request)
+        when = dt.datetime.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
+        ours = client._sign("GET", path, q, {"host": "127.0.0.1:9000", "range": "bytes=0-9"}, when)
+        assert ours["authorization"] == request.headers["Authorization"]
 
 
 # -- the pieces ---------------------------------------------------------------------------------

@@ -46,10 +46,12 @@ __all__ = [
     "clustering_columns",
     "layout",
     "layout_columns_bounds",
+    "layout_of_bounds",
     "layout_summary",
     "order_keys",
     "overlap_metrics",
     "point_query_files",
+    "resolved_column",
     "summarize_layout",
 ]
 
@@ -349,15 +351,30 @@ def layout(obj: Table | Snapshot, column: str, *, version: int | None = None) ->
     adds = snap.add_actions()
     name = _resolve(snap, column)[0]
     b = _bounds(snap, adds, [name])[name]
+    records = b.get("num_records")
+    files = pa.table(
+        {
+            "path": adds.column("path"),
+            "partition": file_partitions(snap),
+            "size": adds.column("size"),
+            "num_records": records if records is not None else num_records(adds),
+        }
+    )
+    return layout_of_bounds(snap, files, b)
+
+
+def layout_of_bounds(snap: Snapshot, files: pa.Table, b: dict[str, Any]) -> pa.Table:
+    """`layout`'s table from the files' `path`, `partition`, `size` and `num_records` and one
+    column's bounds `b` (`layout_columns_bounds`, merged; rows in the same order): what a
+    streaming pass or Spark job that kept those builds it from. The metrics are kept in `b`."""
     mins, maxs = b["min"], b["max"]
     metrics, has = _column_metrics(b)
-    records = b.get("num_records")
     value_type = to_arrow_type(b["type"])
     cols = {
-        "path": adds.column("path"),
-        "partition": file_partitions(snap),
-        "size": adds.column("size"),
-        "num_records": records if records is not None else num_records(adds),
+        "path": files.column("path"),
+        "partition": files.column("partition"),
+        "size": files.column("size"),
+        "num_records": files.column("num_records"),
         "null_count": b["null_count"],
         "min": mins,
         "max": maxs,
@@ -368,6 +385,15 @@ def layout(obj: Table | Snapshot, column: str, *, version: int | None = None) ->
         "overlap_depth": _scatter(metrics["overlap_depth"], has),
     }
     return conform(cols, layout_schema(value_type))
+
+
+def resolved_column(snap: Snapshot, column: str) -> str:
+    """The name `layout_columns_bounds` keys `column`'s bounds by.
+
+    Raises:
+        ColumnNotFoundError: the column has no per-file bounds.
+    """
+    return _resolve(snap, column)[0]
 
 
 # -- per-column summary ------------------------------------------------------------------------

@@ -163,7 +163,11 @@ def file_positions(obj: Table | Snapshot, column: str, *, version: int | None = 
     """
     snap = snapshot_of(obj, version)
     name = _resolve(snap, column)[0]
-    b = _bounds(snap, snap.add_actions(), [name])[name]
+    return positions_of_bounds(_bounds(snap, snap.add_actions(), [name])[name])
+
+
+def positions_of_bounds(b: dict[str, Any]) -> tuple[pa.Table, bool]:
+    """`file_positions` from one column's bounds (`layout_columns_bounds`, merged; kept in `b`)."""
     return _position_table(_column_positions(b), len(b["min"]))
 
 
@@ -184,9 +188,15 @@ def layout_density(obj: Table | Snapshot, column: str, *, bins: int = 100, versi
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
         raise InspectError(f"bins must be a positive integer, got {bins!r}")
     snap = snapshot_of(obj, version)
-    adds = snap.add_actions()
     name = _resolve(snap, column)[0]
-    b = _bounds(snap, adds, [name])[name]
+    return density_of_bounds(_bounds(snap, snap.add_actions(), [name])[name], bins=bins)
+
+
+def density_of_bounds(b: dict[str, Any], *, bins: int = 100) -> pa.Table:
+    """`layout_density` from one column's bounds (`layout_columns_bounds`, merged): what a
+    streaming pass or Spark job that kept them computes it from (positions kept in `b`)."""
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise InspectError(f"bins must be a positive integer, got {bins!r}")
     value_type = to_arrow_type(b["type"])
     schema = layout_density_schema(value_type)
     p = _column_positions(b)

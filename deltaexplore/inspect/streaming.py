@@ -35,7 +35,8 @@ from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
 from deltaexplore.inspect.file_sizes import SIZE_AGGREGATES, finish_file_sizes, size_aggregates
 from deltaexplore.inspect.files import finish_partitions, partition_aggregates, small_file_threshold
-from deltaexplore.inspect.layout import layout_columns_bounds, summarize_layout
+from deltaexplore.inspect.layout import layout_columns_bounds, layout_of_bounds, resolved_column, summarize_layout
+from deltaexplore.inspect.layout_density import density_of_bounds, positions_of_bounds
 from deltaexplore.inspect.overview import FileTotals
 from deltaexplore.inspect.overview import overview as overview_table
 from deltaexplore.inspect.schemas import FILES_SCHEMA
@@ -49,6 +50,7 @@ __all__ = [
     "FILE_LIST_COLUMNS",
     "KERNEL_BYTES_PER_FILE",
     "STREAMING_FILES",
+    "ColumnLayouts",
     "FilePass",
     "available_memory",
     "estimated_files",
@@ -90,12 +92,64 @@ _SUMS = ("files", "bytes", "deleted_rows", "files_without_stats", "dv_files", "s
 _NULLABLE_SUMS = ("rows", "live_rows")  # null when no file of the partition has stats
 
 
+#: the add-action fields bounds are read from, of no file
+_NO_ADDS = pa.table(
+    {
+        "path": pa.array([], pa.string()),
+        "partitionValues": pa.array([], pa.map_(pa.string(), pa.string())),
+        "stats": pa.array([], pa.string()),
+    }
+)
+#: the file columns the layout table takes beside a column's bounds (`layout_of_bounds`)
+LAYOUT_FILE_COLUMNS = ("path", "partition", "size", "num_records")
+
+
+class ColumnLayouts:
+    """The Layout tab's tables of one column from what a pass kept (the files' `path`,
+    `partition`, `size`, `num_records` and the column's per-file bounds, same order):
+    `layout`, `layout_density` and `file_positions`, made by the local functions from those
+    (`layout_of_bounds`, `density_of_bounds`, `positions_of_bounds`), so equal to them. The
+    bounds of the last column asked are kept with their sweep (one column at a time)."""
+
+    snapshot: Snapshot
+
+    def _layout_inputs(self, name: str) -> tuple[pa.Table, dict[str, Any]]:
+        """The files (`LAYOUT_FILE_COLUMNS`) and the merged bounds of the resolved column `name`."""
+        raise NotImplementedError
+
+    def layout_summary(self, columns: list[str] | None = None) -> pa.Table:
+        """`inspect.layout_summary(columns)` of the version."""
+        raise NotImplementedError
+
+    def _column_layout(self, column: str) -> tuple[pa.Table, dict[str, Any]]:
+        name = resolved_column(self.snapshot, column)
+        kept: dict[str, tuple[pa.Table, dict[str, Any]]] = self.__dict__.setdefault("_kept_layout", {})
+        if name not in kept:
+            kept.clear()
+            kept[name] = self._layout_inputs(name)
+        return kept[name]
+
+    def layout(self, column: str) -> pa.Table:
+        """`inspect.layout(column)` of the version."""
+        files, b = self._column_layout(column)
+        return layout_of_bounds(self.snapshot, files, b)
+
+    def layout_density(self, column: str, *, bins: int = 100) -> pa.Table:
+        """`inspect.layout_density(column, bins=bins)` of the version."""
+        return density_of_bounds(self._column_layout(column)[1], bins=bins)
+
+    def file_positions(self, column: str) -> tuple[pa.Table, bool]:
+        """`inspect.layout_density.file_positions(column)` of the version."""
+        return positions_of_bounds(self._column_layout(column)[1])
+
+
 @dataclass
-class FilePass:
+class FilePass(ColumnLayouts):
     """What one streaming pass over a version's active files keeps (see the module docstring).
 
     Tables of it: `partitions()`, `file_sizes()`, `overview()`, `layout_summary()`,
-    `deletion_vectors()`; `files` is the number of active files."""
+    `deletion_vectors()`, with `keep_file_list` `file_list()` and for a layout column
+    `layout()`, `layout_density()`, `file_positions()`; `files` is the number of active files."""
 
     snapshot: Snapshot
     small_file_bytes: int | None
@@ -112,6 +166,8 @@ class FilePass:
     _dv_records: list[pa.Array] = field(default_factory=list)
     _bounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _file_list: list[pa.Table] = field(default_factory=list)
+    #: the layout columns whose bounds the pass keeps (resolved names)
+    kept_columns: tuple[str, ...] = ()
 
     # -- the pass ---------------------------------------------------------------------------
     def add(self, adds: pa.Table, columns: Sequence[str]) -> None:
@@ -280,6 +336,14 @@ class FilePass:
         pass was asked for (`LAYOUT_SUMMARY_SCHEMA`)."""
         return summarize_layout(self.snapshot, columns, files=self.files, bounds=self._merged_bounds)
 
+    def _layout_inputs(self, name: str) -> tuple[pa.Table, dict[str, Any]]:
+        if not self.keep_file_list:
+            raise InspectError("this streaming pass kept no file list: pass file_pass(keep_file_list=True)")
+        files = self.file_list().select(list(LAYOUT_FILE_COLUMNS))
+        if self.files == 0:  # no batch came: the bounds of no file
+            return files, layout_columns_bounds(self.snapshot, _NO_ADDS, [name])[name]
+        return files, self._merged_bounds([name])[name]
+
     def _merged_bounds(self, names: list[str]) -> dict[str, dict[str, Any]]:
         missing = [name for name in names if name not in self._bounds]
         if missing:
@@ -317,8 +381,9 @@ def file_pass(
         progress: called after each batch with (batches, files) counted so far.
     """
     snap = snapshot_of(obj, version)
-    out = FilePass(snap, small_file_bytes, keep_file_list=keep_file_list)
     columns = list(layout_columns)
+    out = FilePass(snap, small_file_bytes, keep_file_list=keep_file_list)
+    out.kept_columns = tuple(resolved_column(snap, c) for c in columns)
     for batch in snap.iter_file_actions("add", fields=_FIELDS):
         out.add(batch, columns)
         if progress is not None:

@@ -28,6 +28,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltaexplore.core.files import translate_map_keys
 from deltaexplore.core.scan.partition_values import HIVE_NULL, physical_partition_names
@@ -39,7 +40,7 @@ from deltaexplore.inspect.overview import FileTotals
 from deltaexplore.inspect.overview import overview as overview_table
 from deltaexplore.inspect.schemas import PARTITIONS_SCHEMA
 from deltaexplore.inspect.snapshots import snapshot_of
-from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS, FilePass, merged_bounds
+from deltaexplore.inspect.streaming import FILE_LIST_COLUMNS, LAYOUT_FILE_COLUMNS, ColumnLayouts, FilePass, merged_bounds
 from deltaexplore.spark.jobs import ProgressCallback, report_progress_to
 from deltaexplore.spark.jobs import progress as spark_progress
 from deltaexplore.spark.paths import spark_location
@@ -139,9 +140,12 @@ def _actions(df: DataFrame, order: Column, *, parquet: bool) -> DataFrame:
     return out
 
 
-class SparkFilePass:
+class SparkFilePass(ColumnLayouts):
     """The file tables of one version computed on Spark (see the module docstring). Each
-    table is one Spark job (the replayed active files are cached by Spark between them)."""
+    table is one Spark job (the replayed active files are cached by Spark between them).
+    `layout(column)`, `layout_density(column)` and `file_positions(column)` collect the
+    files' statistics once per column (as `layout_summary` does) beside their path, partition,
+    size and records, and sweep them on the driver (`ColumnLayouts`)."""
 
     def __init__(
         self,
@@ -280,7 +284,12 @@ class SparkFilePass:
         return pa.table({c: got.column(c).cast(local.schema.field(c).type) for c in FILE_LIST_COLUMNS}, schema=local.schema)
 
     def partitions(self) -> pa.Table:
-        """`inspect.partitions()` of the version, aggregated by Spark."""
+        """`inspect.partitions()` of the version, aggregated by Spark (one job, kept: the
+        overview's totals and the file count come from it)."""
+        return self._partitions
+
+    @cached_property
+    def _partitions(self) -> pa.Table:
         from pyspark.sql import functions as F
 
         size, small = F.col("size"), F.col("is_small")
@@ -367,15 +376,25 @@ class SparkFilePass:
                 pieces.setdefault(name, []).append(b)
         return merged_bounds(pieces)
 
+    def _layout_inputs(self, name: str) -> tuple[pa.Table, dict[str, Any]]:
+        got = self._collect(self._files.select(*LAYOUT_FILE_COLUMNS, "partitionValues", "stats"), "reading the files' statistics")
+        pieces: list[dict[str, Any]] = []
+        for batch in got.to_batches(max_chunksize=_BOUNDS_BATCH):
+            pieces.append(layout_columns_bounds(self.snapshot, pa.Table.from_batches([batch]), [name])[name])
+        if not pieces:
+            pieces.append(layout_columns_bounds(self.snapshot, got, [name])[name])
+        local = FilePass(self.snapshot, self.small_file_bytes, keep_file_list=True).file_list()
+        files = pa.table({c: got.column(c).cast(local.schema.field(c).type) for c in LAYOUT_FILE_COLUMNS})
+        return files, merged_bounds({name: pieces})[name]
+
     def dv_files(self) -> pa.Table:
         """`inspect.dv_files()` of the version (no storage checks)."""
         return dv_files_of(self.deletion_vectors())
 
     @property
     def files(self) -> int:
-        """Active files (a Spark count)."""
-        with self._job("counting the files"):
-            return int(self._files.count())
+        """Active files (counted per partition by Spark: `partitions()`)."""
+        return int(pc.sum(self.partitions().column("files")).as_py() or 0)
 
 
 def spark_file_pass(

@@ -105,6 +105,12 @@ class Storage(ABC):
             StorageError: any other failure.
         """
 
+    def list_dir_split(self, rel_dir: str, boundaries: list[str], *, start_after: str | None = None) -> list[FileInfo]:
+        """`list_dir`, where a store that lists names in order from a given name on may list
+        the ranges between `boundaries` (names) at once, one round trip per page of each range
+        instead of one after the other for them all."""
+        return self.list_dir(rel_dir, start_after=start_after)
+
     @abstractmethod
     def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
         """Every file under `rel_dir`, recursively: `TREE_FIELDS` columns, sorted by path.

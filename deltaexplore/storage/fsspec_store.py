@@ -4,7 +4,8 @@ Every store goes through the same code: reads, listings and stats are retried on
 failures (`storage.retries`), many reads or stats overlap up to `max_concurrency` requests
 (`storage.concurrency`; s3fs's connection pool is widened to match), and a parquet file whose
 size the listing gave is fetched in one request when it is small (`WHOLE_READ_BYTES`), in
-range requests otherwise.
+range requests otherwise. On S3, reads, stats and listings are plain signed requests
+(`storage.s3_requests`: one request per read, listings in ranges at once), s3fs serves the rest.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import pyarrow.fs as pafs
 
 from deltaexplore.errors import MissingDependencyError, StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
-from deltaexplore.storage.concurrency import DEFAULT_MAX_CONCURRENCY, in_background
+from deltaexplore.storage.concurrency import DEFAULT_MAX_CONCURRENCY, in_background, map_bounded
 from deltaexplore.storage.credentials import redact, secret_values
 from deltaexplore.storage.local import LocalStorage, walk_local
 from deltaexplore.storage.retries import with_retries
+from deltaexplore.storage.s3_requests import S3Client, s3_client_for
 
 __all__ = ["FsspecStorage"]
 
@@ -77,40 +79,6 @@ def _concurrency(value: Any) -> int:
     return value
 
 
-#: s3fs options with a pyarrow `S3FileSystem` equivalent (any other option keeps reads on s3fs)
-_NATIVE_S3_OPTIONS = frozenset({"key", "secret", "token", "anon", "client_kwargs", "config_kwargs"})
-
-
-def _native_s3(options: dict[str, Any]) -> pafs.FileSystem | None:
-    """pyarrow's C++ S3 client for reads, when the s3fs options translate to it exactly and
-    name the endpoint or region (s3fs finds a bucket's region itself; pyarrow does not).
-    Reading many small objects, it spends ~1 ms of CPU per request where s3fs and aiobotocore
-    spend ~4 (`benchmarks/results/object-store.md`); writes stay on s3fs (conditional PUT)."""
-    if not isinstance(options.get("client_kwargs") or {}, dict):
-        return None
-    client = dict(options.get("client_kwargs") or {})
-    endpoint = client.pop("endpoint_url", None)
-    region = client.pop("region_name", None)
-    if set(options) - _NATIVE_S3_OPTIONS or client or not (endpoint or region):
-        return None
-    kwargs: dict[str, Any] = {"region": region or "us-east-1"}
-    if options.get("anon"):
-        kwargs["anonymous"] = True
-    elif options.get("key") and options.get("secret"):
-        kwargs.update(access_key=options["key"], secret_key=options["secret"], session_token=options.get("token"))
-    elif options.get("key") or options.get("secret") or options.get("token"):
-        return None
-    if endpoint:
-        scheme, _, rest = str(endpoint).partition("://")
-        if not rest or scheme not in ("http", "https"):
-            return None
-        kwargs.update(endpoint_override=rest.rstrip("/"), scheme=scheme)
-    try:
-        return pafs.S3FileSystem(**kwargs)
-    except Exception:  # noqa: BLE001 - a pyarrow built without S3: s3fs reads
-        return None
-
-
 def _once(fn: Callable[[], bytes]) -> Callable[[], bytes]:
     """`fn`, called on the first call only (its result kept)."""
     box: list[bytes] = []
@@ -159,8 +127,34 @@ class FsspecStorage(Storage):
         #: whole small files fetched or being fetched (`prefetch`, `open_input`), newest last
         self._whole: OrderedDict[str, Callable[[], bytes]] = OrderedDict()
         self._whole_lock = threading.Lock()
+        #: on S3 with options it understands, reads, stats and listings go through plain signed
+        #: requests (`storage.s3_requests`): s3fs is imported only when something else is asked
+        self._s3: S3Client | None = s3_client_for(options) if scheme in ("s3", "s3a") else None
+        self._options = options
+        self._fs: Any = None
+        self._fs_lock = threading.Lock()
+        if self._s3 is None:
+            path = self._make_fs(uri)
+        else:
+            path = uri.split("://", 1)[1]
+        self.scheme = scheme
+        self._root_path = path.rstrip("/")
+        self.root = uri.rstrip("/")
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem (made on first use where reads go through `storage.s3_requests`)."""
+        if self._fs is None:
+            with self._fs_lock:
+                if self._fs is None:
+                    self._make_fs(self.root)
+        return self._fs
+
+    def _make_fs(self, uri: str) -> str:
+        """Make the fsspec filesystem of `uri` (kept as `fs`); its path in the filesystem."""
+        scheme = uri.split("://", 1)[0].lower()
         try:
-            fs, path = fsspec.core.url_to_fs(uri, **options)
+            fs, path = fsspec.core.url_to_fs(uri, **self._options)
         except ImportError as exc:
             extra = _EXTRAS.get(scheme, scheme)
             raise MissingDependencyError(
@@ -169,11 +163,8 @@ class FsspecStorage(Storage):
             ) from exc
         except Exception as exc:  # a driver refusing its options: never echo their values  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
             raise self._error(f"cannot open {uri!r} with these storage options", exc, uri) from self._cause(exc)
-        self.fs = fs
-        self.scheme = scheme
-        self._reader = _native_s3(options) if scheme in ("s3", "s3a") else None
-        self._root_path = path.rstrip("/")
-        self.root = uri.rstrip("/")
+        self._fs = fs
+        return str(path)
 
     def __repr__(self) -> str:
         return f"FsspecStorage({self.root!r})"
@@ -194,6 +185,11 @@ class FsspecStorage(Storage):
         return None if any(redact(t, self._secrets) != t for t in texts) else exc
 
     def _full(self, path: str) -> str:
+        if "://" in path and self._s3 is not None:
+            scheme, _, rest = path.partition("://")
+            if scheme.lower() not in ("s3", "s3a"):
+                raise StorageError(f"cannot read {path!r} through a {self.scheme}:// table", path=path)
+            return rest
         if "://" in path:
             scheme = path.split("://", 1)[0]
             if scheme.lower() not in (
@@ -207,6 +203,8 @@ class FsspecStorage(Storage):
         return posixpath.join(self._root_path, path) if path else self._root_path
 
     def list_dir(self, rel_dir: str, *, start_after: str | None = None) -> list[FileInfo]:
+        if self._s3 is not None:
+            return self.list_dir_split(rel_dir, [], start_after=start_after)
         directory = self._full(rel_dir)
         prefix = rel_dir.rstrip("/") + "/" if rel_dir else ""
         try:
@@ -233,6 +231,51 @@ class FsspecStorage(Storage):
         if not out and not entries and not self.fs.exists(directory):
             raise FileNotFoundError(f"no such directory: {self.scheme}://{directory}")
         out.sort(key=lambda f: f.path)
+        return out
+
+    def list_dir_split(self, rel_dir: str, boundaries: list[str], *, start_after: str | None = None) -> list[FileInfo]:
+        """`list_dir`; on S3 (`storage.s3_requests`) the ranges of names between `boundaries`
+        are listed at once, each from its first name on (ListObjectsV2 `start-after`)."""
+        if self._s3 is None:
+            return self.list_dir(rel_dir, start_after=start_after)
+        s3 = self._s3
+        directory = self._full(rel_dir).rstrip("/")
+        bucket, _, key_dir = directory.partition("/")
+        prefix = rel_dir.rstrip("/") + "/" if rel_dir else ""
+        key_prefix = key_dir + "/" if key_dir else ""
+        cuts = sorted({b for b in boundaries if start_after is None or b > start_after})
+        lows: list[str | None] = [start_after, *cuts]
+        highs: list[str | None] = [*cuts, None]
+
+        def one_range(bounds: tuple[str | None, str | None]) -> list[Any]:
+            low, high = bounds
+            return with_retries(
+                lambda: s3.list(
+                    bucket,
+                    key_prefix,
+                    start_after=None if low is None else key_prefix + low,
+                    stop_after=None if high is None else key_prefix + high,
+                )
+            )
+
+        try:
+            ranges = map_bounded(one_range, list(zip(lows, highs, strict=True)), self.max_concurrency)
+        except Exception as exc:  # noqa: BLE001 - re-raised typed, credentials cut out
+            raise self._error(f"cannot list {self.scheme}://{directory}", exc, directory) from self._cause(exc)
+        out = []
+        for found in ranges:
+            for obj in found:
+                info = FileInfo(prefix + obj.key[len(key_prefix) :], obj.size, obj.modification_time)
+                out.append(info)
+                self._sizes[info.path] = info.size
+        if not out and start_after is None and not boundaries:
+            # S3 has no directories: nothing under the prefix (not even below it) is no directory
+            try:
+                below, _ = with_retries(lambda: s3.list_page(bucket, key_prefix, delimiter=""))
+            except Exception as exc:  # noqa: BLE001 - re-raised typed, credentials cut out
+                raise self._error(f"cannot list {self.scheme}://{directory}", exc, directory) from self._cause(exc)
+            if not below:
+                raise FileNotFoundError(f"no such directory: {self.scheme}://{directory}")
         return out
 
     def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
@@ -285,6 +328,8 @@ class FsspecStorage(Storage):
         return True
 
     def _is_local(self) -> bool:
+        if self._s3 is not None:
+            return False
         protocol = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         return bool({"file", "local"} & set(protocol))
 
@@ -294,9 +339,9 @@ class FsspecStorage(Storage):
     def read_bytes(self, path: str) -> bytes:
         full = self._full(path)
         try:
-            if self._reader is not None:
-                reader = self._reader
-                return bytes(with_retries(lambda: reader.open_input_stream(full).readall()))
+            if self._s3 is not None:
+                s3, (bucket, _, key) = self._s3, full.partition("/")
+                return with_retries(lambda: s3.get(bucket, key))
             return bytes(with_retries(lambda: self.fs.cat_file(full)))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
@@ -306,6 +351,9 @@ class FsspecStorage(Storage):
     def read_range(self, path: str, start: int, length: int) -> bytes:
         full = self._full(path)
         try:
+            if self._s3 is not None:
+                s3, (bucket, _, key) = self._s3, full.partition("/")
+                return with_retries(lambda: s3.get(bucket, key, start, start + length))
             return bytes(with_retries(lambda: self.fs.cat_file(full, start=start, end=start + length)))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
@@ -314,6 +362,16 @@ class FsspecStorage(Storage):
 
     def head(self, path: str) -> FileInfo | None:
         full = self._full(path)
+        if self._s3 is not None:
+            s3, (bucket, _, key) = self._s3, full.partition("/")
+            try:
+                found = with_retries(lambda: s3.head(bucket, key))
+            except Exception as exc:  # noqa: BLE001 - re-raised typed, credentials cut out
+                raise self._error(f"cannot stat {self.scheme}://{full}", exc, full) from self._cause(exc)
+            if found is None:
+                return None
+            self._sizes[path] = found.size
+            return FileInfo(path, found.size, found.modification_time)
         try:
             info = with_retries(lambda: self.fs.info(full))
         except FileNotFoundError:

@@ -26,7 +26,7 @@ from deltaexplore.inspect.advise import check_advice
 from deltaexplore.inspect.deletion_vectors import storage_names
 from deltaexplore.inspect.diff import file_changes
 from deltaexplore.inspect.files import files_ready, small_file_threshold
-from deltaexplore.inspect.layout import clustering_columns
+from deltaexplore.inspect.layout import clustering_columns, resolved_column
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.inspect.snapshots import remember, snapshot_of
@@ -34,6 +34,7 @@ from deltaexplore.inspect.streaming import (
     FILE_LIST_COLUMNS,
     KERNEL_BYTES_PER_FILE,
     STREAMING_FILES,
+    ColumnLayouts,
     FilePass,
     available_memory,
     estimated_files,
@@ -366,6 +367,19 @@ class TableView:
                 self._passes = {snap.version: made}  # one version kept
             return self._passes[snap.version]
 
+    def layout_pass(self, snap: Snapshot, column: str) -> ColumnLayouts:
+        """The pass the layout tab of `column` reads: on Spark the version's `SparkFilePass`
+        (it collects the column's statistics when asked); streaming, the version's pass when it
+        kept the column's bounds, else a new pass keeping them and the file list, which then
+        serves the other tabs too (one pass kept: each other column is one more pass)."""
+        fp = self.file_pass(snap)
+        if isinstance(fp, FilePass) and resolved_column(snap, column) not in fp.kept_columns:
+            made = file_pass(snap, keep_file_list=True, layout_columns=[column])
+            with self._pass_lock:
+                self._passes = {snap.version: made}
+            return made
+        return fp
+
     def _report_spark(self, fraction: float, message: str) -> None:
         if self.spark_progress is not None:
             self.spark_progress(fraction, message)
@@ -618,14 +632,22 @@ class TableView:
         if ready is not None:
             return ready  # type: ignore[no-any-return]
 
-        per_file = inspect.layout(snap, column)
-        summary = inspect.layout_summary(snap, [column])
-        positions, integral = file_positions(snap, column)  # shared with layout_density
-        density = inspect.layout_density(snap, column)
+        engine = self.engine(snap)
+        if engine["name"] != "local":  # the pass's bounds of the column, never the replayed state
+            fp = self.layout_pass(snap, column)
+            per_file, summary = fp.layout(column), fp.layout_summary([column])
+            positions, integral = fp.file_positions(column)
+            density = fp.layout_density(column)
+        else:
+            per_file = inspect.layout(snap, column)
+            summary = inspect.layout_summary(snap, [column])
+            positions, integral = file_positions(snap, column)  # shared with layout_density
+            density = inspect.layout_density(snap, column)
         with_stats = int(pc.sum(per_file.column("has_stats").cast(pa.int64())).as_py() or 0) if per_file.num_rows else 0
         out = {
             "version": snap.version,
             "column": column,
+            "engine": engine,
             "integral_positions": integral,
             "summary": to_ipc(summary),
             "density_chart": chart_spec(viz.layout_density_chart(density, column, interactive=True)),

@@ -10,6 +10,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
 from helpers import assert_same_table
@@ -18,6 +19,7 @@ from test_inspect_corpus import _column
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
 from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.streaming import file_pass
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +34,7 @@ def _check_equal(root: str) -> int:
     full.add_actions()
     column = _column(full) if full.has_metadata else None
     snap = dx.open_table(root).snapshot()
-    fp = file_pass(snap, layout_columns=[column] if column else [])
+    fp = file_pass(snap, layout_columns=[column] if column else [], keep_file_list=True)
     pairs = [
         (fp.partitions, lambda: dxi.partitions(full)),
         (fp.file_sizes, lambda: dxi.file_sizes(full)),
@@ -41,7 +43,12 @@ def _check_equal(root: str) -> int:
         (lambda: dxi.log_health(snap, streaming=True), lambda: dxi.log_health(full)),
     ]
     if column:
-        pairs.append((lambda: fp.layout_summary([column]), lambda: dxi.layout_summary(full, [column])))
+        pairs += [
+            (lambda: fp.layout_summary([column]), lambda: dxi.layout_summary(full, [column])),
+            (lambda: fp.layout(column), lambda: dxi.layout(full, column)),
+            (lambda: fp.layout_density(column, bins=17), lambda: dxi.layout_density(full, column, bins=17)),
+            (lambda: _positions(fp.file_positions(column)), lambda: _positions(file_positions(full, column))),
+        ]
     compared = 0
     for streamed, replayed in pairs:
         try:
@@ -55,6 +62,11 @@ def _check_equal(root: str) -> int:
     assert fp.files == full.add_actions().num_rows
     assert not snap.files_loaded  # nothing was replayed whole
     return compared
+
+
+def _positions(got: tuple) -> object:
+    table, integral = got
+    return table.append_column("integral", pa.array([integral] * table.num_rows))
 
 
 @pytest.mark.corpus
@@ -83,7 +95,7 @@ def _generate(out: Path, files: int, parts: int) -> None:
 def test_streaming_over_a_multipart_checkpoint_and_commits(tmp_path):
     """Batches of several parts, checkpoint files removed and added by later commits, DVs."""
     _generate(tmp_path / "t", 150_000, 3)
-    assert _check_equal(str(tmp_path / "t")) == 6
+    assert _check_equal(str(tmp_path / "t")) == 9
     snap = dx.open_table(str(tmp_path / "t")).snapshot()
     batches = []
     fp = file_pass(snap, layout_columns=["id"], progress=lambda b, n: batches.append((b, n)))

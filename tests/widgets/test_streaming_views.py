@@ -1,4 +1,4 @@
-"""The explorer past its streaming threshold: the overview, files, DV and health tabs counted by
+"""The explorer past its streaming threshold: the overview, files, layout, DV and health tabs counted by
 one streaming pass (`inspect.streaming`) equal the tabs of the replayed state, say which engine
 computed them and why, and never replay the state."""
 
@@ -58,6 +58,18 @@ def test_streaming_tabs_equal_the_replayed_tabs(generated):
     s_health, r_health = streamed.health(), replayed.health()
     assert s_health["engine"]["name"] == "streaming"
     assert _ipc(s_health["metrics"]).drop_columns(["detail"]).equals(_ipc(r_health["metrics"]).drop_columns(["detail"]))
+
+    for column in ("id", "value"):  # the pass of the files tab keeps no bounds: one more pass per column
+        s_lay, s_lay_rows = streamed.layout(column)
+        r_lay, r_lay_rows = replayed.layout(column)
+        assert s_lay["engine"]["name"] == "streaming" and r_lay["engine"]["name"] == "local"
+        assert _ipc(s_lay["summary"]).equals(_ipc(r_lay["summary"]))
+        assert s_lay["density_chart"] == r_lay["density_chart"] and s_lay["ranges_chart"] == r_lay["ranges_chart"]
+        assert s_lay["integral_positions"] == r_lay["integral_positions"]
+        worst = [["overlap_depth", "desc"], ["path", "asc"]]
+        assert _window(s_lay_rows, worst) == _window(r_lay_rows, worst)
+        assert streamed.file_pass().kept_columns == (column,)  # the files tab reads the new pass too
+    assert _window(streamed.files()[1], by_path) == _window(r_files, by_path)
 
     s_over, r_over = streamed.overview(stage=2), replayed.overview(stage=2)
     assert s_over["engine"]["name"] == "streaming"

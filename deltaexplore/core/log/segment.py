@@ -12,9 +12,8 @@ from dataclasses import dataclass, field, replace
 from deltaexplore.core.log.checkpoint_reader import Checkpoint, group_checkpoints
 from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_log_file
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
-from deltaexplore.errors import InvalidLogError, TableNotFoundError, VersionNotFoundError
+from deltaexplore.errors import DeltaExploreError, InvalidLogError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import FileInfo, Storage
-from deltaexplore.storage.concurrency import in_background
 
 __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 
@@ -76,13 +75,23 @@ def list_log(storage: Storage) -> LogListing:
         TableNotFoundError: no `_delta_log` directory, or nothing in it.
     """
 
-    # on an object store, `_last_checkpoint` is fetched while the listing is in flight
     def read_last_checkpoint() -> bytes | None:
         return _read_if_present(storage, f"{LOG_DIR}/_last_checkpoint")
 
-    last_checkpoint = in_background(read_last_checkpoint) if storage.max_concurrency > 1 else read_last_checkpoint
+    last_checkpoint = read_last_checkpoint
     try:
-        infos = storage.list_dir(LOG_DIR)
+        if storage.max_concurrency > 1:
+            # on an object store `_last_checkpoint` comes first: its version splits the listing
+            # into ranges of names listed at once (`Storage.list_dir_split`)
+            try:
+                hint = read_last_checkpoint()
+            except DeltaExploreError:  # raised where it is used (when the listing shows the file)
+                hint = None
+            else:
+                last_checkpoint = lambda: hint  # noqa: E731
+            infos = storage.list_dir_split(LOG_DIR, _listing_boundaries(parse_last_checkpoint(hint)))
+        else:
+            infos = storage.list_dir(LOG_DIR)
     except FileNotFoundError as exc:
         raise TableNotFoundError(f"not a Delta table: {storage.root} has no {LOG_DIR} directory", path=storage.root) from exc
     listing = LogListing()
@@ -124,6 +133,22 @@ def list_log(storage: Storage) -> LogListing:
             f"not a Delta table: {storage.root}/{LOG_DIR} holds no commits or checkpoints", path=storage.root
         )
     return listing
+
+
+#: versions per range of a split listing: about one page (1,000 names) of commits and checksums
+LISTING_RANGE_VERSIONS = 500
+#: ranges listed at once at most
+LISTING_RANGES = 32
+
+
+def _listing_boundaries(hint: LastCheckpoint) -> list[str]:
+    """Names splitting `_delta_log/` into ranges of about a listing page each, up to the
+    checkpoint `_last_checkpoint` names (the newest commits are one range after it)."""
+    if not hint.usable or hint.version is None or hint.version <= 0:
+        return []
+    step = max(LISTING_RANGE_VERSIONS, -(-hint.version // (LISTING_RANGES - 1)))
+    versions = {*range(step, hint.version, step), hint.version}
+    return [f"{v:020d}" for v in sorted(versions)]
 
 
 def _read_if_present(storage: Storage, path: str) -> bytes | None:

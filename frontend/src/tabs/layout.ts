@@ -5,7 +5,7 @@
 import { decode } from '../arrow';
 import { createChart } from '../chart';
 import type { Ctx, Tab } from '../context';
-import { card, fill, h, note, pill, section } from '../dom';
+import { card, engineNote, fill, h, note, pill, section } from '../dom';
 import { countNoun, formatValue, humanCount, plural } from '../format';
 import { createGrid } from '../grid';
 import { setState } from '../model';
@@ -107,7 +107,8 @@ export function layoutTab(ctx: Ctx): Tab {
   const gridSection = section('Files, worst overlap first');
   gridSection.body.appendChild(grid.el);
   const empty = h('div');
-  const el = h('div', { class: 'dxe-tab-layout' }, head.el, empty, densitySection.el, rangesSection.el, gridSection.el);
+  const engineLine = h('div', { class: 'dxe-engine-line' });
+  const el = h('div', { class: 'dxe-tab-layout' }, engineLine, head.el, empty, densitySection.el, rangesSection.el, gridSection.el);
 
   function draw(): void {
     const data = model.get('layout_data') || {};
@@ -121,6 +122,7 @@ export function layoutTab(ctx: Ctx): Tab {
     picker.value = current;
     picker.disabled = columns.length === 0;
     const loaded = data.version !== undefined;
+    fill(engineLine, loaded ? engineNote(data.engine) : null);
     densitySection.el.hidden = rangesSection.el.hidden = gridSection.el.hidden = !loaded || !data.column;
     if (!loaded) {
       fill(cards, note('Loading…', 'loading'));
