@@ -16,7 +16,6 @@ __version__ = "0.1.0"
 
 import deltaexplore._accessors  # noqa: F401  # table.inspect / snap.inspect, imported on first use
 from deltaexplore import spark  # noqa: F401  # dx.spark.read(...); imports pyspark only when called
-from deltaexplore.core.arrow import preload_pandas
 from deltaexplore.core.follow import Follower, follow
 from deltaexplore.core.log.catalog import CatalogClient, FileCatalog, RatifiedCommit, RatifiedCommits
 from deltaexplore.core.snapshot import CatalogManagedWarning, Snapshot
@@ -40,8 +39,6 @@ from deltaexplore.errors import (
     WriteRefusedError,
 )
 from deltaexplore.widgets import explore  # registers Table's notebook display; imports no UI library
-
-preload_pandas()  # pyarrow imports pandas (when installed) on its first conversion of a Python value
 
 
 def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]  # `%load_ext deltaexplore`

@@ -9,7 +9,7 @@ import altair as alt
 import polars as pl
 
 from deltaexplore.inspect import timeline
-from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, frame
+from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, count_axis, frame, spaced_axis
 
 __all__ = ["TIMELINE_METRICS", "VERSION_BRUSH", "at_versions_chart", "timeline_chart"]
 
@@ -66,8 +66,8 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
         alt.Chart(df.to_arrow(), title=f"{title} per version" + (f" (max over {width} versions)" if width > 1 else ""))
         .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=18))
         .encode(
-            x=alt.X("version:Q", axis=alt.Axis(format="d")),
-            y=alt.Y(f"{metric}:Q", title=title, axis=alt.Axis(format=fmt)),
+            x=alt.X("version:Q", axis=count_axis(format="d")),
+            y=alt.Y(f"{metric}:Q", title=title, axis=spaced_axis(format=fmt)),
             tooltip=[
                 alt.Tooltip("version:Q", format="d"),
                 alt.Tooltip(f"{metric}:Q", title=title, format=fmt),
@@ -94,8 +94,8 @@ def at_versions_chart(data: Any) -> alt.Chart:
         alt.Chart(df.drop("expression").to_arrow(), title=str(title))
         .mark_line(point=alt.OverlayMarkDef(filled=True, size=30))
         .encode(
-            x=alt.X("version:Q", axis=alt.Axis(format="d")),
-            y=alt.Y("value:Q", title="value"),
+            x=alt.X("version:Q", axis=count_axis(format="d")),
+            y=alt.Y("value:Q", title="value", axis=spaced_axis()),
             tooltip=[
                 alt.Tooltip("version:Q", format="d"),
                 alt.Tooltip("value:Q", format=",.6~g"),
