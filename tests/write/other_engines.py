@@ -9,6 +9,7 @@ as a script and read its JSON answer.
     python other_engines.py build-deltars <root> <phase>            # a history written by delta-rs
     python other_engines.py merge-deltars <cases.json>              # MERGEs by delta-rs: rows, CDF, metrics
     python other_engines.py read-clients <roots.json>               # every client's rows or error kind
+    python other_engines.py write-clients <cases.json>              # delta-rs / DuckDB writes to each table
 """
 
 from __future__ import annotations
@@ -148,6 +149,73 @@ def _read_clients(roots_path: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _duckdb_connection() -> Any:
+    import glob
+
+    import duckdb
+    import duckdb_extension_delta
+
+    ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{ext[0]}'")
+    return con
+
+
+def _deltars_steps(case: dict[str, Any]) -> list[tuple[str, Any]]:
+    import deltalake
+    import pyarrow.parquet as pq
+
+    root = case["root"]
+
+    def merge() -> None:
+        source = pq.read_table(case["merge"])
+        merger = deltalake.DeltaTable(root).merge(source, "target.id = source.id", source_alias="source", target_alias="target")
+        merger.when_matched_update_all().when_not_matched_insert_all().execute()
+
+    return [
+        ("append", lambda: deltalake.write_deltalake(root, pq.read_table(case["append"]), mode="append")),
+        ("delete", lambda: deltalake.DeltaTable(root).delete(f"id = {case['delete']}")),
+        ("update", lambda: deltalake.DeltaTable(root).update(updates={"id": "id + 100000"}, predicate=f"id = {case['update']}")),
+        ("merge", merge),
+        ("optimize", lambda: deltalake.DeltaTable(root).optimize.compact()),  # noqa: PLW0108 - load at the step
+        ("checkpoint", lambda: deltalake.DeltaTable(root).create_checkpoint()),
+    ]
+
+
+def _duckdb_steps(case: dict[str, Any]) -> list[tuple[str, Any]]:
+    con = _duckdb_connection()  # a fatal error invalidates a connection: one per case
+    return [
+        ("attach", lambda: con.execute(f"ATTACH '{case['root']}' AS t (TYPE delta)")),
+        ("append", lambda: con.execute(f"INSERT INTO t BY NAME SELECT * FROM read_parquet('{case['append']}')")),
+        ("delete", lambda: con.execute(f"DELETE FROM t WHERE id = {case['delete']}")),
+        ("update", lambda: con.execute(f"UPDATE t SET id = id + 100000 WHERE id = {case['update']}")),
+    ]
+
+
+def _write_clients(cases_path: str) -> list[dict[str, Any]]:
+    """Each case writes to its own copy of a table with one client, an operation at a time until
+    one fails: a case names `client` ("delta-rs" or "DuckDB"), `root`, the parquet files `append`
+    (rows to append) and `merge` (a MERGE source: matched rows are updated with all columns, the
+    others inserted), and the ids to `delete` and to `update` (`id = id + 100000`). delta-rs then
+    runs OPTIMIZE and a checkpoint; DuckDB's delta extension has INSERT, and its DELETE / UPDATE
+    are tried. Answers the operations done and the failing one's error kind."""
+    with open(cases_path) as f:
+        cases = json.load(f)
+    out = []
+    for case in cases:
+        done: list[str] = []
+        answer: dict[str, Any] = {"done": done}
+        for name, step in _deltars_steps(case) if case["client"] == "delta-rs" else _duckdb_steps(case):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - the answer says what failed
+                answer.update(failed=name, error=error_kind(exc, case["root"]))
+                break
+            done.append(name)
+        out.append(answer)
+    return out
+
+
 def _build_deltars(root: str, phase: str) -> dict[str, Any]:
     """A history written and maintained by delta-rs. Phase 1: appends, delete, optimize,
     overwrite of a partition, z-order, checkpoint, append; phase 2: vacuum (retention 0) and a
@@ -261,6 +329,8 @@ def main() -> None:
         answer = _read_duckdb(root)
     elif command == "read-clients":
         answer = _read_clients(root)
+    elif command == "write-clients":
+        answer = _write_clients(root)
     elif command == "merge-deltars":
         answer = _merge_deltars(root)
     elif command == "build-deltars":
