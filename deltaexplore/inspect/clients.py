@@ -140,9 +140,10 @@ CORPUS_CHECKED_READS: dict[str, frozenset[str]] = {
     DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
     DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
 }
-#: the read cells the tables this library wrote check (tests/write/test_clients_matrix.py: one
-#: table per feature, by the same rule; a client's wrong rows, or DuckDB's Python client lacking
-#: an Arrow form of VARIANT, show nothing either way)
+#: the read cells the table of each feature checks (tests/write/test_clients_matrix.py: written
+#: by this library, or hand-written for the features it refuses to write; by the same rule; a
+#: client's wrong rows, or DuckDB's Python client lacking an Arrow form of VARIANT, show nothing
+#: either way)
 _WRITTEN = frozenset(
     {
         "appendOnly",
@@ -162,10 +163,29 @@ _WRITTEN = frozenset(
     }
 )
 _WRITTEN_VARIANTS = frozenset({"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"})
+#: the hand-written tables of the features this library refuses to write (tests/feature_tables.py)
+_REFUSED_TABLES = frozenset(
+    {
+        "adaptiveMetadata",
+        "allowColumnDefaults",
+        "catalogOwned-preview",
+        "checkpointProtection",
+        "clustering",
+        "collations",
+        "collations-preview",
+        "columnMappingUsageTracking",
+        "geospatial",
+        "icebergCompatV3",
+        "icebergWriterCompatV1",
+        "materializePartitionColumns",
+        "timestampNanos",
+    }
+)
+_ICEBERG = frozenset({"icebergCompatV1", "icebergCompatV2"})  # with columnMapping, which to_pyarrow refuses
 WRITTEN_CHECKED_READS: dict[str, frozenset[str]] = {
-    DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
-    DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
-    DUCKDB: _WRITTEN,
+    DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | _ICEBERG | {"columnMapping"},
+    DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | {"columnMapping"},
+    DUCKDB: _WRITTEN | _REFUSED_TABLES | _ICEBERG | {"columnMapping"},
 }
 CHECKED_READS: dict[str, frozenset[str]] = {
     # every feature's table: tests/write/test_clients_matrix.py and tests/spark/test_spark_clients_matrix.py
@@ -410,6 +430,11 @@ FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
         DELTA_RS: ("1.x", None),
         DELTA_RS_PYARROW: ("1.x", None),
         DUCKDB: ("1.5", "1.5"),
+    },
+    # read here from tables listing them (tests/write/test_clients_matrix.py)
+    **{
+        f: {_S: (None, None), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)}
+        for f in ("collations", "columnMappingUsageTracking", "icebergCompatV3")
     },
     "geospatial": {_S: (None, None), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
 }

@@ -19,6 +19,7 @@ from other_engines import duckdb_available, run, table_rows
 
 import deltaexplore as dx
 from deltaexplore.core.operations import write_table
+from deltaexplore.core.protocol.actions import Protocol
 from deltaexplore.core.protocol.features import CATALOG_FEATURES, FEATURES
 from deltaexplore.inspect import compatibility
 from deltaexplore.inspect.clients import (
@@ -44,7 +45,15 @@ def _by_path():
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    return build_all(tmp_path_factory.mktemp("written"))
+    """The table of every feature: written by this library, or hand-written for the features
+    it refuses to write (their read cells are checked on them too)."""
+    return build_all(tmp_path_factory.mktemp("written"), refused=True)
+
+
+def _first_protocol(root: str) -> Protocol:
+    """The protocol of commit 0 (a refused table's one protocol), read without this reader."""
+    with open(f"{root}/_delta_log/{0:020}.json") as f:
+        return next(Protocol.from_json(a["protocol"]) for a in map(json.loads, f) if "protocol" in a)
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +111,12 @@ def test_checked_read_cells_of_the_written_tables(written, other_reads):
     client lacking an Arrow form of VARIANT, show nothing either way."""
     results: dict[str, dict[str, bool]] = {}
     protocols = {}
-    for root, _ in written.values():
-        snap = dx.open_table(root).snapshot()
-        protocols[root] = snap.protocol
-        ours = table_rows(snap.to_arrow())
+    for feature, (root, rows) in written.items():
+        if feature in REFUSED:  # hand-written: the rows are the one file's, whether this reader reads them or not
+            protocols[root], ours = _first_protocol(root), table_rows(rows)
+        else:
+            snap = dx.open_table(root).snapshot()
+            protocols[root], ours = snap.protocol, table_rows(snap.to_arrow())
         results[root] = {}
         for client, answer in other_reads[root].items():
             if "rows" in answer and answer["rows"] == ours:
