@@ -49,6 +49,8 @@ __all__ = [
     "CLIENT_WRITES",
     "CLIENT_WRITTEN_READS",
     "CORPUS_CHECKED_READS",
+    "DELTA_RS_CREATES",
+    "DELTA_RS_CREATES_UNLISTED",
     "FEATURE_SINCE",
     "LEGACY_READS",
     "REFUSED_WRITES",
@@ -299,7 +301,7 @@ CLIENT_WRITES: dict[str, dict[str, str]] = {
         "identityColumns": _RS_NEEDS + "[IdentityColumns]",
         "inCommitTimestamp": _RS_NEEDS + "[InCommitTimestamp]",
         "materializePartitionColumns": _RS_NEEDS + "[MaterializePartitionColumns]",
-        "rowTracking": _RS_NEEDS + "[",  # RowTracking and DomainMetadata, in either order
+        "rowTracking": _RS_NEEDS.removesuffix(": "),  # [RowTracking, DomainMetadata] in either order
         "timestampNanos": "append: DeltaError: Table contains TIMESTAMP_NANOS or TIMESTAMP_NANOS_NTZ columns",
         "typeWidening": _RS_NEEDS + "[TypeWidening]",
         "typeWidening-preview": _RS_NEEDS + "[TypeWideningPreview]",
@@ -356,6 +358,38 @@ CLIENT_WRITES: dict[str, dict[str, str]] = {
         ),
     },
 }
+
+#: delta-rs asked to create a table with the feature (its table property, `alter.add_constraint`
+#: or `alter.add_feature`), then append, DELETE, UPDATE, MERGE, OPTIMIZE and checkpoint as above:
+#: `<operation>: <error kind>` where one fails (tests/write/test_clients_write_cells.py; this
+#: reader reads the rows each time). Also seen: with `delta.enableDeletionVectors` it lists
+#: variantType as a reader and writer feature too, in a table without variant columns.
+_RS_PROPERTY = "create: DeltaError: Error parsing property "
+DELTA_RS_CREATES: dict[str, str] = {
+    "appendOnly": "delete: CommitFailedError: Delta table is append-only",
+    "columnMapping": "optimize: DeltaError: Column mapping is not supported for write operation 'OPTIMIZE' yet",
+    "domainMetadata": _RS_NEEDS + "[DomainMetadata]",
+    "identityColumns": _RS_NEEDS + "[IdentityColumns]",
+    **{
+        f: _RS_PROPERTY + f"'{FEATURES[f].property}'"
+        for f in (
+            "icebergCompatV1",
+            "icebergCompatV2",
+            "icebergCompatV3",
+            "icebergWriterCompatV1",
+            "inCommitTimestamp",
+            "rowTracking",
+            "typeWidening",
+            "variantShredding",
+        )
+    },
+    # its `add_feature` commits a protocol listing timestampNanos without timestampNtz, which it
+    # then refuses to load (this reader reads the table)
+    "timestampNanos": "create: DeltaError: Feature 'timestampNanos' requires 'timestampNtz' to be enabled",
+}
+#: features delta-rs creates a table for without listing the feature: `delta.checkpointPolicy=v2`
+#: is stored, but the protocol stays (1, 2) and its checkpoints are classic ones
+DELTA_RS_CREATES_UNLISTED = frozenset({"v2Checkpoint"})
 
 #: client -> feature -> what this reader makes of the client's writes to the feature's table,
 #: where it is not the rows the operations must leave (a write the client gets wrong)
@@ -480,10 +514,17 @@ _WHY_DECLARED = {
 def _client_writes(client: str, feature: str) -> str:
     """What `client`'s writes to a table with `feature` did (`CLIENT_WRITES`)."""
     failed = CLIENT_WRITES[client].get(feature)
+    created = DELTA_RS_CREATES.get(feature, "") if client == DELTA_RS else ""
+    if created.startswith("create: "):
+        created = f"; asked to create it: {created.removeprefix('create: ')}"
+    elif client == DELTA_RS and feature in DELTA_RS_CREATES_UNLISTED:
+        created = "; asked to create it: stores the property without the feature"
+    else:
+        created = ""
     if failed and failed.startswith("append: "):
-        return f"refuses: {failed}"
+        return f"refuses: {failed}{created}"
     read = CLIENT_WRITTEN_READS[client].get(feature, "same rows")
-    return f"deltaexplore reads: {read}" + (f"; then {failed}" if failed else "; every operation tried works")
+    return f"deltaexplore reads: {read}" + (f"; then {failed}" if failed else "; every operation tried works") + created
 
 
 def client_features() -> pa.Table:

@@ -172,7 +172,16 @@ def _deltars_steps(case: dict[str, Any]) -> list[tuple[str, Any]]:
         merger = deltalake.DeltaTable(root).merge(source, "target.id = source.id", source_alias="source", target_alias="target")
         merger.when_matched_update_all().when_not_matched_insert_all().execute()
 
+    def create() -> None:
+        deltalake.write_deltalake(root, pq.read_table(case["create"]), configuration=case.get("configuration"))
+        table = deltalake.DeltaTable(root)
+        if case.get("constraint"):
+            table.alter.add_constraint({"positive": "id >= 0"})
+        if case.get("add_feature"):
+            table.alter.add_feature(getattr(deltalake.TableFeatures, case["add_feature"]), allow_protocol_versions_increase=True)
+
     return [
+        *([("create", create)] if "create" in case else []),
         ("append", lambda: deltalake.write_deltalake(root, pq.read_table(case["append"]), mode="append")),
         ("delete", lambda: deltalake.DeltaTable(root).delete(f"id = {case['delete']}")),
         ("update", lambda: deltalake.DeltaTable(root).update(updates={"id": "id + 100000"}, predicate=f"id = {case['update']}")),
@@ -197,7 +206,8 @@ def _write_clients(cases_path: str) -> list[dict[str, Any]]:
     one fails: a case names `client` ("delta-rs" or "DuckDB"), `root`, the parquet files `append`
     (rows to append) and `merge` (a MERGE source: matched rows are updated with all columns, the
     others inserted), and the ids to `delete` and to `update` (`id = id + 100000`). delta-rs then
-    runs OPTIMIZE and a checkpoint; DuckDB's delta extension has INSERT, and its DELETE / UPDATE
+    runs OPTIMIZE and a checkpoint, and where the case names a `create` parquet file, first
+    creates the table from it with its `configuration`, a `constraint` and `add_feature`; DuckDB's delta extension has INSERT, and its DELETE / UPDATE
     are tried. Answers the operations done and the failing one's error kind."""
     with open(cases_path) as f:
         cases = json.load(f)

@@ -13,13 +13,14 @@ import importlib.util
 import json
 import shutil
 import warnings
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from clients_evidence import same_kind
-from feature_tables import REFUSED, build_all
+from feature_tables import REFUSED, build_all, rows
 from other_engines import duckdb_available, run, table_rows
 
 import deltaexplore as dx
@@ -30,6 +31,8 @@ from deltaexplore.inspect.clients import (
     CHECKED_WRITES,
     CLIENT_WRITES,
     CLIENT_WRITTEN_READS,
+    DELTA_RS_CREATES,
+    DELTA_RS_CREATES_UNLISTED,
     DELTA_RS_PYARROW,
     SPARK,
     WRITING_CLIENTS,
@@ -64,7 +67,7 @@ def _plan(feature: str, root: str, expected: pa.Table, base, partitions: list[st
     d, u = ids[1], ids[2]
     pq.write_table(appended, base / f"{feature}-append.parquet")
     pq.write_table(source, base / f"{feature}-merge.parquet")
-    after = {"": expected}
+    after = {"": expected, "create": expected}
     t = pa.concat_tables([expected, appended])
     after["append"] = t
     t = t.filter(pc.not_equal(t.column("id"), d))
@@ -84,6 +87,27 @@ def _plan(feature: str, root: str, expected: pa.Table, base, partitions: list[st
     return case, after
 
 
+_PROPERTY_VALUES = {"delta.columnMapping.mode": "name", "delta.checkpointPolicy": "v2"}
+#: how delta-rs is asked to create a table with each feature it has a way to ask for: its table
+#: property, `alter.add_constraint` or `alter.add_feature` (`TableFeatures`)
+_CREATES: dict[str, dict] = {
+    **{
+        name: {"configuration": {info.property: _PROPERTY_VALUES.get(info.property, "true")}}
+        for name, info in FEATURES.items()
+        if info.property and not name.endswith("-preview")
+    },
+    "checkConstraints": {"constraint": True},
+    "domainMetadata": {"add_feature": "DomainMetadata"},
+    "generatedColumns": {"add_feature": "GeneratedColumns"},
+    "identityColumns": {"add_feature": "IdentityColumns"},
+    "invariants": {"add_feature": "Invariants"},
+    "timestampNanos": {"add_feature": "TimestampNanos"},
+    "timestampNtz": {"add_feature": "TimestampWithoutTimezone"},
+    "variantType": {"add_feature": "VariantType"},
+    "variantType-preview": {"add_feature": "VariantTypePreview"},
+}
+
+
 @pytest.fixture(scope="module")
 def client_writes(tmp_path_factory):
     """feature -> client -> (answer, rows after each operation, root)."""
@@ -101,11 +125,17 @@ def client_writes(tmp_path_factory):
             case, after = _plan(f"{client}-{feature}", str(copy), expected, base, list(partitions))
             cases.append({**case, "client": client})
             plans.append((feature, client, after, str(copy)))
+    for feature, how in sorted(_CREATES.items()):
+        copy = base / "delta-rs-create" / feature
+        case, after = _plan(f"create-{feature}", str(copy), rows(0, 10), base, [])
+        pq.write_table(rows(0, 10), base / f"create-{feature}.parquet")
+        cases.append({**case, **how, "client": "delta-rs", "create": str(base / f"create-{feature}.parquet")})
+        plans.append((feature, "delta-rs create", after, str(copy)))
     (base / "cases.json").write_text(json.dumps(cases))
     answers = run("write-clients", str(base / "cases.json"), timeout=900)
     out: dict[str, dict] = {}
     for (feature, client, after, root), answer in zip(plans, answers, strict=True):
-        out.setdefault(feature, {})[CLIENTS[client]] = (answer, after, root)
+        out.setdefault(feature, {})[CLIENTS.get(client, client)] = (answer, after, root)
     return out
 
 
@@ -139,7 +169,8 @@ def test_client_writes_to_a_table_with_the_feature(feature, client_writes):
     """The operation that failed failed the way `CLIENT_WRITES` declares; this reader reads what
     each client wrote with the rows its operations must leave, or as `CLIENT_WRITTEN_READS`
     declares."""
-    for client, (answer, after, root) in client_writes[feature].items():
+    for client in WRITING_CLIENTS:
+        answer, after, root = client_writes[feature][client]
         declared = CLIENT_WRITES[client].get(feature)
         if "error" in answer:
             seen = f"{answer['failed']}: {answer['error']}"
@@ -162,7 +193,8 @@ def test_write_cells_are_the_writes(client_writes):
     cells = {(r["client"], r["feature"]): r for r in client_features().to_pylist()}
     wrong = []
     for feature, by_client in client_writes.items():
-        for client, (answer, _, _) in by_client.items():
+        for client in WRITING_CLIENTS:
+            answer = by_client[client][0]
             writes = "append" in answer["done"] and feature not in CLIENT_WRITTEN_READS[client]
             cell = cells[(client, feature)]
             if (cell["write"], cell["write_evidence"]) != (writes, "checked"):
@@ -176,3 +208,24 @@ def test_write_cells_are_the_writes(client_writes):
     assert declared and {r["client"] for r in declared} == {SPARK, DELTA_RS_PYARROW}
     assert all("not checkable here" in r["written_reads"] for r in declared if r["client"] == SPARK)
     assert all("writes nothing" in r["written_reads"] for r in declared if r["client"] == DELTA_RS_PYARROW)
+
+
+@pytest.mark.parametrize("feature", sorted(_CREATES))
+def test_deltars_creates_a_table_with_the_feature(feature, client_writes):
+    """delta-rs asked to create a table with the feature (its property, a constraint or
+    `alter.add_feature`), then to append, DELETE, UPDATE, MERGE, OPTIMIZE and checkpoint: the
+    operation that fails fails as `DELTA_RS_CREATES` declares; the table lists the feature unless
+    `DELTA_RS_CREATES_UNLISTED` says not; this reader reads the rows the operations must leave."""
+    answer, after, root = client_writes[feature]["delta-rs create"]
+    declared = DELTA_RS_CREATES.get(feature)
+    if "error" in answer:
+        op, _, kind = (declared or "").partition(": ")
+        assert op == answer["failed"] and same_kind(answer["error"], kind), answer
+    else:
+        assert declared is None, answer
+    if not answer["done"] and not (Path(root) / "_delta_log").is_dir():
+        return  # nothing was written
+    snap = dx.open_table(root).snapshot()
+    assert (feature in snap.protocol.writer_feature_set) == (feature not in DELTA_RS_CREATES_UNLISTED), snap.protocol
+    ours = table_rows(snap.to_arrow(variant="json"))
+    assert ours == table_rows(_variants_as_json(after[answer["done"][-1] if answer["done"] else ""]))
