@@ -24,6 +24,7 @@ from feature_tables import REFUSED, build_all, rows
 from other_engines import duckdb_available, run, table_rows
 
 import deltaexplore as dx
+from deltaexplore.core.operations import write_table
 from deltaexplore.core.protocol.features import CATALOG_FEATURES, FEATURES
 from deltaexplore.core.protocol.schema import VARIANT_ARROW
 from deltaexplore.core.protocol.variant import to_json
@@ -229,3 +230,32 @@ def test_deltars_creates_a_table_with_the_feature(feature, client_writes):
     assert (feature in snap.protocol.writer_feature_set) == (feature not in DELTA_RS_CREATES_UNLISTED), snap.protocol
     ours = table_rows(snap.to_arrow(variant="json"))
     assert ours == table_rows(_variants_as_json(after[answer["done"][-1] if answer["done"] else ""]))
+
+
+def test_duckdb_partitioned_inserts(tmp_path):
+    """DuckDB 1.5.5's INSERT into a partitioned table: rows of several partitions fail (whatever
+    the features), and a file of partition `b c` goes under a directory named `part=b%20c` while
+    its log path `part=b%20c/...` says `part=b c/...`: this reader says the file is missing, as
+    delta-rs does."""
+    if not duckdb_available():
+        pytest.skip("DuckDB's delta extension is not installed")
+    cases = []
+    for name, parts in (("several", ["a", "b c"]), ("spaced", ["b c"])):
+        root = tmp_path / name
+        write_table(str(root), rows(0, 4), partition_by=["part"])
+        batch = rows(10, 6).filter(pc.is_in(rows(10, 6).column("part"), pa.array(parts)))
+        pq.write_table(batch, tmp_path / f"{name}.parquet")
+        cases.append(
+            {"client": "DuckDB", "root": str(root), "append": str(tmp_path / f"{name}.parquet"), "delete": 0, "update": 0}
+        )
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    several, spaced = run("write-clients", str(tmp_path / "cases.json"))
+    assert several["failed"] == "append" and "DeltaInsert::Sink expects a single row" in several["error"], several
+    assert spaced["done"] == ["attach", "append"], spaced
+    assert list((tmp_path / "spaced" / "part=b%20c").glob("duckdb*.parquet"))
+    assert not list((tmp_path / "spaced" / "part=b c").glob("duckdb*.parquet"))
+    with pytest.raises(dx.StorageError, match=r"part=b%20c/duckdb.* is missing"):
+        dx.open_table(str(tmp_path / "spaced")).snapshot().to_arrow()
+    # delta-rs decodes the path the same way (and DuckDB cannot read its own write either)
+    (deltars,) = run("read-deltars", str(tmp_path / "spaced")).values()
+    assert "part=b c/duckdb" in deltars["error"], deltars
