@@ -19,8 +19,8 @@ Sources and confidence:
   tables this library wrote (column mapping, deletion vectors, timestampNtz, type widening, v2
   checkpoints, row tracking, vacuumProtocolCheck, variant and shredded variant read; geospatial,
   `void` columns and catalog-managed tables do not; its Python client has no Arrow form of
-  VARIANT); writes (INSERT into an ATTACHed table; DELETE and UPDATE fail) checked here on the
-  table of every feature (`CLIENT_WRITES`).
+  VARIANT: the tests read variants as JSON text); writes (INSERT into an ATTACHed table;
+  DELETE and UPDATE fail) checked here on the table of every feature (`CLIENT_WRITES`).
 - deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags), every
   cell checked on one table per feature.
 - deltaexplore on Spark (`dx.spark.read`, writes through `deltaexplore.spark`): checked here on
@@ -144,8 +144,7 @@ CORPUS_CHECKED_READS: dict[str, frozenset[str]] = {
 }
 #: the read cells the table of each feature checks (tests/write/test_clients_matrix.py: written
 #: by this library, or hand-written for the features it refuses to write; by the same rule; a
-#: client's wrong rows, or DuckDB's Python client lacking an Arrow form of VARIANT, show nothing
-#: either way)
+#: client's wrong rows show nothing either way)
 _WRITTEN = frozenset(
     {
         "appendOnly",
@@ -187,7 +186,7 @@ _ICEBERG = frozenset({"icebergCompatV1", "icebergCompatV2"})  # with columnMappi
 WRITTEN_CHECKED_READS: dict[str, frozenset[str]] = {
     DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | _ICEBERG | {"columnMapping"},
     DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | {"columnMapping"},
-    DUCKDB: _WRITTEN | _REFUSED_TABLES | _ICEBERG | {"columnMapping"},
+    DUCKDB: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | _ICEBERG | {"columnMapping"},
 }
 CHECKED_READS: dict[str, frozenset[str]] = {
     # every feature's table: tests/write/test_clients_matrix.py and tests/spark/test_spark_clients_matrix.py
@@ -202,7 +201,6 @@ CHECKED_READS: dict[str, frozenset[str]] = {
 #: with the core writer (create, append, DELETE with and without deletion vectors, UPDATE,
 #: MERGE, OPTIMIZE, checkpoints, VACUUM as they apply) and reads it whole with each client.
 _PYARROW_REFUSES = "DeltaProtocolError: not yet supported by the deltalake reader"
-_DUCKDB_NO_VARIANT = "NotImplementedException: Unsupported Arrow type VARIANT"
 WRITTEN_READS: dict[str, dict[str, str]] = {
     "catalogManaged": {
         DELTA_RS: "DeltaError: Max catalog version is required when loading a catalog-managed table",
@@ -226,8 +224,6 @@ WRITTEN_READS: dict[str, dict[str, str]] = {
         DELTA_RS: "DeltaError: Unsupported table features required: [VacuumProtocolCheck]",
         DELTA_RS_PYARROW: _PYARROW_REFUSES,
     },
-    "variantType": {DUCKDB: _DUCKDB_NO_VARIANT},
-    "variantType-preview": {DUCKDB: _DUCKDB_NO_VARIANT},
     "variantShredding": {
         DELTA_RS: "DeltaError: Unsupported table features required: [VariantShredding]",
         DELTA_RS_PYARROW: _PYARROW_REFUSES,
@@ -236,7 +232,6 @@ WRITTEN_READS: dict[str, dict[str, str]] = {
     "variantShredding-preview": {
         DELTA_RS: "DeltaError: Unsupported table features required: [VariantShreddingPreview]",
         DELTA_RS_PYARROW: _PYARROW_REFUSES,
-        DUCKDB: _DUCKDB_NO_VARIANT,
     },
 }
 #: the clients whose reads of what this library wrote are checked

@@ -21,13 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 from clients_evidence import same_kind
 from feature_tables import REFUSED, build_all, rows
-from other_engines import duckdb_available, run, table_rows
+from other_engines import duckdb_available, run, table_rows, variants_as_json
 
 import deltaexplore as dx
 from deltaexplore.core.operations import write_table
 from deltaexplore.core.protocol.features import CATALOG_FEATURES, FEATURES
-from deltaexplore.core.protocol.schema import VARIANT_ARROW
-from deltaexplore.core.protocol.variant import to_json
 from deltaexplore.inspect.clients import (
     CHECKED_WRITES,
     CLIENT_WRITES,
@@ -152,17 +150,7 @@ def _read_here(feature: str, root: str, rows: pa.Table) -> str | None:
         ours = table_rows(snap.to_arrow(variant="json"))
     except dx.DeltaExploreError as exc:
         return f"{type(exc).__name__}: {exc}"
-    return None if ours == table_rows(_variants_as_json(rows)) else "rows differ"
-
-
-def _variants_as_json(t: pa.Table) -> pa.Table:
-    """`t` with its variant columns as JSON text: one value has many binary encodings (DuckDB
-    sets the metadata's sorted-strings flag, for one)."""
-    for i, field in enumerate(t.schema):
-        if field.type == VARIANT_ARROW:
-            values = [None if v is None else to_json(v["metadata"], v["value"]) for v in t.column(i).to_pylist()]
-            t = t.set_column(i, field.name, pa.array(values, pa.string()))
-    return t
+    return None if ours == table_rows(variants_as_json(rows)) else "rows differ"
 
 
 @pytest.mark.parametrize("feature", sorted(FEATURES))
@@ -229,7 +217,7 @@ def test_deltars_creates_a_table_with_the_feature(feature, client_writes):
     snap = dx.open_table(root).snapshot()
     assert (feature in snap.protocol.writer_feature_set) == (feature not in DELTA_RS_CREATES_UNLISTED), snap.protocol
     ours = table_rows(snap.to_arrow(variant="json"))
-    assert ours == table_rows(_variants_as_json(after[answer["done"][-1] if answer["done"] else ""]))
+    assert ours == table_rows(variants_as_json(after[answer["done"][-1] if answer["done"] else ""]))
 
 
 def test_duckdb_partitioned_inserts(tmp_path):
