@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import warnings
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -48,7 +50,31 @@ def _by_path():
 def written(tmp_path_factory):
     """The table of every feature: written by this library, or hand-written for the features
     it refuses to write (their read cells are checked on them too)."""
-    return build_all(tmp_path_factory.mktemp("written"), refused=True)
+    tables = build_all(tmp_path_factory.mktemp("written"), refused=True)
+    for feature, proto, name in _RELISTED:
+        root, rows = tables[feature]
+        copy = f"{root} ({name})"
+        shutil.copytree(root, copy)
+        first = Path(copy) / "_delta_log" / f"{0:020}.json"
+        actions = [json.loads(line) for line in first.read_text().splitlines()]
+        first.write_text("".join(json.dumps({"protocol": proto} if "protocol" in a else a) + "\n" for a in actions))
+        tables[f"{feature} ({name})"] = (copy, rows)
+    return tables
+
+
+#: tables of features whose protocol the evidence rule cannot attribute, listed again so it can
+#: (tests/clients_evidence.py counts listed features only): generated and identity columns
+#: under a legacy writer version (4, 6) listed as table features; icebergCompatV2 with reader-2
+#: column mapping (which delta-rs' to_pyarrow reads) in place of a listed reader feature
+_RELISTED = [
+    ("generatedColumns", {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["generatedColumns"]}, "writer 7"),
+    ("identityColumns", {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["identityColumns"]}, "writer 7"),
+    (
+        "icebergCompatV2",
+        {"minReaderVersion": 2, "minWriterVersion": 7, "writerFeatures": ["icebergCompatV2", "columnMapping"]},
+        "reader 2",
+    ),
+]
 
 
 def _first_protocol(root: str) -> Protocol:
@@ -118,7 +144,7 @@ def test_checked_read_cells_of_the_written_tables(written, other_reads):
     results: dict[str, dict[str, bool]] = {}
     protocols = {}
     for feature, (root, rows) in written.items():
-        if feature in REFUSED:  # hand-written: the rows are the one file's, whether this reader reads them or not
+        if feature.split(" (")[0] in REFUSED:  # hand-written: the rows are the one file's, whether this reader reads them or not
             protocols[root], ours = _first_protocol(root), rows
         else:
             snap = dx.open_table(root).snapshot()
