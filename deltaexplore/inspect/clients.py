@@ -13,13 +13,14 @@ Sources and confidence:
   mapping, deletion vectors, timestampNtz, v2 checkpoints, row tracking and variantType, but not
   type widening, variantShredding, vacuumProtocolCheck, catalog-managed tables or geospatial;
   `to_pyarrow_table()` also refuses column mapping, deletion vectors and v2 checkpoints); writes
-  from delta-rs' protocol checker (`kernel/transaction/protocol.rs`) (verified/documented).
+  (append, DELETE, UPDATE, MERGE, OPTIMIZE, checkpoint) checked here on the table of every
+  feature (`CLIENT_WRITES`).
 - DuckDB `delta` extension 1.5 (delta-kernel-rs): reads checked here against the corpus and the
   tables this library wrote (column mapping, deletion vectors, timestampNtz, type widening, v2
   checkpoints, row tracking, vacuumProtocolCheck, variant and shredded variant read; geospatial,
   `void` columns and catalog-managed tables do not; its Python client has no Arrow form of
-  VARIANT); writes are blind inserts only, feature support from delta-kernel-rs'
-  `table_features` (approximate).
+  VARIANT: the tests read variants as JSON text); writes (INSERT into an ATTACHed table;
+  DELETE and UPDATE fail) checked here on the table of every feature (`CLIENT_WRITES`).
 - deltaexplore: from `deltaexplore.core.protocol.features.FEATURES` (read/write flags), every
   cell checked on one table per feature.
 - deltaexplore on Spark (`dx.spark.read`, writes through `deltaexplore.spark`): checked here on
@@ -45,13 +46,18 @@ __all__ = [
     "CHECKED_READS",
     "CHECKED_WRITES",
     "CLIENTS",
+    "CLIENT_WRITES",
+    "CLIENT_WRITTEN_READS",
     "CORPUS_CHECKED_READS",
+    "DELTA_RS_CREATES",
+    "DELTA_RS_CREATES_UNLISTED",
     "FEATURE_SINCE",
     "LEGACY_READS",
     "REFUSED_WRITES",
     "SPARK_READS",
     "SPARK_WRITES",
     "STRICT_PROTOCOL_CLIENTS",
+    "WRITING_CLIENTS",
     "WRITTEN_CHECKED_READS",
     "WRITTEN_READS",
     "client_features",
@@ -83,7 +89,7 @@ CLIENTS: list[tuple[str, str, int, int, bool, str, str]] = [
         7,
         True,
         "verified",
-        "delta_scan via delta-kernel-rs (reads checked here); writes: blind INSERT only (approximate)",
+        "delta_scan via delta-kernel-rs; writes: INSERT into an ATTACHed table only (reads and writes checked here)",
     ),
     (
         DX_SPARK,
@@ -136,9 +142,9 @@ CORPUS_CHECKED_READS: dict[str, frozenset[str]] = {
     DELTA_RS_PYARROW: _CORPUS_FEATURES | {"icebergCompatV1"},
     DUCKDB: _CORPUS_FEATURES | _VARIANTS | {"checkConstraints", "generatedColumns", "identityColumns"},
 }
-#: the read cells the tables this library wrote check (tests/write/test_clients_matrix.py: one
-#: table per feature, by the same rule; a client's wrong rows, or DuckDB's Python client lacking
-#: an Arrow form of VARIANT, show nothing either way)
+#: the read cells the table of each feature checks (tests/write/test_clients_matrix.py: written
+#: by this library, or hand-written for the features it refuses to write; by the same rule; a
+#: client's wrong rows show nothing either way)
 _WRITTEN = frozenset(
     {
         "appendOnly",
@@ -158,10 +164,32 @@ _WRITTEN = frozenset(
     }
 )
 _WRITTEN_VARIANTS = frozenset({"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"})
+#: the hand-written tables of the features this library refuses to write (tests/feature_tables.py)
+_REFUSED_TABLES = frozenset(
+    {
+        "adaptiveMetadata",
+        "allowColumnDefaults",
+        "catalogOwned-preview",
+        "checkpointProtection",
+        "clustering",
+        "collations",
+        "collations-preview",
+        "columnMappingUsageTracking",
+        "geospatial",
+        "icebergCompatV3",
+        "icebergWriterCompatV1",
+        "materializePartitionColumns",
+        "timestampNanos",
+    }
+)
+_ICEBERG = frozenset({"icebergCompatV1", "icebergCompatV2"})  # with columnMapping, which to_pyarrow refuses
+#: generated and identity columns, listed as table features in copies of their tables
+_RELISTED = frozenset({"generatedColumns", "identityColumns"})
 WRITTEN_CHECKED_READS: dict[str, frozenset[str]] = {
-    DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
-    DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | {"columnMapping"},
-    DUCKDB: _WRITTEN,
+    DELTA_RS: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | _ICEBERG | _RELISTED | {"columnMapping"},
+    # icebergCompatV2 from a copy with reader-2 column mapping, which to_pyarrow reads
+    DELTA_RS_PYARROW: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | _RELISTED | {"columnMapping", "icebergCompatV2"},
+    DUCKDB: _WRITTEN | _WRITTEN_VARIANTS | _REFUSED_TABLES | _ICEBERG | _RELISTED | {"columnMapping"},
 }
 CHECKED_READS: dict[str, frozenset[str]] = {
     # every feature's table: tests/write/test_clients_matrix.py and tests/spark/test_spark_clients_matrix.py
@@ -176,7 +204,6 @@ CHECKED_READS: dict[str, frozenset[str]] = {
 #: with the core writer (create, append, DELETE with and without deletion vectors, UPDATE,
 #: MERGE, OPTIMIZE, checkpoints, VACUUM as they apply) and reads it whole with each client.
 _PYARROW_REFUSES = "DeltaProtocolError: not yet supported by the deltalake reader"
-_DUCKDB_NO_VARIANT = "NotImplementedException: Unsupported Arrow type VARIANT"
 WRITTEN_READS: dict[str, dict[str, str]] = {
     "catalogManaged": {
         DELTA_RS: "DeltaError: Max catalog version is required when loading a catalog-managed table",
@@ -200,8 +227,6 @@ WRITTEN_READS: dict[str, dict[str, str]] = {
         DELTA_RS: "DeltaError: Unsupported table features required: [VacuumProtocolCheck]",
         DELTA_RS_PYARROW: _PYARROW_REFUSES,
     },
-    "variantType": {DUCKDB: _DUCKDB_NO_VARIANT},
-    "variantType-preview": {DUCKDB: _DUCKDB_NO_VARIANT},
     "variantShredding": {
         DELTA_RS: "DeltaError: Unsupported table features required: [VariantShredding]",
         DELTA_RS_PYARROW: _PYARROW_REFUSES,
@@ -210,7 +235,6 @@ WRITTEN_READS: dict[str, dict[str, str]] = {
     "variantShredding-preview": {
         DELTA_RS: "DeltaError: Unsupported table features required: [VariantShreddingPreview]",
         DELTA_RS_PYARROW: _PYARROW_REFUSES,
-        DUCKDB: _DUCKDB_NO_VARIANT,
     },
 }
 #: the clients whose reads of what this library wrote are checked
@@ -236,25 +260,169 @@ SPARK_WRITES: dict[str, str] = {
     "identityColumns": "WriteRefusedError: Spark writes cannot assign them consistently across tasks yet",
 }
 
-#: write cells checked by a test here: this library's (written or refused) and Spark's
-CHECKED_WRITES: dict[str, frozenset[str]] = {DELTAEXPLORE: frozenset(FEATURES), DX_SPARK: frozenset(FEATURES)}
+#: the other clients whose writes are checked here: each writes to a copy of the table of every
+#: feature (tests/write/test_clients_write_cells.py: delta-rs appends, DELETEs, UPDATEs, MERGEs,
+#: OPTIMIZEs and checkpoints; DuckDB's delta extension INSERTs, and its DELETE / UPDATE are
+#: tried), and this reader reads the rows those operations must leave
+WRITING_CLIENTS = (DELTA_RS, DUCKDB)
+#: client -> feature -> `<operation>: <error kind>` where an operation on the feature's table
+#: fails (the operations after it are not run); a client writes a feature when its append works
+_RS_NEEDS = "append: CommitFailedError: Unsupported table features required: "
+_KERNEL_REFUSES = "append: IOException: Unsupported: Feature "
+_NO_CATALOG = {
+    DELTA_RS: "append: DeltaError: Max catalog version is required when loading a catalog-managed table",
+    DUCKDB: "append: IOException: Catalog-managed table requires max_catalog_version to be set",
+}
+#: DuckDB's delta extension INSERTs only: DELETE and UPDATE of an attached Delta table fail
+_DUCKDB_INSERT_ONLY = "delete: BinderException: Can only delete from base table"
+CLIENT_WRITES: dict[str, dict[str, str]] = {
+    DELTA_RS: {
+        "adaptiveMetadata": "append: DeltaError: Feature 'adaptiveMetadata' is not supported",
+        "allowColumnDefaults": _RS_NEEDS + "[AllowColumnDefaults]",
+        "appendOnly": "delete: CommitFailedError: Delta table is append-only",
+        "catalogManaged": _NO_CATALOG[DELTA_RS],
+        "catalogOwned-preview": _NO_CATALOG[DELTA_RS],
+        "checkpointProtection": _RS_NEEDS + '[Unknown("checkpointProtection")]',
+        "clustering": _RS_NEEDS + "[ClusteredTable]",
+        "collations": _RS_NEEDS + '[Unknown("collations")]',
+        "collations-preview": _RS_NEEDS + '[Unknown("collations-preview")]',
+        "columnMapping": "optimize: DeltaError: Column mapping is not supported for write operation 'OPTIMIZE' yet",
+        "columnMappingUsageTracking": _RS_NEEDS + '[Unknown("columnMappingUsageTracking")]',
+        "domainMetadata": _RS_NEEDS + "[DomainMetadata]",
+        # an UPDATE of a generation expression's input does not recompute the generated column
+        "generatedColumns": "update: DeltaError: rows failed validation check",
+        "geospatial": "append: DeltaError: Unsupported Delta table type: 'geometry'",
+        "icebergCompatV1": _RS_NEEDS + "[IcebergCompatV1]",
+        "icebergCompatV2": _RS_NEEDS + "[IcebergCompatV2]",
+        "icebergCompatV3": _RS_NEEDS + "[IcebergCompatV3]",
+        "icebergWriterCompatV1": _RS_NEEDS + '[Unknown("icebergWriterCompatV1")]',
+        "identityColumns": _RS_NEEDS + "[IdentityColumns]",
+        "inCommitTimestamp": _RS_NEEDS + "[InCommitTimestamp]",
+        "materializePartitionColumns": _RS_NEEDS + "[MaterializePartitionColumns]",
+        "rowTracking": _RS_NEEDS.removesuffix(": "),  # [RowTracking, DomainMetadata] in either order
+        "timestampNanos": "append: DeltaError: Table contains TIMESTAMP_NANOS or TIMESTAMP_NANOS_NTZ columns",
+        "typeWidening": _RS_NEEDS + "[TypeWidening]",
+        "typeWidening-preview": _RS_NEEDS + "[TypeWideningPreview]",
+        "vacuumProtocolCheck": _RS_NEEDS + "[VacuumProtocolCheck]",
+        "variantShredding": _RS_NEEDS + "[VariantShredding]",
+        "variantShredding-preview": _RS_NEEDS + "[VariantShreddingPreview]",
+    },
+    DUCKDB: {
+        **{
+            f: _KERNEL_REFUSES + f"'{f}' is not supported"
+            for f in (
+                "adaptiveMetadata",
+                "allowColumnDefaults",
+                "checkConstraints",
+                "checkpointProtection",
+                "collations",
+                "collations-preview",
+                "columnMappingUsageTracking",
+                "icebergCompatV1",
+                "icebergCompatV2",
+                "icebergCompatV3",
+                "icebergWriterCompatV1",
+                "variantShredding",
+            )
+        },
+        **{f: _KERNEL_REFUSES + f"'{f}' is not supported for write" for f in ("typeWidening", "typeWidening-preview")},
+        # generated and identity columns are enforced as constraints, which it does not write
+        "generatedColumns": _KERNEL_REFUSES + "'checkConstraints' is not supported",
+        "identityColumns": _KERNEL_REFUSES + "'checkConstraints' is not supported",
+        "invariants": "append: IOException: Column invariants are not yet supported",
+        "catalogManaged": _NO_CATALOG[DUCKDB],
+        "catalogOwned-preview": _NO_CATALOG[DUCKDB],
+        "clustering": "append: IOException: Feature 'clustering' requires 'domainMetadata' to be supported",
+        "geospatial": "append: IOException: Unsupported Delta table type: 'geometry'",
+        "timestampNanos": "append: IOException: Unsupported Delta table type: 'timestamp_nanos'",
+        **dict.fromkeys(
+            (
+                "appendOnly",
+                "changeDataFeed",
+                "columnMapping",
+                "deletionVectors",
+                "domainMetadata",
+                "inCommitTimestamp",
+                "materializePartitionColumns",
+                "rowTracking",
+                "timestampNtz",
+                "v2Checkpoint",
+                "vacuumProtocolCheck",
+                "variantShredding-preview",
+                "variantType",
+                "variantType-preview",
+            ),
+            _DUCKDB_INSERT_ONLY,
+        ),
+    },
+}
+
+#: delta-rs asked to create a table with the feature (its table property, `alter.add_constraint`
+#: or `alter.add_feature`), then append, DELETE, UPDATE, MERGE, OPTIMIZE and checkpoint as above:
+#: `<operation>: <error kind>` where one fails (tests/write/test_clients_write_cells.py; this
+#: reader reads the rows each time). Also seen: with `delta.enableDeletionVectors` it lists
+#: variantType as a reader and writer feature too, in a table without variant columns.
+_RS_PROPERTY = "create: DeltaError: Error parsing property "
+DELTA_RS_CREATES: dict[str, str] = {
+    "appendOnly": "delete: CommitFailedError: Delta table is append-only",
+    "columnMapping": "optimize: DeltaError: Column mapping is not supported for write operation 'OPTIMIZE' yet",
+    "domainMetadata": _RS_NEEDS + "[DomainMetadata]",
+    "identityColumns": _RS_NEEDS + "[IdentityColumns]",
+    **{
+        f: _RS_PROPERTY + f"'{FEATURES[f].property}'"
+        for f in (
+            "icebergCompatV1",
+            "icebergCompatV2",
+            "icebergCompatV3",
+            "icebergWriterCompatV1",
+            "inCommitTimestamp",
+            "rowTracking",
+            "typeWidening",
+            "variantShredding",
+        )
+    },
+    # its `add_feature` commits a protocol listing timestampNanos without timestampNtz, which it
+    # then refuses to load (this reader reads the table)
+    "timestampNanos": "create: DeltaError: Feature 'timestampNanos' requires 'timestampNtz' to be enabled",
+}
+#: features delta-rs creates a table for without listing the feature: `delta.checkpointPolicy=v2`
+#: is stored, but the protocol stays (1, 2) and its checkpoints are classic ones
+DELTA_RS_CREATES_UNLISTED = frozenset({"v2Checkpoint"})
+
+#: client -> feature -> what this reader makes of the client's writes to the feature's table,
+#: where it is not the rows the operations must leave (a write the client gets wrong)
+CLIENT_WRITTEN_READS: dict[str, dict[str, str]] = {
+    DELTA_RS: {},
+    # DuckDB 1.5.5 writes the data file with logical column names and keys partitionValues by
+    # the logical name, where column mapping needs the physical ones: this reader (as the
+    # protocol says) finds none of the file's columns and reads them as null
+    DUCKDB: {"columnMapping": "rows differ"},
+}
+
+#: write cells checked by a test here: this library's (written or refused), Spark's, delta-rs'
+#: and DuckDB's
+CHECKED_WRITES: dict[str, frozenset[str]] = {
+    DELTAEXPLORE: frozenset(FEATURES),
+    DX_SPARK: frozenset(FEATURES),
+    **dict.fromkeys(WRITING_CLIENTS, frozenset(FEATURES)),
+}
 
 # feature -> {client family: (first version that reads, first version that writes)}; None: never.
 # For single-version clients the version is "1.x"/"this" or None.
 _S = SPARK
 FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
-    "appendOnly": {_S: ("0.0", "0.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
-    "invariants": {_S: ("0.0", "0.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "appendOnly": {_S: ("0.0", "0.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
+    "invariants": {_S: ("0.0", "0.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "checkConstraints": {_S: ("0.8", "0.8"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
-    "changeDataFeed": {_S: ("2.0", "2.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "changeDataFeed": {_S: ("2.0", "2.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
     "generatedColumns": {_S: ("1.0", "1.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "columnMapping": {_S: ("1.2", "1.2"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "identityColumns": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
-    "deletionVectors": {_S: ("2.3", "2.4"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
-    "rowTracking": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
-    "timestampNtz": {_S: ("2.4", "2.4"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
-    "domainMetadata": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
-    "v2Checkpoint": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "deletionVectors": {_S: ("2.3", "2.4"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", "1.5")},
+    "rowTracking": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
+    "timestampNtz": {_S: ("2.4", "2.4"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
+    "domainMetadata": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
+    "v2Checkpoint": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", "1.5")},
     "icebergCompatV1": {_S: ("3.0", "3.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "icebergCompatV2": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
     "icebergWriterCompatV1": {
@@ -264,19 +432,24 @@ FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
         DUCKDB: ("1.5", None),
     },
     "clustering": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
-    "inCommitTimestamp": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.x")},
+    "inCommitTimestamp": {_S: ("3.3", "3.3"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
     # delta-rs 1.6 refuses it both ways (tests/write/test_clients_matrix.py)
-    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
+    "vacuumProtocolCheck": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", "1.5")},
     "typeWidening-preview": {_S: ("3.2", "3.2"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
     "typeWidening": {_S: ("4.0", "4.0"), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: ("1.5", None)},
-    "variantType-preview": {_S: ("3.2", "3.2"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "variantType-preview": {
+        _S: ("3.2", "3.2"),
+        DELTA_RS: ("1.x", "1.x"),
+        DELTA_RS_PYARROW: ("1.x", None),
+        DUCKDB: ("1.5", "1.5"),
+    },
     # delta-rs 1.6 reads a table listing the stable name (tests/write/test_clients_matrix.py)
-    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
+    "variantType": {_S: ("4.0", "4.0"), DELTA_RS: ("1.x", "1.x"), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", "1.5")},
     "variantShredding-preview": {
         _S: ("4.0", "4.0"),
         DELTA_RS: (None, None),
         DELTA_RS_PYARROW: (None, None),
-        DUCKDB: ("1.5", None),
+        DUCKDB: ("1.5", "1.5"),
     },
     "variantShredding": {_S: (None, None), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
     "allowColumnDefaults": {_S: ("3.1", "3.1"), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)},
@@ -288,7 +461,12 @@ FEATURE_SINCE: dict[str, dict[str, tuple[str | None, str | None]]] = {
         _S: ("4.0", "4.0"),
         DELTA_RS: ("1.x", None),
         DELTA_RS_PYARROW: ("1.x", None),
-        DUCKDB: ("1.5", None),
+        DUCKDB: ("1.5", "1.5"),
+    },
+    # read here from tables listing them (tests/write/test_clients_matrix.py)
+    **{
+        f: {_S: (None, None), DELTA_RS: ("1.x", None), DELTA_RS_PYARROW: ("1.x", None), DUCKDB: ("1.5", None)}
+        for f in ("collations", "columnMappingUsageTracking", "icebergCompatV3")
     },
     "geospatial": {_S: (None, None), DELTA_RS: (None, None), DELTA_RS_PYARROW: (None, None), DUCKDB: (None, None)},
 }
@@ -324,6 +502,29 @@ def _written_reads(feature: str) -> str:
     return "; ".join(f"{client}: {kinds.get(client, 'same rows')}" for client in WRITTEN_READERS)
 
 
+#: why the write cells of a client are declared, not checked
+_WHY_DECLARED = {
+    SPARK: "declared from docs.delta.io and release notes: not checkable here (no delta-spark jars on this machine)",
+    DELTA_RS_PYARROW: "a read path of delta-rs: it writes nothing (delta-rs writes are in the DataFusion rows)",
+}
+
+
+def _client_writes(client: str, feature: str) -> str:
+    """What `client`'s writes to a table with `feature` did (`CLIENT_WRITES`)."""
+    failed = CLIENT_WRITES[client].get(feature)
+    created = DELTA_RS_CREATES.get(feature, "") if client == DELTA_RS else ""
+    if created.startswith("create: "):
+        created = f"; asked to create it: {created.removeprefix('create: ')}"
+    elif client == DELTA_RS and feature in DELTA_RS_CREATES_UNLISTED:
+        created = "; asked to create it: stores the property without the feature"
+    else:
+        created = ""
+    if failed and failed.startswith("append: "):
+        return f"refuses: {failed}{created}"
+    read = CLIENT_WRITTEN_READS[client].get(feature, "same rows")
+    return f"deltaexplore reads: {read}" + (f"; then {failed}" if failed else "; every operation tried works") + created
+
+
 def client_features() -> pa.Table:
     """Every (client version, feature) with read/write support (`CLIENT_FEATURES_SCHEMA`)."""
     rows: dict[str, list] = {f.name: [] for f in CLIENT_FEATURES_SCHEMA}
@@ -343,6 +544,7 @@ def client_features() -> pa.Table:
                 since = FEATURE_SINCE.get(feature, {}).get(client, (None, None))
                 read = _at_least(version, since[0])
                 write = writes and _at_least(version, since[1])
+                notes = _client_writes(client, feature) if client in WRITING_CLIENTS else _WHY_DECLARED.get(client)
             rows["client"].append(client)
             rows["version"].append(version)
             rows["feature"].append(feature)

@@ -515,7 +515,8 @@ CLIENT_FEATURES_SCHEMA = _s(
     (
         "written_reads",
         pa.string(),
-        "checked writes: what other clients do with a table this client wrote with the feature (same rows, or the error kind)",
+        "checked writes: what other clients do with a table this client wrote with the feature (same rows, or the error "
+        "kind), or what this client's writes to a table with it did; declared cells: why they are not checked",
         "text",
     ),
 )

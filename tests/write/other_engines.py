@@ -9,6 +9,7 @@ as a script and read its JSON answer.
     python other_engines.py build-deltars <root> <phase>            # a history written by delta-rs
     python other_engines.py merge-deltars <cases.json>              # MERGEs by delta-rs: rows, CDF, metrics
     python other_engines.py read-clients <roots.json>               # every client's rows or error kind
+    python other_engines.py write-clients <cases.json>              # delta-rs / DuckDB writes to each table
 """
 
 from __future__ import annotations
@@ -47,6 +48,21 @@ def table_rows(table: Any) -> list[str]:
     t = pa.table(table)
     t = t.select(sorted(t.column_names))
     return sorted(json.dumps(normalize(r), sort_keys=True) for r in t.to_pylist())
+
+
+def variants_as_json(t: Any) -> Any:
+    """`t` with its variant columns as JSON text: one value has many binary encodings (DuckDB
+    sets the metadata's sorted-strings flag, for one)."""
+    import pyarrow as pa
+
+    from deltaexplore.core.protocol.schema import VARIANT_ARROW
+    from deltaexplore.core.protocol.variant import to_json
+
+    for i, field in enumerate(t.schema):
+        if field.type == VARIANT_ARROW:
+            values = [None if v is None else to_json(v["metadata"], v["value"]) for v in t.column(i).to_pylist()]
+            t = t.set_column(i, field.name, pa.array(values, pa.string()))
+    return t
 
 
 def run(command: str, root: str, *args: Any, timeout: int = 300) -> Any:
@@ -115,9 +131,18 @@ def error_kind(exc: BaseException, root: str) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
+def _duckdb_scan(con: Any, root: str) -> Any:
+    """The table through `delta_scan`, VARIANT columns as JSON text (DuckDB's Python client has
+    no Arrow form of VARIANT)."""
+    columns = con.execute(f"DESCRIBE select * from delta_scan('{root}')").fetchall()
+    select = ", ".join(f'"{c[0]}"::JSON::VARCHAR AS "{c[0]}"' if c[1] == "VARIANT" else f'"{c[0]}"' for c in columns)
+    return con.execute(f"select {select} from delta_scan('{root}')").fetch_arrow_table()
+
+
 def _read_clients(roots_path: str) -> dict[str, dict[str, Any]]:
     """Each table read whole by delta-rs (DataFusion, then `to_pyarrow_table`) and DuckDB's
-    delta extension: per table and client, its rows or the kind of error it raised."""
+    delta extension (variants as JSON text): per table and client, its rows or the kind of error
+    it raised."""
     import glob
 
     import deltalake
@@ -135,7 +160,7 @@ def _read_clients(roots_path: str) -> dict[str, dict[str, Any]]:
             deltalake.QueryBuilder().register("t", deltalake.DeltaTable(r)).execute("select * from t").read_all()
         ),
         "delta-rs (to_pyarrow)": lambda r: deltalake.DeltaTable(r).to_pyarrow_table(),
-        "DuckDB delta": lambda r: con.execute(f"select * from delta_scan('{r}')").fetch_arrow_table(),
+        "DuckDB delta": lambda r: _duckdb_scan(con, r),
     }
     out: dict[str, dict[str, Any]] = {}
     for root in roots:
@@ -145,6 +170,83 @@ def _read_clients(roots_path: str) -> dict[str, dict[str, Any]]:
                 out[root][client] = {"rows": table_rows(pa.table(read(root)))}
             except Exception as exc:  # noqa: BLE001 - the answer says what failed
                 out[root][client] = {"error": error_kind(exc, root)}
+    return out
+
+
+def _duckdb_connection() -> Any:
+    import glob
+
+    import duckdb
+    import duckdb_extension_delta
+
+    ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{ext[0]}'")
+    return con
+
+
+def _deltars_steps(case: dict[str, Any]) -> list[tuple[str, Any]]:
+    import deltalake
+    import pyarrow.parquet as pq
+
+    root = case["root"]
+
+    def merge() -> None:
+        source = pq.read_table(case["merge"])
+        merger = deltalake.DeltaTable(root).merge(source, "target.id = source.id", source_alias="source", target_alias="target")
+        merger.when_matched_update_all().when_not_matched_insert_all().execute()
+
+    def create() -> None:
+        deltalake.write_deltalake(root, pq.read_table(case["create"]), configuration=case.get("configuration"))
+        table = deltalake.DeltaTable(root)
+        if case.get("constraint"):
+            table.alter.add_constraint({"positive": "id >= 0"})
+        if case.get("add_feature"):
+            table.alter.add_feature(getattr(deltalake.TableFeatures, case["add_feature"]), allow_protocol_versions_increase=True)
+
+    return [
+        *([("create", create)] if "create" in case else []),
+        ("append", lambda: deltalake.write_deltalake(root, pq.read_table(case["append"]), mode="append")),
+        ("delete", lambda: deltalake.DeltaTable(root).delete(f"id = {case['delete']}")),
+        ("update", lambda: deltalake.DeltaTable(root).update(updates={"id": "id + 100000"}, predicate=f"id = {case['update']}")),
+        ("merge", merge),
+        ("optimize", lambda: deltalake.DeltaTable(root).optimize.compact()),  # noqa: PLW0108 - load at the step
+        ("checkpoint", lambda: deltalake.DeltaTable(root).create_checkpoint()),
+    ]
+
+
+def _duckdb_steps(case: dict[str, Any]) -> list[tuple[str, Any]]:
+    con = _duckdb_connection()  # a fatal error invalidates a connection: one per case
+    return [
+        ("attach", lambda: con.execute(f"ATTACH '{case['root']}' AS t (TYPE delta)")),
+        ("append", lambda: con.execute(f"INSERT INTO t BY NAME SELECT * FROM read_parquet('{case['append']}')")),
+        ("delete", lambda: con.execute(f"DELETE FROM t WHERE id = {case['delete']}")),
+        ("update", lambda: con.execute(f"UPDATE t SET id = id + 100000 WHERE id = {case['update']}")),
+    ]
+
+
+def _write_clients(cases_path: str) -> list[dict[str, Any]]:
+    """Each case writes to its own copy of a table with one client, an operation at a time until
+    one fails: a case names `client` ("delta-rs" or "DuckDB"), `root`, the parquet files `append`
+    (rows to append) and `merge` (a MERGE source: matched rows are updated with all columns, the
+    others inserted), and the ids to `delete` and to `update` (`id = id + 100000`). delta-rs then
+    runs OPTIMIZE and a checkpoint, and where the case names a `create` parquet file, first
+    creates the table from it with its `configuration`, a `constraint` and `add_feature`; DuckDB's delta extension has INSERT, and its DELETE / UPDATE
+    are tried. Answers the operations done and the failing one's error kind."""
+    with open(cases_path) as f:
+        cases = json.load(f)
+    out = []
+    for case in cases:
+        done: list[str] = []
+        answer: dict[str, Any] = {"done": done}
+        for name, step in _deltars_steps(case) if case["client"] == "delta-rs" else _duckdb_steps(case):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - the answer says what failed
+                answer.update(failed=name, error=error_kind(exc, case["root"]))
+                break
+            done.append(name)
+        out.append(answer)
     return out
 
 
@@ -261,6 +363,8 @@ def main() -> None:
         answer = _read_duckdb(root)
     elif command == "read-clients":
         answer = _read_clients(root)
+    elif command == "write-clients":
+        answer = _write_clients(root)
     elif command == "merge-deltars":
         answer = _merge_deltars(root)
     elif command == "build-deltars":
