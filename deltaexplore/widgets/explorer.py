@@ -66,11 +66,17 @@ _SOURCES_KEPT = 16
 FOLLOW_KEPT = 20
 
 
+#: set once a thread imports the chart layer (`_warm_charts`): one such thread per kernel
+_WARMING = threading.Event()
+
+
 def _warm_charts() -> None:
-    """Import the chart layer (altair: seconds on a cold kernel) in the background once the
-    first view is on its way, so the first tab with a chart does not wait for it."""
-    if "deltaexplore.viz" in sys.modules:
+    """Import the chart layer (altair: 3-6 s of pure Python on a cold kernel, more under load)
+    in the background once the first view is drawn, so the first tab with a chart (History,
+    clicked as soon as the overview shows) does not wait for the import."""
+    if "deltaexplore.viz" in sys.modules or _WARMING.is_set():
         return
+    _WARMING.set()
 
     def run() -> None:
         try:
@@ -262,6 +268,9 @@ class Explorer(anywidget.AnyWidget):
         version are prepared in the background (`_show_overview`)."""
         if version is not None and version != self.view.version:
             return
+        # the first view is drawn: the chart layer imports while the later stages are counted
+        # (mostly Arrow and file reads), not once they are done, when the user clicks a tab
+        _warm_charts()
         for stage in (1, 2):
             data = self.overview_data or {}
             if data.get("version") != self.view.version or data.get("stage", 0) >= stage:

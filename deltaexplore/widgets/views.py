@@ -238,12 +238,18 @@ class TableView:
         """Once the first view is complete: prepare in the background what the user is likely to
         ask next: the previous version (the slider's step back, the diff's default pair), the
         files tab, the layout of the default column, the history and the log health of this
-        version. Each tab takes its result when it opens (`_take_prepared`), or computes it."""
+        version. Each tab takes its result when it opens (`_take_prepared`), or computes it.
+
+        A table past the streaming threshold is not replayed ahead of the user: only its history,
+        its files (from the overview's pass) and the default column's layout are prepared (the
+        layout is a second pass over the log, seconds at 1M files, which gives way to the user
+        between two batches of it: `layout_pass`); on Spark nothing is."""
         snap = self.snap
-        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or self._streaming(snap) or snap.num_files > PREFETCH_MAX_FILES:
-            return  # a table past the streaming threshold is not replayed ahead of the user
-        if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
+        engine = self.engine(snap)["name"]
+        if engine == "spark" or (engine == "local" and snap.num_files > PREFETCH_MAX_FILES):
+            return
 
         # with the grids' default orders: their first window, asked for on the kernel's main
         # thread when the tab is built, is then only a take
@@ -272,11 +278,12 @@ class TableView:
         # the cheap tabs first (under a second each at 1M files), then this version's layout
         # tab and the previous version (seconds each): a tab opened while its job still waits
         # computes it at once
-        jobs = {
+        jobs: dict[tuple[Any, str], Callable[[], Any]] = {
             (self.listing.latest_version, "history"): history,
             (snap.version, "files"): files,
-            (snap.version, "health"): health,
         }
+        if engine == "local":
+            jobs[(snap.version, "health")] = health
         column = self.default_layout_column()
         if column:
             jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
@@ -284,7 +291,8 @@ class TableView:
             for key, job in jobs.items():
                 if key not in self._prepared:
                     self._prepared[key] = self._background(job, key)
-            self.prefetch(snap.version - 1)
+            if engine == "local":
+                self.prefetch(snap.version - 1)
 
     def prepared_state(self, key: tuple[Any, str]) -> str:
         """Where the background job for `key` is: "done", "pending" (queued or running) or "none"."""
@@ -371,10 +379,15 @@ class TableView:
         """The pass the layout tab of `column` reads: on Spark the version's `SparkFilePass`
         (it collects the column's statistics when asked); streaming, the version's pass when it
         kept the column's bounds, else a new pass keeping them and the file list, which then
-        serves the other tabs too (one pass kept: each other column is one more pass)."""
+        serves the other tabs too (one pass kept: each other column is one more pass). Made
+        in the background (`prepare`), the new pass gives way to the user after each batch."""
         fp = self.file_pass(snap)
         if isinstance(fp, FilePass) and resolved_column(snap, column) not in fp.kept_columns:
-            made = file_pass(snap, keep_file_list=True, layout_columns=[column])
+
+            def between_batches(_batches: int, _files: int) -> None:
+                self.pause()  # a no-op unless on the background thread
+
+            made = file_pass(snap, keep_file_list=True, layout_columns=[column], progress=between_batches)
             with self._pass_lock:
                 self._passes = {snap.version: made}
             return made

@@ -159,3 +159,67 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     assert thread is not None
     thread.join(WAIT)
     assert not thread.is_alive() and not view.background.busy
+
+
+def test_the_chart_layer_imports_while_the_overview_counts_not_after(sales, monkeypatch):
+    from deltaexplore.widgets import explorer as explorer_module
+
+    _as_a_big_table(monkeypatch)
+    monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")
+    w = explore(sales)
+    assert not w.overview_data.get("complete")  # the first view: the log's metadata alone
+    log: list[str] = []
+    monkeypatch.setattr(explorer_module, "_warm_charts", lambda: log.append("warm charts"))
+    real = w.view.overview
+
+    def counting(stage=None):
+        log.append(f"stage {stage}")
+        return real(stage)
+
+    monkeypatch.setattr(w.view, "overview", counting)
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert w.overview_data["complete"]
+    # the first tab with a chart, clicked once the counts show, finds the import done or under way
+    assert log[:2] == ["warm charts", "stage 1"] and "stage 2" in log
+    w.close()
+
+
+def test_a_streamed_table_prepares_its_layout_ahead_and_the_pass_gives_way_between_batches(sales, monkeypatch):
+    from deltaexplore.widgets import views
+
+    _as_a_big_table(monkeypatch)
+    real = views.file_pass
+    reached, go = threading.Event(), threading.Event()
+    log: list[str] = []
+
+    def watched(snap, **kwargs):
+        if kwargs.get("layout_columns"):  # the layout's own pass (the overview's keeps no bounds)
+            reached.set()
+            assert go.wait(WAIT)
+            kwargs["progress"](0, 0)  # what the pass calls after each batch
+            log.append("layout pass")
+        return real(snap, **kwargs)
+
+    monkeypatch.setattr(views, "file_pass", watched)
+    w = explore(sales, streaming_files=0)
+    view = w.view
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
+    column = view.default_layout_column()
+    key = (7, f"layout:{column}")
+    # never a replay ahead of the user: no previous version, no health; the layout pass is prepared
+    assert set(view._prepared) == {(7, "history"), (7, "files"), key}
+    assert view._pending is None
+    assert reached.wait(WAIT)
+    with view.user():  # a user's request while the layout pass runs: the pass waits at its batch end
+        go.set()
+        threading.Event().wait(0.2)
+        log.append("user")
+    prepared = view._prepared[key]
+    prepared.result(WAIT)
+    assert log == ["user", "layout pass"]
+    w.tab = "layout"  # takes the prepared result
+    assert key not in view._prepared
+    assert w.layout_data["column"] == column and w.layout_data["engine"]["name"] == "streaming"
+    assert w.layout_data["files"]["total"] == dx.open_table(sales).snapshot().num_files
+    w.close()
