@@ -459,18 +459,24 @@ class TableView:
         return self.snap if self.snap.version == latest else self.table
 
     # -- history ---------------------------------------------------------------------------
-    def history(self) -> tuple[dict[str, Any], RowSource]:
-        """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart."""
-        from deltaexplore import viz
-
-        ready = self._take_prepared((self.listing.latest_version, "history"))
-        if ready is not None:
-            return ready  # type: ignore[no-any-return]
+    def history(self, *, chart: bool = True) -> tuple[dict[str, Any], RowSource]:
+        """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart
+        (`chart=False`: None, computed here without the chart layer and nothing prepared taken;
+        the source's table is what `viz.operations_chart` draws)."""
+        if chart:
+            ready = self._take_prepared((self.listing.latest_version, "history"))
+            if ready is not None:
+                return ready  # type: ignore[no-any-return]
         commits = inspect.commit_infos(self.snapshot_for_history())
+        timeline = None
+        if chart:
+            from deltaexplore import viz
+
+            timeline = chart_spec(viz.operations_chart(commits, interactive=True))
         out = {
             "latest": commits.column("version")[0].as_py() if commits.num_rows else None,
             "commits": to_ipc(commits.drop_columns(["commit_info"])),
-            "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
+            "timeline": timeline,
         }
         out.update(self.protocol_timeline())
         out["health_auto"] = self.log_is_small()

@@ -5,6 +5,7 @@ cached states (`Table.snapshot` moves them)."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import CancelledError
 
 import pytest
@@ -161,26 +162,33 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     assert not thread.is_alive() and not view.background.busy
 
 
-def test_the_chart_layer_imports_while_the_overview_counts_not_after(sales, monkeypatch):
+def test_history_shows_the_commits_while_the_chart_layer_is_still_importing(sales, monkeypatch):
     from deltaexplore.widgets import explorer as explorer_module
 
-    _as_a_big_table(monkeypatch)
-    monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")
     w = explore(sales)
-    assert not w.overview_data.get("complete")  # the first view: the log's metadata alone
-    log: list[str] = []
-    monkeypatch.setattr(explorer_module, "_warm_charts", lambda: log.append("warm charts"))
-    real = w.view.overview
+    monkeypatch.setattr(explorer_module, "_charts_ready", lambda: False)  # its import under way
+    imported = threading.Event()
+    real = explorer_module._charts
 
-    def counting(stage=None):
-        log.append(f"stage {stage}")
-        return real(stage)
+    def importing():
+        assert imported.wait(WAIT)
+        return real()
 
-    monkeypatch.setattr(w.view, "overview", counting)
-    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
-    assert w.overview_data["complete"]
-    # the first tab with a chart, clicked once the counts show, finds the import done or under way
-    assert log[:2] == ["warm charts", "stage 1"] and "stage 2" in log
+    monkeypatch.setattr(explorer_module, "_charts", importing)
+    shown: list[bool] = []
+    w.observe(lambda change: shown.append(change["new"].get("timeline") is not None), "history_data")
+    w.tab = "history"  # answered before the chart layer is there
+    commits = dx.open_table(sales).history().num_rows
+    data = w.history_data
+    assert data["timeline"] is None and data["source"]["total"] == commits and data["commits"]
+    imported.set()  # the import is done: the chart follows
+    deadline = time.monotonic() + WAIT
+    while w.history_data.get("timeline") is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    spec = w.history_data["timeline"]
+    assert spec is not None and shown == [False, True]
+    assert sum(len(rows) for rows in spec["datasets"].values()) == commits  # one mark per commit
+    assert w.history_data["source"] == data["source"]  # the commits stay as they were sent
     w.close()
 
 
