@@ -240,10 +240,9 @@ class TableView:
         files tab, the layout of the default column, the history and the log health of this
         version. Each tab takes its result when it opens (`_take_prepared`), or computes it.
 
-        A table past the streaming threshold is not replayed ahead of the user: only its history,
-        its files (from the overview's pass) and the default column's layout are prepared (the
-        layout is a second pass over the log, seconds at 1M files, which gives way to the user
-        between two batches of it: `layout_pass`); on Spark nothing is."""
+        A table past the streaming threshold is not replayed ahead of the user: only its
+        default column's layout, history and files are prepared (all three from the overview's
+        pass, which kept that column's bounds: `_pass_columns`); on Spark nothing is."""
         snap = self.snap
         if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
@@ -275,18 +274,20 @@ class TableView:
             self.pause()
             return self.history()
 
-        # the cheap tabs first (under a second each at 1M files), then this version's layout
-        # tab and the previous version (seconds each): a tab opened while its job still waits
-        # computes it at once
-        jobs: dict[tuple[Any, str], Callable[[], Any]] = {
-            (self.listing.latest_version, "history"): history,
-            (snap.version, "files"): files,
-        }
+        # replayed: the cheap tabs first (under a second each at 1M files), then this version's
+        # layout tab and the previous version (seconds each); streamed: the layout first (about
+        # a second from the pass's bounds), the other two cost a fraction of a second. A tab
+        # opened while its job still waits computes it at once
+        jobs: dict[tuple[Any, str], Callable[[], Any]] = {}
+        column = self.default_layout_column()
+        if column and engine == "streaming":
+            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
+        jobs[(self.listing.latest_version, "history")] = history
+        jobs[(snap.version, "files")] = files
         if engine == "local":
             jobs[(snap.version, "health")] = health
-        column = self.default_layout_column()
-        if column:
-            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
+            if column:
+                jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
         with self._preparing:
             for key, job in jobs.items():
                 if key not in self._prepared:
@@ -370,10 +371,22 @@ class TableView:
             if snap.version not in self._passes:
                 if self.engine(snap)["name"] == "spark":
                     made: Any = spark_file_pass(self.spark, snap, progress=self._report_spark)
-                else:
-                    made = file_pass(snap, keep_file_list=True)
+                else:  # with the default layout column's bounds: its Layout tab needs no second pass
+                    made = file_pass(snap, keep_file_list=True, layout_columns=self._pass_columns(snap))
                 self._passes = {snap.version: made}  # one version kept
             return self._passes[snap.version]
+
+    def _pass_columns(self, snap: Snapshot) -> list[str]:
+        """The columns whose bounds a streaming pass over `snap` keeps: the default layout
+        column of the version shown (about a second more at 1M files, against a second pass
+        of 4-8 s for the Layout tab), none for another version or a log without statistics."""
+        if snap is not self.snap:
+            return []
+        try:
+            column = self.default_layout_column()
+        except DeltaExploreError:
+            return []
+        return [column] if column else []
 
     def layout_pass(self, snap: Snapshot, column: str) -> ColumnLayouts:
         """The pass the layout tab of `column` reads: on Spark the version's `SparkFilePass`

@@ -192,42 +192,37 @@ def test_history_shows_the_commits_while_the_chart_layer_is_still_importing(sale
     w.close()
 
 
-def test_a_streamed_table_prepares_its_layout_ahead_and_the_pass_gives_way_between_batches(sales, monkeypatch):
+def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(sales, monkeypatch):
     from deltaexplore.widgets import views
 
     _as_a_big_table(monkeypatch)
     real = views.file_pass
-    reached, go = threading.Event(), threading.Event()
-    log: list[str] = []
+    passes: list[list[str]] = []
 
-    def watched(snap, **kwargs):
-        if kwargs.get("layout_columns"):  # the layout's own pass (the overview's keeps no bounds)
-            reached.set()
-            assert go.wait(WAIT)
-            kwargs["progress"](0, 0)  # what the pass calls after each batch
-            log.append("layout pass")
+    def counted(snap, **kwargs):
+        passes.append(list(kwargs.get("layout_columns") or []))
         return real(snap, **kwargs)
 
-    monkeypatch.setattr(views, "file_pass", watched)
+    monkeypatch.setattr(views, "file_pass", counted)
     w = explore(sales, streaming_files=0)
     view = w.view
-    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
-    assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
     column = view.default_layout_column()
     key = (7, f"layout:{column}")
-    # never a replay ahead of the user: no previous version, no health; the layout pass is prepared
-    assert set(view._prepared) == {(7, "history"), (7, "files"), key}
-    assert view._pending is None
-    assert reached.wait(WAIT)
-    with view.user():  # a user's request while the layout pass runs: the pass waits at its batch end
-        go.set()
+    with view.user():  # the counts, asked for by the browser: the jobs they queue wait for the user
+        w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+        assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
+        # never a replay ahead of the user (no previous version, no health); the layout first
+        assert list(view._prepared) == [key, (7, "history"), (7, "files")]
+        assert view._pending is None
+        prepared = view._prepared[key]
         threading.Event().wait(0.2)
-        log.append("user")
-    prepared = view._prepared[key]
+        assert not prepared.done()
     prepared.result(WAIT)
-    assert log == ["user", "layout pass"]
     w.tab = "layout"  # takes the prepared result
     assert key not in view._prepared
     assert w.layout_data["column"] == column and w.layout_data["engine"]["name"] == "streaming"
     assert w.layout_data["files"]["total"] == dx.open_table(sales).snapshot().num_files
+    assert passes == [[column]]  # one pass over the log: the overview's, keeping the column's bounds
+    w.layout_column = next(c for c in view.stats_columns() if c != column)  # another column: its own pass
+    assert passes == [[column], [w.layout_column]] and w.layout_data["column"] == w.layout_column
     w.close()
