@@ -377,10 +377,11 @@ class TableView:
             return self._passes[snap.version]
 
     def _pass_columns(self, snap: Snapshot) -> list[str]:
-        """The columns whose bounds a streaming pass over `snap` keeps: the default layout
-        column of the version shown (about a second more at 1M files, against a second pass
-        of 4-8 s for the Layout tab), none for another version or a log without statistics."""
-        if snap is not self.snap:
+        """The columns whose bounds a streaming pass over `snap` keeps: for the first pass (the
+        version the explorer opened at, whose Layout is prepared ahead) the default layout
+        column (about a second more at 1M files, against a second pass of 4-8 s for the Layout
+        tab); none for later versions (a slider step's counts stay one plain pass)."""
+        if snap is not self.snap or self._passes:
             return []
         try:
             column = self.default_layout_column()
@@ -675,6 +676,7 @@ class TableView:
             summary = inspect.layout_summary(snap, [column])
             positions, integral = file_positions(snap, column)  # shared with layout_density
             density = inspect.layout_density(snap, column)
+        self.pause()  # prepared in the background: the charts wait while the user is served
         with_stats = int(pc.sum(per_file.column("has_stats").cast(pa.int64())).as_py() or 0) if per_file.num_rows else 0
         out = {
             "version": snap.version,

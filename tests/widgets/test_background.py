@@ -225,4 +225,8 @@ def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(
     assert passes == [[column]]  # one pass over the log: the overview's, keeping the column's bounds
     w.layout_column = next(c for c in view.stats_columns() if c != column)  # another column: its own pass
     assert passes == [[column], [w.layout_column]] and w.layout_data["column"] == w.layout_column
+    chosen = w.layout_column
+    w.version = 6  # a slider step: a plain pass (no default column's bounds), then the open Layout's
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 6}, [])
+    assert w.overview_data["complete"] and passes[2:] == [[], [chosen]]
     w.close()
