@@ -49,7 +49,7 @@ from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.frontend import bundle
 from deltaexplore.widgets.sources import RowSource
-from deltaexplore.widgets.views import TableView
+from deltaexplore.widgets.views import TableView, chart_spec
 
 _log = logging.getLogger(__name__)
 
@@ -66,11 +66,18 @@ _SOURCES_KEPT = 16
 FOLLOW_KEPT = 20
 
 
+#: set once a thread imports the chart layer (`_warm_charts`): one such thread per kernel
+_WARMING = threading.Event()
+
+
 def _warm_charts() -> None:
-    """Import the chart layer (altair: seconds on a cold kernel) in the background once the
-    first view is on its way, so the first tab with a chart does not wait for it."""
-    if "deltaexplore.viz" in sys.modules:
+    """Import the chart layer (altair: 3-6 s of pure Python on a cold kernel, more under load)
+    in the background once the first view is complete, so the first tab with a chart does not
+    wait for all of it. Not earlier: sharing the GIL, it would slow the overview's counts by as
+    much (measured on 1M files). History does not wait for it at all (`_load_history`)."""
+    if "deltaexplore.viz" in sys.modules or _WARMING.is_set():
         return
+    _WARMING.set()
 
     def run() -> None:
         try:
@@ -79,6 +86,19 @@ def _warm_charts() -> None:
             _log.debug("deltaexplore explorer: warming the chart layer failed", exc_info=True)
 
     threading.Thread(target=run, name="deltaexplore-warm-charts", daemon=True).start()
+
+
+def _charts_ready() -> bool:
+    """Whether the chart layer is imported (not only being imported by `_warm_charts`)."""
+    module = sys.modules.get("deltaexplore.viz")
+    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
+def _charts() -> Any:
+    """The chart layer (waiting for its import when `_warm_charts` has it under way)."""
+    from deltaexplore import viz
+
+    return viz
 
 
 class Explorer(anywidget.AnyWidget):
@@ -279,9 +299,27 @@ class Explorer(anywidget.AnyWidget):
         return name or self.uri.rstrip("/").rsplit("/", 1)[-1] or self.uri
 
     def _load_history(self) -> None:
-        data, source = self.view.history()
+        """The commits and their timeline chart; while the chart layer is still being imported
+        (History clicked as soon as the overview is complete), the commits at once and the chart
+        once the import is done (on its own thread: the kernel answers meanwhile)."""
+        if _charts_ready():
+            data, source = self.view.history()
+        else:
+            data, source = self.view.history(chart=False)
+            args = (data["latest"], source.table)
+            threading.Thread(target=self._add_history_chart, args=args, name="deltaexplore-history-chart", daemon=True).start()
         data["source"] = self._register(f"history@{data['latest']}", source)
         self.history_data = data
+
+    def _add_history_chart(self, latest: Any, commits: Any) -> None:
+        try:
+            spec = chart_spec(_charts().operations_chart(commits, interactive=True))
+        except Exception:  # noqa: BLE001 - the commits are shown; a chart that fails leaves it out
+            _log.exception("deltaexplore explorer: the history timeline chart failed")
+            return
+        data = self.history_data
+        if data.get("latest") == latest and data.get("timeline") is None:
+            self.history_data = {**data, "timeline": spec}
 
     def _prepared_key(self, tab: str) -> tuple[Any, str] | None:
         """The key of the background job (`TableView.prepare`) whose result `tab` loads, None

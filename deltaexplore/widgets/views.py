@@ -238,12 +238,17 @@ class TableView:
         """Once the first view is complete: prepare in the background what the user is likely to
         ask next: the previous version (the slider's step back, the diff's default pair), the
         files tab, the layout of the default column, the history and the log health of this
-        version. Each tab takes its result when it opens (`_take_prepared`), or computes it."""
+        version. Each tab takes its result when it opens (`_take_prepared`), or computes it.
+
+        A table past the streaming threshold is not replayed ahead of the user: only its
+        default column's layout, history and files are prepared (all three from the overview's
+        pass, which kept that column's bounds: `_pass_columns`); on Spark nothing is."""
         snap = self.snap
-        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or self._streaming(snap) or snap.num_files > PREFETCH_MAX_FILES:
-            return  # a table past the streaming threshold is not replayed ahead of the user
-        if _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
             return  # a small table answers every tab at once: nothing worth preparing
+        engine = self.engine(snap)["name"]
+        if engine == "spark" or (engine == "local" and snap.num_files > PREFETCH_MAX_FILES):
+            return
 
         # with the grids' default orders: their first window, asked for on the kernel's main
         # thread when the tab is built, is then only a take
@@ -269,22 +274,26 @@ class TableView:
             self.pause()
             return self.history()
 
-        # the cheap tabs first (under a second each at 1M files), then this version's layout
-        # tab and the previous version (seconds each): a tab opened while its job still waits
-        # computes it at once
-        jobs = {
-            (self.listing.latest_version, "history"): history,
-            (snap.version, "files"): files,
-            (snap.version, "health"): health,
-        }
+        # replayed: the cheap tabs first (under a second each at 1M files), then this version's
+        # layout tab and the previous version (seconds each); streamed: the layout first (about
+        # a second from the pass's bounds), the other two cost a fraction of a second. A tab
+        # opened while its job still waits computes it at once
+        jobs: dict[tuple[Any, str], Callable[[], Any]] = {}
         column = self.default_layout_column()
-        if column:
+        if column and engine == "streaming":
             jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
+        jobs[(self.listing.latest_version, "history")] = history
+        jobs[(snap.version, "files")] = files
+        if engine == "local":
+            jobs[(snap.version, "health")] = health
+            if column:
+                jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
         with self._preparing:
             for key, job in jobs.items():
                 if key not in self._prepared:
                     self._prepared[key] = self._background(job, key)
-            self.prefetch(snap.version - 1)
+            if engine == "local":
+                self.prefetch(snap.version - 1)
 
     def prepared_state(self, key: tuple[Any, str]) -> str:
         """Where the background job for `key` is: "done", "pending" (queued or running) or "none"."""
@@ -362,19 +371,37 @@ class TableView:
             if snap.version not in self._passes:
                 if self.engine(snap)["name"] == "spark":
                     made: Any = spark_file_pass(self.spark, snap, progress=self._report_spark)
-                else:
-                    made = file_pass(snap, keep_file_list=True)
+                else:  # with the default layout column's bounds: its Layout tab needs no second pass
+                    made = file_pass(snap, keep_file_list=True, layout_columns=self._pass_columns(snap))
                 self._passes = {snap.version: made}  # one version kept
             return self._passes[snap.version]
+
+    def _pass_columns(self, snap: Snapshot) -> list[str]:
+        """The columns whose bounds a streaming pass over `snap` keeps: for the first pass (the
+        version the explorer opened at, whose Layout is prepared ahead) the default layout
+        column (about a second more at 1M files, against a second pass of 4-8 s for the Layout
+        tab); none for later versions (a slider step's counts stay one plain pass)."""
+        if snap is not self.snap or self._passes:
+            return []
+        try:
+            column = self.default_layout_column()
+        except DeltaExploreError:
+            return []
+        return [column] if column else []
 
     def layout_pass(self, snap: Snapshot, column: str) -> ColumnLayouts:
         """The pass the layout tab of `column` reads: on Spark the version's `SparkFilePass`
         (it collects the column's statistics when asked); streaming, the version's pass when it
         kept the column's bounds, else a new pass keeping them and the file list, which then
-        serves the other tabs too (one pass kept: each other column is one more pass)."""
+        serves the other tabs too (one pass kept: each other column is one more pass). Made
+        in the background (`prepare`), the new pass gives way to the user after each batch."""
         fp = self.file_pass(snap)
         if isinstance(fp, FilePass) and resolved_column(snap, column) not in fp.kept_columns:
-            made = file_pass(snap, keep_file_list=True, layout_columns=[column])
+
+            def between_batches(_batches: int, _files: int) -> None:
+                self.pause()  # a no-op unless on the background thread
+
+            made = file_pass(snap, keep_file_list=True, layout_columns=[column], progress=between_batches)
             with self._pass_lock:
                 self._passes = {snap.version: made}
             return made
@@ -446,18 +473,24 @@ class TableView:
         return self.snap if self.snap.version == latest else self.table
 
     # -- history ---------------------------------------------------------------------------
-    def history(self) -> tuple[dict[str, Any], RowSource]:
-        """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart."""
-        from deltaexplore import viz
-
-        ready = self._take_prepared((self.listing.latest_version, "history"))
-        if ready is not None:
-            return ready  # type: ignore[no-any-return]
+    def history(self, *, chart: bool = True) -> tuple[dict[str, Any], RowSource]:
+        """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart
+        (`chart=False`: None, computed here without the chart layer and nothing prepared taken;
+        the source's table is what `viz.operations_chart` draws)."""
+        if chart:
+            ready = self._take_prepared((self.listing.latest_version, "history"))
+            if ready is not None:
+                return ready  # type: ignore[no-any-return]
         commits = inspect.commit_infos(self.snapshot_for_history())
+        timeline = None
+        if chart:
+            from deltaexplore import viz
+
+            timeline = chart_spec(viz.operations_chart(commits, interactive=True))
         out = {
             "latest": commits.column("version")[0].as_py() if commits.num_rows else None,
             "commits": to_ipc(commits.drop_columns(["commit_info"])),
-            "timeline": chart_spec(viz.operations_chart(commits, interactive=True)),
+            "timeline": timeline,
         }
         out.update(self.protocol_timeline())
         out["health_auto"] = self.log_is_small()
@@ -643,6 +676,7 @@ class TableView:
             summary = inspect.layout_summary(snap, [column])
             positions, integral = file_positions(snap, column)  # shared with layout_density
             density = inspect.layout_density(snap, column)
+        self.pause()  # prepared in the background: the charts wait while the user is served
         with_stats = int(pc.sum(per_file.column("has_stats").cast(pa.int64())).as_py() or 0) if per_file.num_rows else 0
         out = {
             "version": snap.version,

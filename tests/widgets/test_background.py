@@ -5,6 +5,7 @@ cached states (`Table.snapshot` moves them)."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import CancelledError
 
 import pytest
@@ -159,3 +160,73 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     assert thread is not None
     thread.join(WAIT)
     assert not thread.is_alive() and not view.background.busy
+
+
+def test_history_shows_the_commits_while_the_chart_layer_is_still_importing(sales, monkeypatch):
+    from deltaexplore.widgets import explorer as explorer_module
+
+    w = explore(sales)
+    monkeypatch.setattr(explorer_module, "_charts_ready", lambda: False)  # its import under way
+    imported = threading.Event()
+    real = explorer_module._charts
+
+    def importing():
+        assert imported.wait(WAIT)
+        return real()
+
+    monkeypatch.setattr(explorer_module, "_charts", importing)
+    shown: list[bool] = []
+    w.observe(lambda change: shown.append(change["new"].get("timeline") is not None), "history_data")
+    w.tab = "history"  # answered before the chart layer is there
+    commits = dx.open_table(sales).history().num_rows
+    data = w.history_data
+    assert data["timeline"] is None and data["source"]["total"] == commits and data["commits"]
+    imported.set()  # the import is done: the chart follows
+    deadline = time.monotonic() + WAIT
+    while w.history_data.get("timeline") is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    spec = w.history_data["timeline"]
+    assert spec is not None and shown == [False, True]
+    assert sum(len(rows) for rows in spec["datasets"].values()) == commits  # one mark per commit
+    assert w.history_data["source"] == data["source"]  # the commits stay as they were sent
+    w.close()
+
+
+def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(sales, monkeypatch):
+    from deltaexplore.widgets import views
+
+    _as_a_big_table(monkeypatch)
+    real = views.file_pass
+    passes: list[list[str]] = []
+
+    def counted(snap, **kwargs):
+        passes.append(list(kwargs.get("layout_columns") or []))
+        return real(snap, **kwargs)
+
+    monkeypatch.setattr(views, "file_pass", counted)
+    w = explore(sales, streaming_files=0)
+    view = w.view
+    column = view.default_layout_column()
+    key = (7, f"layout:{column}")
+    with view.user():  # the counts, asked for by the browser: the jobs they queue wait for the user
+        w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+        assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
+        # never a replay ahead of the user (no previous version, no health); the layout first
+        assert list(view._prepared) == [key, (7, "history"), (7, "files")]
+        assert view._pending is None
+        prepared = view._prepared[key]
+        threading.Event().wait(0.2)
+        assert not prepared.done()
+    prepared.result(WAIT)
+    w.tab = "layout"  # takes the prepared result
+    assert key not in view._prepared
+    assert w.layout_data["column"] == column and w.layout_data["engine"]["name"] == "streaming"
+    assert w.layout_data["files"]["total"] == dx.open_table(sales).snapshot().num_files
+    assert passes == [[column]]  # one pass over the log: the overview's, keeping the column's bounds
+    w.layout_column = next(c for c in view.stats_columns() if c != column)  # another column: its own pass
+    assert passes == [[column], [w.layout_column]] and w.layout_data["column"] == w.layout_column
+    chosen = w.layout_column
+    w.version = 6  # a slider step: a plain pass (no default column's bounds), then the open Layout's
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 6}, [])
+    assert w.overview_data["complete"] and passes[2:] == [[], [chosen]]
+    w.close()
