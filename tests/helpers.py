@@ -217,3 +217,19 @@ def amounts_table(root: Path) -> str:
     ops.delete(uri, "amount > 45")
     ops.update(uri, {"amount": "amount + 100"}, "day = 'd2'")
     return uri
+
+
+def first_primitive_column(snap: Any) -> str | None:
+    """A snapshot's first top-level primitive column with orderable stats (what layout, explain
+    and the layout tab's tables are asked about), or None."""
+    from deltaexplore.core.protocol.schema import PrimitiveType
+    from deltaexplore.errors import DeltaExploreError
+
+    try:
+        fields = snap.schema.fields
+    except DeltaExploreError:
+        return None
+    for f in fields:
+        if isinstance(f.type, PrimitiveType) and f.type.name not in ("binary", "variant", "void", "boolean"):
+            return f.name
+    return None

@@ -10,10 +10,10 @@ import warnings
 import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
+from helpers import first_primitive_column
 
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
-from deltaexplore.core.protocol.schema import PrimitiveType
 from deltaexplore.inspect.schemas import SCHEMAS
 
 pytestmark = pytest.mark.corpus
@@ -21,20 +21,8 @@ pytestmark = pytest.mark.corpus
 TABLES = [t for t in corpus_catalog() if t.get("is_table", True) and t["status"] in ("ok", "log-only", "special")]
 
 
-def _column(snap: dx.Snapshot) -> str | None:
-    """A top-level primitive column (what layout and explain are asked about)."""
-    try:
-        fields = snap.schema.fields
-    except dx.DeltaExploreError:
-        return None
-    for f in fields:
-        if isinstance(f.type, PrimitiveType) and f.type.name not in ("binary", "variant", "void", "boolean"):
-            return f.name
-    return None
-
-
 def _calls(snap: dx.Snapshot) -> dict[str, tuple | None]:
-    column = _column(snap)
+    column = first_primitive_column(snap)
     adds = snap.add_actions()
     dvs = [p for p, d in zip(adds.column("path").to_pylist(), adds.column("deletionVector").to_pylist()) if d]
     return {

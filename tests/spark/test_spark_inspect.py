@@ -12,11 +12,10 @@ import warnings
 
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
-from helpers import amounts_table, assert_same_table
+from helpers import amounts_table, assert_same_table, first_primitive_column
 
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
-from deltaexplore.core.protocol.schema import PrimitiveType
 from deltaexplore.inspect.streaming import file_pass
 from deltaexplore.spark.inspect import spark_file_pass
 
@@ -81,18 +80,6 @@ def _covering(rows: list[dict], tags: tuple[str, ...]) -> list[dict]:
 CONNECT_SAMPLE = _covering(READABLE, TAGS)
 
 
-def _column(snap: dx.Snapshot) -> str | None:
-    """A top-level primitive column (the layout tab's tables are compared on it)."""
-    try:
-        fields = snap.schema.fields
-    except dx.DeltaExploreError:
-        return None
-    for f in fields:
-        if isinstance(f.type, PrimitiveType) and f.type.name not in ("binary", "variant", "void", "boolean"):
-            return f.name
-    return None
-
-
 def _compare(spark, root: str) -> None:
     local = dx.open_table(root).snapshot()
     with warnings.catch_warnings():
@@ -102,7 +89,7 @@ def _compare(spark, root: str) -> None:
             fp.partitions()
         except dx.DeltaExploreError as exc:
             pytest.skip(f"Spark cannot read this log: {exc}")
-    column = _column(local) if local.has_metadata else None
+    column = first_primitive_column(local) if local.has_metadata else None
     pairs = [
         (fp.partitions, lambda: dxi.partitions(local)),
         (fp.file_sizes, lambda: dxi.file_sizes(local)),
@@ -127,7 +114,9 @@ def _compare(spark, root: str) -> None:
         got, expected = fp.layout(column), dxi.layout(local, column)
         assert_same_table(got.drop_columns(["rank"]).sort_by("path"), expected.drop_columns(["rank"]).sort_by("path"))
         by_rank = [("rank", "ascending")]
-        assert_same_table(got.select(["rank", "min", "max"]).sort_by(by_rank), expected.select(["rank", "min", "max"]).sort_by(by_rank))
+        assert_same_table(
+            got.select(["rank", "min", "max"]).sort_by(by_rank), expected.select(["rank", "min", "max"]).sort_by(by_rank)
+        )
 
 
 def test_the_compared_tables_cover_every_kind():
@@ -188,7 +177,9 @@ def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
     l_out, l_files, l_parts = local.files()
     assert s_out["engine"]["name"] == "spark" and s_out["size_chart"] == l_out["size_chart"]
     for s_src, l_src, key in ((s_files, l_files, "path"), (s_parts, l_parts, "partition")):
-        assert s_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist() == l_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist()
+        assert (
+            s_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist() == l_src.window(0, 5000, sort=[[key, "asc"]])[1].to_pylist()
+        )
     s_dv, l_dv = on_spark.deletion_vectors()[0], local.deletion_vectors()[0]
     assert s_dv["engine"]["name"] == "spark" and s_dv["summary"] == l_dv["summary"] and s_dv["dv_files"] == l_dv["dv_files"]
     assert on_spark.overview(stage=2)["metrics"] == local.overview(stage=2)["metrics"]
@@ -198,7 +189,9 @@ def test_explorer_tabs_past_the_spark_threshold(spark, tmp_path):
     assert s_lay["density_chart"] == l_lay["density_chart"]
     by_path = [["path", "asc"]]
     drop = ["rank"]  # files of equal bounds take their ranks in file order
-    assert s_rows.window(0, 5000, sort=by_path)[1].drop_columns(drop) == l_rows.window(0, 5000, sort=by_path)[1].drop_columns(drop)
+    assert s_rows.window(0, 5000, sort=by_path)[1].drop_columns(drop) == l_rows.window(0, 5000, sort=by_path)[1].drop_columns(
+        drop
+    )
     assert not on_spark.snap.files_loaded
 
 
