@@ -10,7 +10,7 @@
  * JupyterLab picks it: it draws the summary (text only), then asks the notebook's own widget
  * renderer (found through the output area it sits in) to render the view out of sight, and
  * shows the live explorer in place of the summary once that renderer attached a widget. When
- * the model is gone, the summary stays.
+ * the model is gone, the hidden attempt (and its error text) is dropped and the summary stays.
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
@@ -169,10 +169,17 @@ export class ExplorerOutputRenderer extends Panel implements IRenderMime.IRender
     live.hide();
     this.addWidget(live);
     const swap = () => {
+      if (live.isDisposed) {
+        return;
+      }
       if (live.node.querySelector('.lm-Widget, .jupyter-widgets, .dxe-explorer')) {
         this._observer?.disconnect();
         this._static.hide();
         live.show();
+      } else if ((live.node.textContent || '').startsWith('Error displaying widget')) {
+        // the model is gone for good (the manager says so): the summary is the output
+        this._observer?.disconnect();
+        live.dispose();
       }
     };
     this._observer = new MutationObserver(swap);

@@ -341,7 +341,9 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     const state = model.get('follow_state') || {};
     const commits: Array<Record<string, unknown>> = Array.isArray(state.commits) ? state.commits : [];
     const items: Array<Node | string> = [];
-    if (on) items.push(h('span', { class: 'dxe-follow-on' }, 'following'));
+    // what the kernel confirmed: the toggle says what was asked, this line what runs
+    if (on && state.running) items.push(h('span', { class: 'dxe-follow-on' }, 'following'));
+    else if (on || state.running) items.push(h('span', { class: 'dxe-follow-pending' }, on ? 'starting to follow…' : 'stopping…'));
     for (const c of commits.slice(-3).reverse()) {
       const v = Number(c.version);
       const bits = [`v${v}`, String(c.operation ?? 'commit')];

@@ -717,6 +717,7 @@ def test_follow_shows_new_versions_as_they_land(page, lab, shots):
     assert toggle.get_attribute("aria-pressed") == "false"
     toggle.click()
     page.wait_for_function("() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'true'", timeout=30_000)
+    explorer.locator(".dxe-follow-on").wait_for(timeout=30_000)  # the kernel's follower runs
     root = str(lab.root / "sales_follow")
     rows = dx.open_table(root).snapshot().to_arrow().slice(0, 3)
     ops.write_table(root, rows)  # another writer commits version 8
@@ -737,6 +738,8 @@ def test_follow_shows_new_versions_as_they_land(page, lab, shots):
     page.wait_for_function(
         "() => document.querySelector('.dxe-follow')?.getAttribute('aria-pressed') === 'false'", timeout=30_000
     )
+    # the kernel confirmed: no 'following', no 'stopping…'
+    page.wait_for_function("() => !document.querySelector('.dxe-follow-on, .dxe-follow-pending')", timeout=30_000)
     settled(page, explorer)
     ops.write_table(root, rows)  # version 9: nobody follows
     page.wait_for_timeout(1500)  # several polls' worth at 0.2 s: none runs any more

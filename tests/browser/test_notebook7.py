@@ -195,7 +195,11 @@ def test_an_explorer_and_a_delta_cell_in_notebook7_saved_and_reopened(page, note
     _open_notebook(page, notebook7, name)
     static = page.locator(".dx-explorer-static").first
     static.wait_for(timeout=60_000)
-    page.wait_for_timeout(3000)  # time for the widget manager to give up on the model
+    for _ in range(60):  # until the widget manager gave up on the model (it logs so)
+        if any("model not found" in e for e in watch.errors):
+            break
+        page.wait_for_timeout(500)
+    page.wait_for_timeout(500)
     assert static.is_visible()
     assert "sales-nb7" in static.inner_text() and "version 7" in static.inner_text()
     # (the chart, a widget with no static form, says "Error displaying widget" here, as in JupyterLab)

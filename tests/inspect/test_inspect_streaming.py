@@ -13,8 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
-from helpers import assert_same_table
-from test_inspect_corpus import _column
+from helpers import assert_same_table, first_primitive_column
 
 import deltaexplore as dx
 import deltaexplore.inspect as dxi
@@ -32,7 +31,7 @@ def _check_equal(root: str) -> int:
     snapshot never replays its files. Returns how many tables were compared."""
     full = dx.open_table(root).snapshot()
     full.add_actions()
-    column = _column(full) if full.has_metadata else None
+    column = first_primitive_column(full) if full.has_metadata else None
     snap = dx.open_table(root).snapshot()
     fp = file_pass(snap, layout_columns=[column] if column else [], keep_file_list=True)
     pairs = [
