@@ -398,3 +398,33 @@ def test_s3_listing_stops_before_a_name(s3, faults, corpus):
     expected = [f for f in whole if f.name < cut]
     assert storage.list_dir_split("_delta_log", ["00000000000000000003"], stop_before=cut) == expected
     assert storage.list_dir_split("_delta_log", [], stop_before="00000000000000000000") == []  # an empty range is no error
+
+
+def _outcome(table: dx.Table) -> tuple:
+    """What an open shows: version, files, history versions; or the error's type."""
+    try:
+        snap = table.snapshot()
+        return snap.version, _files(snap), table.history().column("version").to_pylist()
+    except dx.DeltaExploreError as exc:
+        return (type(exc).__name__,)
+
+
+def test_every_corpus_table_on_an_object_store_equals_local(corpus):
+    """Through `FsspecStorage` (the object-store path: `_last_checkpoint` first, the listing from
+    its checkpoint, the older names when history asks), every corpus table opens as it does
+    locally, or fails with the same error type."""
+    fs = fsspec.filesystem("memory")
+    differ = []
+    for i, log in enumerate(sorted(corpus.rglob("_delta_log"))):
+        root = log.parent
+        name = f"corpus-{i}"
+        for f in root.rglob("*"):
+            if f.is_file() and not f.is_symlink():
+                fs.pipe_file(f"/{name}/{f.relative_to(root).as_posix()}", f.read_bytes())
+        try:
+            remote, local = _outcome(dx.open_table(f"memory://{name}")), _outcome(dx.open_table(str(root)))
+            if remote != local:
+                differ.append((str(root.relative_to(corpus)), remote[:1], local[:1]))
+        finally:
+            fs.rm(f"/{name}", recursive=True)
+    assert not differ
