@@ -20,6 +20,7 @@ after it (`ADVICE_CHECK_SCHEMA`, with the tolerances of `TOLERANCE`).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.operations import plan_optimize
-from deltaexplore.core.operations.optimize import zorder_keys
-from deltaexplore.core.operations.optimize import FileFacts, OptimizePlan, file_facts
+from deltaexplore.core.operations.optimize import FileFacts, OptimizePlan, file_facts, zorder_keys
+from deltaexplore.core.operations.vacuum import list_vacuumable, relative_paths, vacuum_partition_names
+from deltaexplore.core.protocol.config import DEFAULT_DELETED_FILE_RETENTION_MS
 from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.write.log_cleanup import plan_log_cleanup
@@ -125,7 +127,9 @@ def predict_bins(plan: OptimizePlan) -> BinPrediction:
     files = np.bincount(np.searchsorted(groups, facts.group[first]), weights=nums.lengths, minlength=len(groups))
     keys = partition_keys(facts.snapshot, facts.files.take(pa.array(first[at]))).to_pylist()
     parts = sorted(((k or "(unpartitioned)", int(v)) for k, v in zip(keys, files)), key=lambda kv: (-kv[1], kv[0]))
-    return BinPrediction(int(nums.lengths.sum()), int(nums.writes.sum()), int(nums.sizes.sum()), int(np.round(nums.live).sum()), parts)
+    return BinPrediction(
+        int(nums.lengths.sum()), int(nums.writes.sum()), int(nums.sizes.sum()), int(np.round(nums.live).sum()), parts
+    )
 
 
 # -- the Z-order what-if ---------------------------------------------------------------------
@@ -582,7 +586,40 @@ def _log_cleanup(snap: Snapshot) -> list[dict[str, Any]]:
     ]
 
 
+#: the pre-check of `_vacuum` counts files this much younger than the cut-off as old too
+#: (the preview takes the time again a moment later)
+CUTOFF_MARGIN_MS = 60_000
+
+
+def _may_vacuum(snap: Snapshot) -> bool:
+    """Whether `vacuum_preview` could find anything: a listed file older than the cut-off
+    that the latest version's adds do not reference (a superset of what VACUUM deletes, in
+    one listing and one vectorised lookup; the preview's checks of the log's records need
+    not run when nothing could be deleted)."""
+    table = table_of(snap)
+    latest = snapshot_of(table)
+    try:
+        retention = latest.config.deleted_file_retention_ms if latest.has_metadata else DEFAULT_DELETED_FILE_RETENTION_MS
+    except DeltaExploreError:
+        retention = DEFAULT_DELETED_FILE_RETENTION_MS
+    cutoff = int(time.time() * 1000) - retention + CUTOFF_MARGIN_MS
+    try:
+        listed = list_vacuumable(table.storage, vacuum_partition_names(latest))
+    except DeltaExploreError:
+        return True
+    old = listed.filter(pc.fill_null(pc.less(listed.column("modification_time"), pa.scalar(cutoff, pa.int64())), False))
+    if old.num_rows == 0:
+        return False
+    paths = latest.add_actions().column("path")
+    referenced = relative_paths(table.storage, paths)
+    if not pc.all(pc.equal(referenced, paths.combine_chunks().cast(pa.string()))).as_py():
+        return True  # paths written otherwise than plainly: the preview decides
+    return bool(pc.any(pc.invert(pc.is_in(old.column("path"), value_set=referenced))).as_py())
+
+
 def _vacuum(snap: Snapshot, total: int) -> list[dict[str, Any]]:
+    if not _may_vacuum(snap):
+        return []
     try:
         preview = vacuum_preview(snap)
     except DeltaExploreError:

@@ -34,7 +34,17 @@ from deltaexplore.core.table import Table
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
 from deltaexplore.errors import WriteRefusedError
 
-__all__ = ["FileFacts", "OptimizePlan", "file_facts", "optimize", "pack_starts", "plan_optimize", "purge_deletion_vectors", "zorder_indices", "zorder_keys"]
+__all__ = [
+    "FileFacts",
+    "OptimizePlan",
+    "file_facts",
+    "optimize",
+    "pack_starts",
+    "plan_optimize",
+    "purge_deletion_vectors",
+    "zorder_indices",
+    "zorder_keys",
+]
 
 
 @dataclass
