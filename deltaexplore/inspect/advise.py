@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import combined
 from deltaexplore.core.operations import plan_optimize
 from deltaexplore.core.operations.optimize import FileFacts, OptimizePlan, file_facts, zorder_keys
 from deltaexplore.core.operations.vacuum import list_vacuumable, relative_paths, vacuum_partition_names
@@ -37,7 +38,7 @@ from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.write.log_cleanup import plan_log_cleanup
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect.deletion_vectors import deletion_vectors
+from deltaexplore.inspect.deletion_vectors import deleted_ratio, deletion_vectors, past_threshold
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
 from deltaexplore.inspect.layout import clustering_columns, layout, layout_summary, overlap_metrics, point_query_files
@@ -163,8 +164,23 @@ class ZorderWhatIf:
     points: dict[str, np.ndarray]  # the sampled values a point query lands on, per column
 
 
+#: integers up to this magnitude are exact as float64
+EXACT_INT = float(1 << 53)
+
+
 def _bounds(snap: Snapshot, columns: list[str]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pa.Table]:
+    bounds, first, _ = _bounds_and_depths(snap, columns)
+    return bounds, first
+
+
+def _bounds_and_depths(
+    snap: Snapshot, columns: list[str]
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pa.Table, dict[str, np.ndarray | None]]:
+    """Per column the bounds as floats (NaN where missing), the first column's `layout`, and
+    the overlap depth per file `layout` measured on the typed bounds, where the floats keep
+    their order and equality (then it is what `overlap_metrics` of the floats gives)."""
     out = {}
+    depths: dict[str, np.ndarray | None] = {}
     first = None
     for c in columns:
         lay = layout(snap, c)
@@ -173,8 +189,24 @@ def _bounds(snap: Snapshot, columns: list[str]) -> tuple[dict[str, tuple[np.ndar
         if lo is None or hi is None:
             raise InspectError(f"Z-order what-if: column {c!r} is not numeric or temporal ({lay.schema.field('min').type})")
         out[c] = (lo, hi)
+        depths[c] = _depth_if_exact(lay, lo, hi)
     assert first is not None
-    return out, first
+    return out, first, depths
+
+
+def _depth_if_exact(lay: pa.Table, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """`lay`'s overlap depths when the float bounds order as the typed ones: NaN only where a
+    bound is missing, integers (and dates, times) within 2**53, no decimals."""
+    t = lay.schema.field("min").type
+    if pa.types.is_decimal(t):
+        return None
+    if int(np.isnan(lo).sum()) != lay.column("min").null_count or int(np.isnan(hi).sum()) != lay.column("max").null_count:
+        return None
+    if not pa.types.is_floating(t):
+        finite = np.concatenate([lo[~np.isnan(lo)], hi[~np.isnan(hi)]])
+        if len(finite) and float(np.abs(finite).max()) > EXACT_INT:
+            return None
+    return lay.column("overlap_depth").to_numpy(zero_copy_only=False)
 
 
 def _depths(lo: np.ndarray, hi: np.ndarray) -> tuple[float, int]:
@@ -185,12 +217,22 @@ def _depths(lo: np.ndarray, hi: np.ndarray) -> tuple[float, int]:
     return float(d.mean()), int(d.max())
 
 
-def layout_measures(bounds: dict[str, tuple[np.ndarray, np.ndarray]], points: dict[str, np.ndarray]) -> dict[str, float]:
-    """Mean over the columns of (mean depth, max depth, files a point query reads)."""
+def layout_measures(
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]],
+    points: dict[str, np.ndarray],
+    depths: dict[str, np.ndarray | None] | None = None,
+) -> dict[str, float]:
+    """Mean over the columns of (mean depth, max depth, files a point query reads); `depths`:
+    per column the overlap depth per file when measured already (`_bounds_and_depths`)."""
     means, maxes, point = [], [], []
     for c, (lo, hi) in bounds.items():
         ok = ~(np.isnan(lo) | np.isnan(hi))
-        m, x = _depths(lo[ok], hi[ok])
+        known = None if depths is None else depths.get(c)
+        if known is not None:
+            d = known[ok].astype(np.int64)
+            m, x = (float(d.mean()), int(d.max())) if len(d) else (0.0, 0)
+        else:
+            m, x = _depths(lo[ok], hi[ok])
         means.append(m)
         maxes.append(x)
         pts = points[c]
@@ -219,7 +261,7 @@ def simulate_zorder(
     if not columns:
         raise InspectError("simulate_zorder needs at least one column")
     plan = plan_optimize(snap, target_size=target_size, zorder_by=list(columns), facts=facts)
-    bounds, lay = _bounds(snap, columns)
+    bounds, lay, depths = _bounds_and_depths(snap, columns)
     n = lay.num_rows
     adds = snap.add_actions()
     shared = plan.facts is not None and plan.facts.files is adds
@@ -241,7 +283,7 @@ def simulate_zorder(
         per_file[has & (live_rows <= 0)] = 0
     owner = np.repeat(np.arange(n), per_file)
     points = {c: lo[owner] + rng.random(len(owner)) * (hi[owner] - lo[owner]) for c, (lo, hi) in bounds.items()}
-    before = layout_measures(bounds, points)
+    before = layout_measures(bounds, points, depths)
     # the files each Z-order bin rewrites, and what they become
     in_plan = np.zeros(n, bool)
     new_lo: dict[str, np.ndarray] = {c: np.zeros(0) for c in columns}
@@ -427,19 +469,29 @@ def _compaction(snap: Snapshot, n: int, total: int, target_size: int | None, fac
 
 
 def _dv_purge(snap: Snapshot, n: int, total: int, target_size: int | None, facts: FileFacts) -> list[dict[str, Any]]:
-    dvs = deletion_vectors(snap)
-    if dvs.num_rows == 0 or not pc.any(dvs.column("past_threshold")).as_py():
+    adds = snap.add_actions()
+    if facts.files is adds:  # `deletion_vectors`' numbers from the shared pass
+        if not facts.has_dv.any():
+            return []
+        dv = combined(adds.column("deletionVector")).filter(pa.array(facts.has_dv))
+        card = dv.field("cardinality").cast(pa.int64())
+        past_files = past_threshold(deleted_ratio(card, facts.records().filter(pa.array(facts.has_dv))))
+        dv_count = int(facts.has_dv.sum())
+    else:
+        dvs = deletion_vectors(snap)
+        card, past_files, dv_count = dvs.column("cardinality"), dvs.column("past_threshold"), dvs.num_rows
+    if dv_count == 0 or not pc.any(past_files).as_py():
         return []
     plan = plan_optimize(snap, target_size=target_size, dv_files_only=True, facts=facts)
     pred = predict_bins(plan)
-    deleted = int(pc.sum(dvs.column("cardinality")).as_py() or 0)
-    past = int(pc.sum(dvs.column("past_threshold").cast(pa.int64())).as_py() or 0)
-    counts = facts.counts() if facts.files is snap.add_actions() else row_counts(snap, snap.add_actions())
+    deleted = int(pc.sum(card).as_py() or 0)
+    past = int(pc.sum(past_files.cast(pa.int64())).as_py() or 0)
+    counts = facts.counts() if facts.files is adds else row_counts(snap, adds)
     rows_total = float(np.asarray(counts, np.float64).sum()) or 1.0
     return [
         _advice(
             "dv_purge",
-            target=f"{dvs.num_rows} files with deletion vectors",
+            target=f"{dv_count} files with deletion vectors",
             reason=f"{deleted:,} deleted rows are still read and skipped; {past} files hide 5% or more of their rows",
             action="purge_deletion_vectors()",
             operation="purge",

@@ -29,6 +29,7 @@ from deltaexplore.core.operations.rewrite import read_files_for_rewrite
 from deltaexplore.core.protocol.predicates import parse_predicate
 from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.partition_values import partition_groups, partition_keys
+from deltaexplore.core.scan.stats import num_records
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.core.write.data_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
@@ -58,12 +59,19 @@ class FileFacts:
     has_dv: np.ndarray
     deleted: np.ndarray  # rows each file's deletion vector deletes (0 without one)
     group: np.ndarray  # a partition id per file (`partition_groups`)
+    _records: pa.Array | None = None
     _counts: np.ndarray | None = None
+
+    def records(self) -> pa.Array:
+        """numRecords per file from its stats, null where they have none (parsed once)."""
+        if self._records is None:
+            self._records = num_records(self.files)
+        return self._records
 
     def counts(self) -> np.ndarray:
         """Physical rows per file (`row_counts`: the stats parsed once)."""
         if self._counts is None:
-            self._counts = np.asarray(row_counts(self.snapshot, self.files), np.int64)
+            self._counts = np.asarray(row_counts(self.snapshot, self.files, self.records()), np.int64)
         return self._counts
 
 
