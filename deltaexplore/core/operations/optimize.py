@@ -309,15 +309,21 @@ def zorder_keys(data: dict[str, Any], columns: list[str], *, groups: np.ndarray 
     ranks = []
     for c in columns:
         values = pl.Series("v", data[c])
-        frame = pl.DataFrame({"v": values, "g": np.zeros(n, np.int64) if groups is None else groups})
-        dense = pl.col("v").rank("dense")
-        by = "g"
-        has_null = pl.col("v").null_count().over(by) > 0
-        ranked = pl.when(has_null).then(dense.over(by).fill_null(0)).otherwise(dense.over(by) - 1).alias("r")
-        got = frame.with_columns(ranked).select("r", pl.col("r").max().over(by).alias("top"))
-        r = got.get_column("r").to_numpy().astype(np.float64)
+        if groups is None:
+            frame = pl.DataFrame({"v": values})
+        else:
+            frame = pl.DataFrame({"v": values, "g": groups})
+
+        def per_group(e: pl.Expr) -> pl.Expr:
+            return e if groups is None else e.over("g")
+
+        dense = per_group(pl.col("v").rank("dense"))
+        has_null = per_group(pl.col("v").null_count()) > 0
+        ranked = pl.when(has_null).then(dense.fill_null(0)).otherwise(dense - 1).alias("r")
+        got = frame.with_columns(ranked).select("r", per_group(pl.col("r").max()).alias("top"))
+        rank = got.get_column("r").to_numpy().astype(np.float64)
         top = got.get_column("top").to_numpy().astype(np.float64)
-        ranks.append((r * float(1 << bits) / (top + 1)).astype(np.uint64))
+        ranks.append((rank * float(1 << bits) / (top + 1)).astype(np.uint64))
     z = np.zeros(n, dtype=np.uint64)
     for b in range(bits - 1, -1, -1):
         for r in ranks:
