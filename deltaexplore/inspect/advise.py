@@ -126,7 +126,8 @@ def predict_bins(plan: OptimizePlan) -> BinPrediction:
     first = plan.positions[nums.starts]
     groups, at = np.unique(facts.group[first], return_index=True)
     files = np.bincount(np.searchsorted(groups, facts.group[first]), weights=nums.lengths, minlength=len(groups))
-    keys = partition_keys(facts.snapshot, facts.files.take(pa.array(first[at]))).to_pylist()
+    firsts = facts.files.select(["partitionValues"]).take(pa.array(first[at]))  # not the stats column
+    keys = partition_keys(facts.snapshot, firsts).to_pylist()
     parts = sorted(((k or "(unpartitioned)", int(v)) for k, v in zip(keys, files)), key=lambda kv: (-kv[1], kv[0]))
     return BinPrediction(
         int(nums.lengths.sum()), int(nums.writes.sum()), int(nums.sizes.sum()), int(np.round(nums.live).sum()), parts

@@ -268,8 +268,9 @@ def pack_starts(sizes: np.ndarray, groups: np.ndarray, target: int) -> np.ndarra
     on[firsts] = True
     members = firsts
     while True:  # members: the first 2^i links of every chain
-        reached = jump[members]
-        fresh = np.unique(reached[~on[reached]])
+        seen = np.zeros(n + 1, bool)
+        seen[jump[members]] = True
+        fresh = np.flatnonzero(seen & ~on)
         if not len(fresh):
             break
         on[fresh] = True
@@ -324,6 +325,8 @@ def zorder_keys(data: dict[str, Any], columns: list[str], *, groups: np.ndarray 
         rank = got.get_column("r").to_numpy().astype(np.float64)
         top = got.get_column("top").to_numpy().astype(np.float64)
         ranks.append((rank * float(1 << bits) / (top + 1)).astype(np.uint64))
+    if len(ranks) == 1:  # one column: its ranks are the curve (all 63 bits in order)
+        return ranks[0]
     z = np.zeros(n, dtype=np.uint64)
     for b in range(bits - 1, -1, -1):
         for r in ranks:
