@@ -309,10 +309,11 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
 
 
 def _hashed_groups(frame: pl.DataFrame, side: np.ndarray, table: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
-    """(first row of each distinct row, its net count), rows grouped by a 64-bit hash of the
-    whole row: the rows sorted by hash, each compared with the one before it when their hashes
-    are equal (`_differs_in_order`: column by column, no gather of whole rows); None when two
-    rows that differ share a hash, or a column cannot be hashed or compared."""
+    """(first row of each distinct row whose net count is not 0, that count), rows grouped by
+    a 64-bit hash of the whole row: the rows sorted by hash, each compared with the one before
+    it when their hashes are equal (`_differs_in_order`: column by column, no gather of whole
+    rows); None when two rows that differ share a hash, or a column cannot be hashed or
+    compared."""
     try:
         hashes = frame.hash_rows(seed=0).to_numpy()
     except pl.exceptions.PolarsError:
@@ -329,7 +330,15 @@ def _hashed_groups(frame: pl.DataFrame, side: np.ndarray, table: pa.Table) -> tu
             if differs:
                 return None
     starts = np.flatnonzero(np.concatenate([[True], ~same]))
-    return np.minimum.reduceat(order, starts), np.add.reduceat(side[order], starts)
+    ends = np.append(starts[1:], len(order))
+    sums = np.cumsum(side[order])
+    count = sums[ends - 1] - np.where(starts > 0, sums[starts - 1], 0)
+    keep = count != 0  # rows that cancel out need no first row
+    starts, ends = starts[keep], ends[keep]
+    # the smallest row number of each group left: one reduceat over (start, end) pairs
+    bounds = np.ravel(np.column_stack([starts, ends]))
+    first = np.minimum.reduceat(np.append(order, 0), bounds)[::2] if len(bounds) else np.zeros(0, np.int64)
+    return first, count[keep]
 
 
 _BITS = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
@@ -361,6 +370,9 @@ def _differs_in_order(column: pa.ChunkedArray, series: pl.Series, order: np.ndar
         values = series.gather(pl.Series(order))
         return bool((values.slice(1, n - 1).ne_missing(values.slice(0, n - 1)) & pl.Series(same)).any())
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if arr.null_count == 0 and as_type in _BITS.values():  # numpy gathers plain numbers ~5x faster
+        bits = arr.view(as_type).to_numpy(zero_copy_only=False)[order]
+        return bool(((bits[1:] != bits[:-1]) & same).any())
     taken = arr.take(pa.array(order))
     if as_type != taken.type:
         taken = taken.view(as_type)
