@@ -11,11 +11,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from deltaexplore.core.arrow import warm_conversions
 from deltaexplore.core.log.checkpoint_reader import Checkpoint, group_checkpoints
 from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_log_file
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltaexplore.errors import DeltaExploreError, InvalidLogError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import FileInfo, Storage
+from deltaexplore.storage.concurrency import in_background
 
 __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 
@@ -168,26 +170,13 @@ def list_log(storage: Storage) -> LogListing:
         TableNotFoundError: no `_delta_log` directory, or nothing in it.
     """
 
-    def read_last_checkpoint() -> bytes | None:
-        return _read_if_present(storage, f"{LOG_DIR}/_last_checkpoint")
-
-    listing: LogListing | None = None
-    last_checkpoint: Callable[[], bytes | None] = read_last_checkpoint
     try:
         if storage.max_concurrency > 1:
-            try:
-                raw = read_last_checkpoint()
-            except DeltaExploreError:  # raised where it is used (when the listing shows the file)
-                raw = None
-            else:
-                last_checkpoint = lambda: raw  # noqa: E731
-            hint = parse_last_checkpoint(raw)
-            listing = _tail_listing(storage, hint, last_checkpoint)
-            if listing is None:
-                infos = storage.list_dir_split(LOG_DIR, _listing_boundaries(hint))
-                listing = _classify(storage.root, infos, last_checkpoint)
+            listed = in_background(lambda: _list_from_hint(storage))
+            warm_conversions()  # pyarrow's first conversion (pandas' import) while the requests are in flight
+            listing = listed()
         else:
-            listing = _classify(storage.root, storage.list_dir(LOG_DIR), last_checkpoint)
+            listing = _classify(storage.root, storage.list_dir(LOG_DIR), lambda: _read_last_checkpoint(storage))
     except FileNotFoundError as exc:
         raise TableNotFoundError(f"not a Delta table: {storage.root} has no {LOG_DIR} directory", path=storage.root) from exc
     listing._drop_stray_compactions()
@@ -198,6 +187,27 @@ def list_log(storage: Storage) -> LogListing:
         raise TableNotFoundError(
             f"not a Delta table: {storage.root}/{LOG_DIR} holds no commits or checkpoints", path=storage.root
         )
+    return listing
+
+
+def _read_last_checkpoint(storage: Storage) -> bytes | None:
+    return _read_if_present(storage, f"{LOG_DIR}/_last_checkpoint")
+
+
+def _list_from_hint(storage: Storage) -> LogListing:
+    """The listing of an object store: `_last_checkpoint` first, then the names from its
+    checkpoint on (`_tail_listing`), or the whole log in ranges split at versions up to it."""
+    last_checkpoint: Callable[[], bytes | None] = lambda: _read_last_checkpoint(storage)  # noqa: E731
+    try:
+        raw = last_checkpoint()
+    except DeltaExploreError:  # raised where it is used (when the listing shows the file)
+        raw = None
+    else:
+        last_checkpoint = lambda: raw  # noqa: E731
+    hint = parse_last_checkpoint(raw)
+    listing = _tail_listing(storage, hint, last_checkpoint)
+    if listing is None:
+        listing = _classify(storage.root, storage.list_dir_split(LOG_DIR, _listing_boundaries(hint)), last_checkpoint)
     return listing
 
 
