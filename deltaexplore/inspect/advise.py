@@ -138,7 +138,9 @@ def predict_bins(plan: OptimizePlan) -> BinPrediction:
 
 
 def _numeric(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
-    """Bounds on a numeric axis (numbers, dates, timestamps), NaN where missing; None for other types."""
+    """Bounds on a numeric axis (numbers, dates, timestamps), NaN where missing; None for other types.
+    Integers beyond 2**53 (ids, nanosecond times) round to the nearest float: an order kept up to
+    ties, which `_depth_if_exact` knows."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     t = arr.type
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
@@ -147,7 +149,7 @@ def _numeric(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
         arr = arr.cast(pa.int8())
     elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
         return None
-    return pc.fill_null(arr.cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+    return pc.fill_null(arr.cast(pa.float64(), safe=False), float("nan")).to_numpy(zero_copy_only=False)
 
 
 @dataclass
