@@ -33,7 +33,6 @@ A reply carrying "error" says why a request failed (a bad sort, a version that v
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -49,7 +48,7 @@ from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.frontend import bundle
 from deltaexplore.widgets.sources import RowSource
-from deltaexplore.widgets.views import TableView, chart_spec
+from deltaexplore.widgets.views import TableView
 
 _log = logging.getLogger(__name__)
 
@@ -64,41 +63,6 @@ PREFETCHED = ("history", "files", "health", "layout")
 _SOURCES_KEPT = 16
 #: commit summaries `follow_state` keeps (the newest)
 FOLLOW_KEPT = 20
-
-
-#: set once a thread imports the chart layer (`_warm_charts`): one such thread per kernel
-_WARMING = threading.Event()
-
-
-def _warm_charts() -> None:
-    """Import the chart layer (altair: 3-6 s of pure Python on a cold kernel, more under load)
-    in the background once the first view is complete, so the first tab with a chart does not
-    wait for all of it. Not earlier: sharing the GIL, it would slow the overview's counts by as
-    much (measured on 1M files). History does not wait for it at all (`_load_history`)."""
-    if "deltaexplore.viz" in sys.modules or _WARMING.is_set():
-        return
-    _WARMING.set()
-
-    def run() -> None:
-        try:
-            import deltaexplore.viz  # noqa: F401
-        except Exception:  # noqa: BLE001 - a missing extra shows when a chart is asked for
-            _log.debug("deltaexplore explorer: warming the chart layer failed", exc_info=True)
-
-    threading.Thread(target=run, name="deltaexplore-warm-charts", daemon=True).start()
-
-
-def _charts_ready() -> bool:
-    """Whether the chart layer is imported (not only being imported by `_warm_charts`)."""
-    module = sys.modules.get("deltaexplore.viz")
-    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
-
-
-def _charts() -> Any:
-    """The chart layer (waiting for its import when `_warm_charts` has it under way)."""
-    from deltaexplore import viz
-
-    return viz
 
 
 class Explorer(anywidget.AnyWidget):
@@ -267,12 +231,11 @@ class Explorer(anywidget.AnyWidget):
             self._show_overview(data)
 
     def _show_overview(self, data: dict[str, Any]) -> None:
-        """Set the overview; a complete one starts first the background work it allows (the
-        chart layer's import, `TableView.prepare`), so that a `prefetch` the browser sends on
+        """Set the overview; a complete one starts first the background work it allows
+        (`TableView.prepare`), so that a `prefetch` the browser sends on
         seeing it complete finds the jobs (comm messages may be handled on another thread than
         the one that sets this: ipykernel's subshells)."""
         if data.get("complete") and data.get("version") == self.view.version:
-            _warm_charts()
             self.view.prepare()
         self.overview_data = data
 
@@ -299,27 +262,10 @@ class Explorer(anywidget.AnyWidget):
         return name or self.uri.rstrip("/").rsplit("/", 1)[-1] or self.uri
 
     def _load_history(self) -> None:
-        """The commits and their timeline chart; while the chart layer is still being imported
-        (History clicked as soon as the overview is complete), the commits at once and the chart
-        once the import is done (on its own thread: the kernel answers meanwhile)."""
-        if _charts_ready():
-            data, source = self.view.history()
-        else:
-            data, source = self.view.history(chart=False)
-            args = (data["latest"], source.table)
-            threading.Thread(target=self._add_history_chart, args=args, name="deltaexplore-history-chart", daemon=True).start()
+        """The commits and their timeline chart."""
+        data, source = self.view.history()
         data["source"] = self._register(f"history@{data['latest']}", source)
         self.history_data = data
-
-    def _add_history_chart(self, latest: Any, commits: Any) -> None:
-        try:
-            spec = chart_spec(_charts().operations_chart(commits, interactive=True))
-        except Exception:  # noqa: BLE001 - the commits are shown; a chart that fails leaves it out
-            _log.exception("deltaexplore explorer: the history timeline chart failed")
-            return
-        data = self.history_data
-        if data.get("latest") == latest and data.get("timeline") is None:
-            self.history_data = {**data, "timeline": spec}
 
     def _prepared_key(self, tab: str) -> tuple[Any, str] | None:
         """The key of the background job (`TableView.prepare`) whose result `tab` loads, None
