@@ -223,7 +223,12 @@ def _early(page, out: dict) -> None:
             name,
         )
         end = _quiet(page)
-        clicks[name] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+        clicks[name] = {
+            "seconds": (end - start) / 1000,
+            "longest_task_ms": _longest_task(page, start, end),
+            "measures": _measures(page, start, end),
+            "frames": _frames(page, start, end),
+        }
     out["early_tabs"] = clicks
     page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()")
     _quiet(page)
@@ -232,7 +237,12 @@ def _early(page, out: dict) -> None:
     start = page.evaluate("() => performance.now()")
     slider.press("ArrowLeft")
     end = _quiet(page)
-    out["slider_step"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+    out["slider_step"] = {
+        "seconds": (end - start) / 1000,
+        "longest_task_ms": _longest_task(page, start, end),
+        "measures": _measures(page, start, end),
+        "frames": _frames(page, start, end),
+    }
 
 
 def _not_busy() -> str:
