@@ -13,7 +13,8 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "export", "req", "source", "format": "csv"|"arrow", "sort", "filter"}
     kernel -> browser  {"type": "export", "req", "filename", "mime"} + [file bytes]
     browser -> kernel  {"type": "commit", "req", "version"} -> {"type": "commit", "req", "detail"}
-    browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
+    browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn;
+                       counted on `TableView.jobs`' thread: a tab clicked meanwhile is answered at once)
     browser -> kernel  {"type": "prefetch", "req", "version", "tabs"}  (send the tabs the background prepared)
     kernel -> browser  {"type": "prefetch", "req", "version", "states": {tab: "sent"|"pending"|"none"|"stale"}}
     browser -> kernel  {"type": "preview"|"run", "op", "params"}, {"type": "advise"} and {"type": "refresh"}
@@ -143,6 +144,8 @@ class Explorer(anywidget.AnyWidget):
         self._sources: OrderedDict[str, RowSource] = OrderedDict()
         self._choosing = False
         self._rows_job = 0
+        #: the overview's later stages being counted (`complete_overview`), None before
+        self._counting: Future[Any] | None = None
         self._follower: Follower | None = None
         self._follow_interval = follow_interval
         self._follow_lock = threading.Lock()
@@ -190,9 +193,11 @@ class Explorer(anywidget.AnyWidget):
         return data, metadata
 
     # -- loading ---------------------------------------------------------------------------
-    def _guard(self, what: str, fn: Any) -> bool:
-        """Run `fn`; a library error becomes the `error` trait (shown in the widget). True: it worked."""
-        self._loading = self.busy = f"loading {what}…"
+    def _guard(self, what: str, fn: Any, *, busy: bool = True) -> bool:
+        """Run `fn`; a library error becomes the `error` trait (shown in the widget). True: it
+        worked. `busy`: the explorer says it is loading `what` meanwhile."""
+        if busy:
+            self._loading = self.busy = f"loading {what}…"
         try:
             fn()
             self.error = ""
@@ -203,7 +208,8 @@ class Explorer(anywidget.AnyWidget):
             _log.exception("deltaexplore explorer: loading %s failed", what)
             self.error = f"{what}: unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
         finally:
-            self.busy = ""
+            if busy:
+                self.busy = ""
         return False
 
     def _spark_progress(self, fraction: float, message: str) -> None:
@@ -242,7 +248,11 @@ class Explorer(anywidget.AnyWidget):
     def _complete_overview(self, version: Any = None) -> None:
         """The overview's later stages (the file actions, then every file's statistics), asked
         for by the browser once it drew the first; with the last, the next tabs and the previous
-        version are prepared in the background (`_show_overview`)."""
+        version are prepared in the background (`_show_overview`). Runs on `TableView.jobs`'
+        thread (seconds at 1M files: a streaming pass), never on the kernel's message thread: a
+        tab clicked meanwhile is answered at once (History waited 2-12 s behind the counts).
+        The overview's cards say "counting" meanwhile; nothing else is marked busy. Counts of a
+        version the user has left are not shown."""
         if version is not None and version != self.view.version:
             return
         for stage in (1, 2):
@@ -251,9 +261,11 @@ class Explorer(anywidget.AnyWidget):
                 continue
 
             def load(stage: int = stage) -> None:
-                self._show_overview(self.view.overview(stage))
+                counted = self.view.overview(stage)
+                if counted.get("version") == self.view.version:
+                    self._show_overview(counted)
 
-            if not self._guard("file counts" if stage == 1 else "row counts", load):
+            if not self._guard("file counts" if stage == 1 else "row counts", load, busy=False):
                 return
 
     def _title(self) -> str:
@@ -427,7 +439,8 @@ class Explorer(anywidget.AnyWidget):
         elif kind == "timeline":
             threading.Thread(target=self._answer_timeline, args=(content,), name="deltaexplore-timeline", daemon=True).start()
         elif kind == "complete_overview":
-            self._complete_overview(content.get("version"))
+            version = content.get("version")
+            self._counting = self.view.jobs.submit(("overview", version), lambda: self._complete_overview(version))
         elif kind == "refresh":
             self.refresh()
         elif kind == "advise":

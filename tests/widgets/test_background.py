@@ -100,6 +100,7 @@ def test_slider_typed_versions_and_diff_move_the_cached_state(sales, monkeypatch
     monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")  # no background work: the moves alone
     w = explore(sales)
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    w._counting.result(WAIT)  # counted on the jobs thread
     assert w.view.snap.files_loaded
     cold: list[int] = []
     real = table_module.build_snapshot
@@ -139,6 +140,7 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     blocking = view._background(blocker, (7, "blocker"))
     assert blocker_started.wait(WAIT)
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])  # queues the next tabs
+    w._counting.result(WAIT)  # counted on the jobs thread
     queued = dict(view._prepared)
     assert queued and all(not f.done() for f in queued.values())
     w.tab = "files"  # the user's click: computed at once, not behind the queue
@@ -161,6 +163,33 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     assert thread is not None
     thread.join(WAIT)
     assert not thread.is_alive() and not view.background.busy
+
+
+def test_a_tab_clicked_while_the_overview_counts_is_answered_at_once(sales, monkeypatch):
+    """The overview's counts (a streaming pass of seconds at 1M files) run off the kernel's
+    message thread: History clicked meanwhile shows without waiting for them."""
+    _as_a_big_table(monkeypatch)
+    w = explore(sales)
+    counting, go = threading.Event(), threading.Event()
+    real = w.view.overview
+
+    def slow(stage=None):
+        if stage:
+            counting.set()
+            assert go.wait(WAIT)
+        return real(stage)
+
+    monkeypatch.setattr(w.view, "overview", slow)
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert counting.wait(WAIT)
+    w.tab = "history"  # answered while the counts are held
+    assert w.history_data["source"]["total"] == dx.open_table(sales).history().num_rows
+    assert w.history_data["timeline"]["mark"]["type"] == "tick" and w.overview_data["stage"] == 0
+    assert w.busy == ""  # the cards say "counting": the explorer is not marked busy for it
+    go.set()
+    w._counting.result(WAIT)
+    assert w.overview_data["complete"] and w.overview_data["version"] == 7
+    w.close()
 
 
 def test_the_explorer_draws_every_chart_without_importing_altair(sales):
@@ -208,6 +237,7 @@ def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(
     key = (7, f"layout:{column}")
     with view.user():  # the counts, asked for by the browser: the jobs they queue wait for the user
         w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+        w._counting.result(WAIT)  # counted on the jobs thread
         assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
         # never a replay ahead of the user (no previous version, no health); the layout first
         assert list(view._prepared) == [key, (7, "history"), (7, "files")]
@@ -224,7 +254,9 @@ def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(
     w.layout_column = next(c for c in view.stats_columns() if c != column)  # another column: its own pass
     assert passes == [[column], [w.layout_column]] and w.layout_data["column"] == w.layout_column
     chosen = w.layout_column
-    w.version = 6  # a slider step: a plain pass (no default column's bounds), then the open Layout's
-    w._on_custom_msg(w, {"type": "complete_overview", "version": 6}, [])
-    assert w.overview_data["complete"] and passes[2:] == [[], [chosen]]
+    with view.user():  # what the step prepares next waits
+        w.version = 6  # a slider step: a plain pass (no default column's bounds), then the open Layout's
+        w._on_custom_msg(w, {"type": "complete_overview", "version": 6}, [])
+        w._counting.result(WAIT)  # counted on the jobs thread
+        assert w.overview_data["complete"] and passes[2:] == [[], [chosen]]
     w.close()
