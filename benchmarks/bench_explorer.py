@@ -192,7 +192,7 @@ def _frames(page, start: float, end: float) -> list:
 def _quiet(page, timeout_ms: int = 600_000) -> float:
     """performance.now() of the last change of the shown tab's and the header's visible text
     once nothing changed for 1 s and nothing was busy (the explorer's busy mark, a loading note,
-    a grid loading its rows)."""
+    a grid loading its rows, an overview card still counting)."""
     return page.evaluate(
         """(timeout) => new Promise((resolve, reject) => {
             const start = performance.now(); let last = start; let seen = null;
@@ -200,7 +200,9 @@ def _quiet(page, timeout_ms: int = 600_000) -> float:
                 const x = document.querySelector('.dxe-explorer');
                 const p = x && x.querySelector('.dxe-panel:not([hidden])');
                 const head = x && x.querySelector('.dxe-commit-line');
-                const busy = !x || x.classList.contains('dxe-busy') || !p || !!p.querySelector('.dxe-note-loading, .ag-overlay-loading-wrapper, .ag-skeleton-container');
+                // the overview's cards say "counting…" while its counts run off the kernel's message thread
+                const counting = !!p && [...p.querySelectorAll('.dxe-card')].some(c => /counting/.test(c.textContent));
+                const busy = !x || x.classList.contains('dxe-busy') || !p || counting || !!p.querySelector('.dxe-note-loading, .ag-overlay-loading-wrapper, .ag-skeleton-container');
                 const now = (p ? p.innerText : '') + '|' + (head ? head.innerText : '');
                 if (now !== seen || busy) { seen = now; last = performance.now(); }
                 if (performance.now() - last >= 1000) resolve(last);
