@@ -6,7 +6,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -15,6 +14,7 @@ from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.formatting import human_bytes
+from deltaexplore.viz.vegalite import channel
 
 __all__ = [
     "BYTES_LABELS",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: a Vega label expression showing a byte count in binary units (1.5 KiB, 20 MiB), as the
-#: display contract's `bytes` unit does; for `alt.Axis(labelExpr=BYTES_LABELS)`
+#: display contract's `bytes` unit does; for an axis' `labelExpr`
 BYTES_LABELS = (
     " : ".join(
         f"abs(datum.value) >= {1024**k} ? format(datum.value / {1024**k}, '.1~f') + ' {unit}'"
@@ -49,7 +49,7 @@ def binary_ticks(largest: float, most: int = 8) -> list[int]:
     """Tick values for a log-like byte axis from 0 to `largest`: 0 and powers of two from 1 KiB
     up to the first at or above `largest` (1, 2, 4 KiB ...; every 2nd, 4th ... power, counted
     from the top, when there would be more than `most`), so labels read whole binary units
-    (never 3.9 KiB). The last tick is the axis' natural top (`alt.Scale(domain=[0, ticks[-1]])`)."""
+    (never 3.9 KiB). The last tick is the axis' natural top (scale domain `[0, ticks[-1]]`)."""
     top = max(float(largest), 1024.0)
     powers = [1024]
     while powers[-1] < top:
@@ -64,7 +64,7 @@ def decimal_ticks(largest: float, most: int = 8) -> list[int]:
     """Tick values for a log-like count axis from 0 to `largest`: 0 and 1, 2, 5, 10, 20, 50 ...
     up to the first at or above `largest` (only the powers of ten when there would be more than
     `most`), so a symlog axis of row counts is labelled evenly, never crowded at its top. The
-    last tick is the axis' natural top (`alt.Scale(domain=[0, ticks[-1]])`)."""
+    last tick is the axis' natural top (scale domain `[0, ticks[-1]]`)."""
     top = max(float(largest), 1.0)
     decades = math.ceil(math.log10(top))  # 10 ** decades >= top
     steps = [m * 10**e for e in range(decades + 1) for m in (1, 2, 5)]
@@ -78,7 +78,7 @@ def binary_steps(lo: float, hi: float, most: int = 7) -> list[int]:
     """Tick values for a linear byte axis over [lo, hi] (lo may be negative) at whole binary
     units: steps of 1, 2, 5, 10, 25, 50, 100, 250 or 500 B, KiB, MiB ... (the smallest giving at
     most `most` ticks), so labels read 1 KiB, 2 KiB, never 2.9 KiB. The first and last tick are
-    the axis' natural domain (`alt.Scale(domain=[ticks[0], ticks[-1]])`)."""
+    the axis' natural domain (scale domain `[ticks[0], ticks[-1]]`)."""
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if hi - lo <= 0:
         return [0, 1024]
@@ -100,38 +100,34 @@ LABEL_SEPARATION = 8
 WHOLE_LABELS = "datum.value % 1 ? '' : datum.label"
 
 
-def count_axis(**kwargs: Any) -> alt.Axis:
+def count_axis(**kwargs: Any) -> dict[str, Any]:
     """The axis of a count (files, rows, depth): whole-number ticks only, thousands separated,
     labels that would overlap left out."""
-    return alt.Axis(
-        **{
-            "format": ",d",
-            "labelExpr": WHOLE_LABELS,
-            "tickMinStep": 1,
-            "labelOverlap": True,
-            "labelSeparation": LABEL_SEPARATION,
-            **kwargs,
-        }
-    )
+    return {
+        "format": ",d",
+        "labelExpr": WHOLE_LABELS,
+        "tickMinStep": 1,
+        "labelOverlap": True,
+        "labelSeparation": LABEL_SEPARATION,
+        **kwargs,
+    }
 
 
-def spaced_axis(**kwargs: Any) -> alt.Axis:
+def spaced_axis(**kwargs: Any) -> dict[str, Any]:
     """An axis whose labels that would overlap (or come closer than `LABEL_SEPARATION`) are
     left out."""
-    return alt.Axis(**{"labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs})
+    return {"labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs}
 
 
-def bytes_axis(ticks: list[int], **kwargs: Any) -> alt.Axis:
+def bytes_axis(ticks: list[int], **kwargs: Any) -> dict[str, Any]:
     """The axis of byte counts at `ticks` (`binary_steps`, `binary_ticks`) labelled in binary
     units, labels that would overlap left out."""
-    return alt.Axis(
-        **{"labelExpr": BYTES_LABELS, "values": ticks, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs}
-    )
+    return {"labelExpr": BYTES_LABELS, "values": ticks, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION, **kwargs}
 
 
-def count_legend(**kwargs: Any) -> alt.Legend:
+def count_legend(**kwargs: Any) -> dict[str, Any]:
     """The legend of a colour scale over a count: whole-number labels only (one value reads '2')."""
-    return alt.Legend(**{"format": ",d", "labelExpr": WHOLE_LABELS, "tickMinStep": 1, **kwargs})
+    return {"format": ",d", "labelExpr": WHOLE_LABELS, "tickMinStep": 1, **kwargs}
 
 
 def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -140,9 +136,9 @@ def bytes_text(df: pl.DataFrame, column: str) -> pl.DataFrame:
     return df.with_columns(pl.col(column).map_elements(human_bytes, return_dtype=pl.String).alias(f"{column}_text"))
 
 
-def bytes_tooltip(column: str, title: str | None = None) -> alt.Tooltip:
+def bytes_tooltip(column: str, title: str | None = None) -> dict[str, Any]:
     """The tooltip of a byte-count column prepared by `bytes_text`."""
-    return alt.Tooltip(f"{column}_text:N", title=title or column)
+    return channel(f"{column}_text:N", title=title or column)
 
 
 #: the most marks a chart spec carries; larger inputs are aggregated before charting

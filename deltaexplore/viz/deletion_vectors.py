@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -20,8 +19,13 @@ from deltaexplore.viz._data import (
     frame,
     spaced_axis,
 )
+from deltaexplore.viz.render import altair_chart
+from deltaexplore.viz.vegalite import channel, chart
 
-__all__ = ["deleted_rows_heatmap", "dv_density_chart"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["deleted_rows_heatmap", "deleted_rows_spec", "dv_density_chart", "dv_density_spec"]
 
 
 def _dvs(data: Any) -> Any:
@@ -29,6 +33,11 @@ def _dvs(data: Any) -> Any:
 
 
 def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20) -> alt.Chart:
+    """`dv_density_spec` as an Altair chart."""
+    return altair_chart(dv_density_spec(data, max_points=max_points, bins=bins))
+
+
+def dv_density_spec(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20) -> dict[str, Any]:
     """Deleted-row ratio per file against its row count, point size = rows deleted, colour =
     past the purge threshold. Over `max_points` files it becomes a heatmap of file counts over
     (row count, deleted ratio) bins computed beforehand. `data` is `inspect.deletion_vectors()`
@@ -44,36 +53,37 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
         unknown = ["unknown"] if (df.get_column("past_threshold") == "unknown").any() else []
         records = df.get_column("num_records").fill_null(0).to_numpy()
         ticks = decimal_ticks(float(records.max()) if len(records) else 1.0)
-        return (
-            alt.Chart(df.to_arrow(), title="deleted rows per file")
-            .mark_circle(opacity=0.7)
-            .encode(
-                x=alt.X(
+        return chart(
+            df,
+            title="deleted rows per file",
+            mark={"type": "circle", "opacity": 0.7},
+            encoding={
+                "x": channel(
                     "num_records:Q",
                     title="rows in file",
-                    scale=alt.Scale(type="symlog", domain=[0, ticks[-1]]),
-                    axis=alt.Axis(values=ticks, format=",d", labelOverlap=True, labelSeparation=LABEL_SEPARATION),
+                    scale={"type": "symlog", "domain": [0, ticks[-1]]},
+                    axis={"values": ticks, "format": ",d", "labelOverlap": True, "labelSeparation": LABEL_SEPARATION},
                 ),
-                y=alt.Y("deleted_ratio:Q", title="deleted ratio", axis=spaced_axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-                size=alt.Size(
+                "y": channel("deleted_ratio:Q", title="deleted ratio", axis=spaced_axis(format="%"), scale={"domain": [0, 1]}),
+                "size": channel(
                     "cardinality:Q",
                     title="rows deleted",
                     # a mid grey reads on light and dark themes (the default symbol is black)
                     legend=count_legend(symbolFillColor="#9d9d9d", symbolStrokeColor="#9d9d9d"),
                 ),
-                color=alt.Color(
+                "color": channel(
                     "past_threshold:N",
                     title="past purge threshold",
-                    scale=alt.Scale(domain=["yes", "no", *unknown], range=["#e45756", "#4c78a8", "#9d9d9d"]),
+                    scale={"domain": ["yes", "no", *unknown], "range": ["#e45756", "#4c78a8", "#9d9d9d"]},
                 ),
-                tooltip=[
-                    alt.Tooltip("path:N", title="path"),
-                    alt.Tooltip("num_records:Q", format=",", title="rows in file"),
-                    alt.Tooltip("cardinality:Q", format=",", title="rows deleted"),
-                    alt.Tooltip("deleted_ratio:Q", format=".1%", title="deleted ratio"),
-                    alt.Tooltip("past_threshold:N", title="past purge threshold"),
+                "tooltip": [
+                    channel("path:N", title="path"),
+                    channel("num_records:Q", format=",", title="rows in file"),
+                    channel("cardinality:Q", format=",", title="rows deleted"),
+                    channel("deleted_ratio:Q", format=".1%", title="deleted ratio"),
+                    channel("past_threshold:N", title="past purge threshold"),
                 ],
-            )
+            },
         )
     rec = df.get_column("num_records").fill_null(0).to_numpy().astype(np.float64)
     edges = np.unique(np.quantile(np.log10(np.maximum(rec, 1)), np.linspace(0, 1, bins + 1)))
@@ -90,25 +100,33 @@ def dv_density_chart(data: Any, *, max_points: int = MAX_POINTS, bins: int = 20)
             "x": pa.array(grid.get_column("x").to_numpy(), pa.int64()),
         }
     )
-    return (
-        alt.Chart(table, title=f"deleted rows per file ({df.height:,} files, binned)")
-        .mark_rect()
-        .encode(
-            x=alt.X("x:O", title="rows in file (quantile bins)", axis=alt.Axis(labels=False)),
-            y=alt.Y("ratio_from:O", title="deleted ratio (from)", sort="descending", axis=alt.Axis(format=".0%")),
-            color=alt.Color("files:Q", scale=alt.Scale(scheme="orangered"), legend=count_legend()),
-            tooltip=[
-                alt.Tooltip("rows_from:Q", format=",", title="rows from"),
-                alt.Tooltip("ratio_from:Q", format=".0%"),
-                "files:Q",
+    return chart(
+        table,
+        title=f"deleted rows per file ({df.height:,} files, binned)",
+        mark={"type": "rect"},
+        encoding={
+            "x": channel("x:O", title="rows in file (quantile bins)", axis={"labels": False}),
+            "y": channel("ratio_from:O", title="deleted ratio (from)", sort="descending", axis={"format": ".0%"}),
+            "color": channel("files:Q", scale={"scheme": "orangered"}, legend=count_legend()),
+            "tooltip": [
+                channel("rows_from:Q", format=",", title="rows from"),
+                channel("ratio_from:Q", format=".0%"),
+                channel("files:Q"),
             ],
-        )
+        },
     )
 
 
 def deleted_rows_heatmap(
     data: Any, path: str | None = None, *, num_records: int | None = None, columns: int = 50, cells: int = 1000
 ) -> alt.Chart:
+    """`deleted_rows_spec` as an Altair chart."""
+    return altair_chart(deleted_rows_spec(data, path, num_records=num_records, columns=columns, cells=cells))
+
+
+def deleted_rows_spec(
+    data: Any, path: str | None = None, *, num_records: int | None = None, columns: int = 50, cells: int = 1000
+) -> dict[str, Any]:
     """Where a file's deleted rows are: the file's rows split into at most `cells` equal runs laid
     out on a grid `columns` wide (reading order), coloured by the share of deleted rows in each.
 
@@ -150,20 +168,19 @@ def deleted_rows_heatmap(
         }
     )
     title = f"deleted rows within {path or 'the file'} ({span:,} rows per cell)"
-    return (
-        alt.Chart(table, title=title)
-        .mark_rect()
-        .encode(
-            x=alt.X("col:O", axis=None),
-            y=alt.Y("row:O", axis=None),
-            color=alt.Color(
-                "share:Q", title="deleted", scale=alt.Scale(domain=[0, 1], scheme="reds"), legend=alt.Legend(format="%")
-            ),
-            tooltip=[
-                alt.Tooltip("first_row:Q", format=",", title="from row"),
-                alt.Tooltip("rows:Q", format=","),
-                alt.Tooltip("deleted:Q", format=","),
-                alt.Tooltip("share:Q", format=".1%"),
+    return chart(
+        table,
+        title=title,
+        mark={"type": "rect"},
+        encoding={
+            "x": channel("col:O", axis=None),
+            "y": channel("row:O", axis=None),
+            "color": channel("share:Q", title="deleted", scale={"domain": [0, 1], "scheme": "reds"}, legend={"format": "%"}),
+            "tooltip": [
+                channel("first_row:Q", format=",", title="from row"),
+                channel("rows:Q", format=","),
+                channel("deleted:Q", format=","),
+                channel("share:Q", format=".1%"),
             ],
-        )
+        },
     )

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -25,8 +24,13 @@ from deltaexplore.viz._data import (
     count_axis,
     frame,
 )
+from deltaexplore.viz.render import altair_chart
+from deltaexplore.viz.vegalite import channel, chart
 
-__all__ = ["TOP_PARTITIONS", "file_size_histogram", "partition_skew_chart"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["TOP_PARTITIONS", "file_size_histogram", "file_size_spec", "partition_skew_chart", "partition_skew_spec"]
 
 
 def _files(data: Any) -> Any:
@@ -38,6 +42,11 @@ def _partitions(data: Any) -> Any:
 
 
 def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> alt.Chart:
+    """`file_size_spec` as an Altair chart."""
+    return altair_chart(file_size_spec(data, small_file_bytes=small_file_bytes))
+
+
+def file_size_spec(data: Any, *, small_file_bytes: int | None = None) -> dict[str, Any]:
     """Files per size bin (powers of two: 1-2 MiB, 2-4 MiB, ...), bins whose files are all small
     coloured as small: under `small_file_bytes` when given, else as `inspect.files()` says
     (`is_small`: `delta.targetFileSize` / 2, else 128 MiB). `data` is `inspect.file_sizes()`
@@ -72,30 +81,31 @@ def file_size_histogram(data: Any, *, small_file_bytes: int | None = None) -> al
             "bytes_text": pa.array([human_bytes(b) for b in bytes_per], pa.string()),
         }
     )
-    return (
-        alt.Chart(table, title="file sizes")
-        .mark_bar()
-        .encode(
+    return chart(
+        table,
+        title="file sizes",
+        mark={"type": "bar"},
+        encoding={
             # each bar's label is where its bin starts (the next bar's start is where it ends)
-            x=alt.X(
+            "x": channel(
                 "bin_start:O",
                 title="file size (each bin up to twice its start)",
-                axis=alt.Axis(labelAngle=0, labelExpr=BYTES_LABELS, labelOverlap=True, labelSeparation=LABEL_SEPARATION),
+                axis={"labelAngle": 0, "labelExpr": BYTES_LABELS, "labelOverlap": True, "labelSeparation": LABEL_SEPARATION},
             ),
-            y=alt.Y("files:Q", title="files", axis=count_axis()),
-            color=alt.Color(
+            "y": channel("files:Q", title="files", axis=count_axis()),
+            "color": channel(
                 "small:N",
                 title="small files",
-                scale=alt.Scale(domain=[True, False], range=["#f58518", "#4c78a8"]),
-                legend=alt.Legend(labelExpr="datum.label == 'true' ? 'yes' : 'no'"),
+                scale={"domain": [True, False], "range": ["#f58518", "#4c78a8"]},
+                legend={"labelExpr": "datum.label == 'true' ? 'yes' : 'no'"},
             ),
-            tooltip=[
-                alt.Tooltip("bin:N", title="file size"),
-                alt.Tooltip("files:Q", format=","),
+            "tooltip": [
+                channel("bin:N", title="file size"),
+                channel("files:Q", format=","),
                 bytes_tooltip("bytes"),
-                alt.Tooltip("small_text:N", title="small files"),
+                channel("small_text:N", title="small files"),
             ],
-        )
+        },
     )
 
 
@@ -106,6 +116,11 @@ _BAR_STEP = 18
 
 
 def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = TOP_PARTITIONS) -> alt.Chart:
+    """`partition_skew_spec` as an Altair chart."""
+    return altair_chart(partition_skew_spec(data, metric=metric, top=top))
+
+
+def partition_skew_spec(data: Any, *, metric: str = "bytes", top: int = TOP_PARTITIONS) -> dict[str, Any]:
     """The `top` partitions by `metric` (bytes | files | rows | small_files), one bar each,
     labelled by their values (the partition columns name the axis), the chart as tall as its
     bars; beyond `top` the others are one grey bar at their mean per partition ("350 others
@@ -151,36 +166,34 @@ def partition_skew_chart(data: Any, *, metric: str = "bytes", top: int = TOP_PAR
         head = bytes_text(head.with_columns(pl.col("bytes_total").alias("total_bytes")), "total_bytes")
     if metric == "bytes":
         ticks = binary_steps(0, head.get_column("bytes").max() or 0, most=5)  # type: ignore[arg-type]
-        axis, scale = bytes_axis(ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+        axis, scale = bytes_axis(ticks), {"scale": {"domain": [ticks[0], ticks[-1]]}}
     else:
-        axis, scale = count_axis(tickCount=5), alt.Scale()
-    small = alt.condition(
-        "datum.other",
-        alt.value("#9d9d9d"),
-        alt.Color(
-            "small_share:Q",
-            title="small files",
-            scale=alt.Scale(domain=[0, 1], scheme="orangered"),
-            legend=alt.Legend(format="%", orient="top", direction="horizontal", gradientLength=120),
-        ),
+        axis, scale = count_axis(tickCount=5), {}
+    small = channel(
+        "small_share:Q",
+        condition={"test": "datum.other", "value": "#9d9d9d"},
+        title="small files",
+        scale={"domain": [0, 1], "scheme": "orangered"},
+        legend={"format": "%", "orient": "top", "direction": "horizontal", "gradientLength": 120},
     )
     title = f"partitions by {metric}" + (f" (the {top} largest of {df.height:,})" if rest.height else "")
-    return (
-        alt.Chart(head.to_arrow(), title=title)
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", sort=None, title=" / ".join(names) or None, axis=alt.Axis(labelLimit=200)),
-            x=alt.X(f"{metric}:Q", title=metric + (" (others: their mean)" if rest.height else ""), axis=axis, scale=scale),
-            color=small,
-            tooltip=[
-                alt.Tooltip("label:N", title=" / ".join(names) or "partition"),
-                alt.Tooltip("partitions:Q", format=","),
+    return chart(
+        head,
+        title=title,
+        mark={"type": "bar"},
+        encoding={
+            "y": channel("label:N", sort=None, title=" / ".join(names) or None, axis={"labelLimit": 200}),
+            "x": channel(f"{metric}:Q", title=metric + (" (others: their mean)" if rest.height else ""), axis=axis, **scale),
+            "color": small,
+            "tooltip": [
+                channel("label:N", title=" / ".join(names) or "partition"),
+                channel("partitions:Q", format=","),
                 *([bytes_tooltip("total_bytes", "bytes")] if "bytes" in head.columns else []),
-                alt.Tooltip("files_total:Q", format=",", title="files"),
-                *([alt.Tooltip(f"{metric}_total:Q", format=",", title=metric)] if metric not in ("bytes", "files") else []),
-                alt.Tooltip("small_files_total:Q", format=",", title="small files"),
-                alt.Tooltip("small_share:Q", format=".0%", title="small share"),
+                channel("files_total:Q", format=",", title="files"),
+                *([channel(f"{metric}_total:Q", format=",", title=metric)] if metric not in ("bytes", "files") else []),
+                channel("small_files_total:Q", format=",", title="small files"),
+                channel("small_share:Q", format=".0%", title="small share"),
             ],
-        )
-        .properties(height=alt.Step(_BAR_STEP))
+        },
+        height={"step": _BAR_STEP},
     )

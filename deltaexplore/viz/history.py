@@ -4,9 +4,8 @@ and which versions can still be read."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import polars as pl
 
 from deltaexplore.inspect import history, reconstructable_versions
@@ -24,8 +23,22 @@ from deltaexplore.viz._data import (
     frame,
     spaced_axis,
 )
+from deltaexplore.viz.render import altair_chart
+from deltaexplore.viz.vegalite import channel, chart, interval
 
-__all__ = ["TIME_BRUSH", "history_chart", "operations_chart", "time_axis", "versions_chart"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = [
+    "TIME_BRUSH",
+    "history_chart",
+    "history_spec",
+    "operations_chart",
+    "operations_spec",
+    "time_axis",
+    "versions_chart",
+    "versions_spec",
+]
 
 _METRICS = {
     "files": ("files_added", "files_removed"),
@@ -39,6 +52,11 @@ def _history(data: Any) -> Any:
 
 
 def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS) -> alt.Chart:
+    """`history_spec` as an Altair chart."""
+    return altair_chart(history_spec(data, metric=metric, max_points=max_points))
+
+
+def history_spec(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS) -> dict[str, Any]:
     """Bars per version: `metric` (files | bytes | rows) added above the axis, removed below.
 
     `data` is a history table (`table.history()` / `inspect.history`) or a Table/Snapshot.
@@ -81,26 +99,27 @@ def history_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POI
     if metric == "bytes":
         values = agg.get_column("bytes")
         ticks = binary_steps(values.min() or 0, values.max() or 0)  # type: ignore[arg-type]
-        axis, scale = bytes_axis(ticks), alt.Scale(domain=[ticks[0], ticks[-1]])
+        axis, scale = bytes_axis(ticks), {"scale": {"domain": [ticks[0], ticks[-1]]}}
     else:
-        axis, scale = count_axis(), alt.Scale()
+        axis, scale = count_axis(), {}
     title = f"{metric} added (+) and removed (-) per version" + (f" (ranges of {width} versions)" if width > 1 else "")
-    return (
-        alt.Chart(agg.to_arrow(), title=title)
-        .mark_bar()
-        .encode(
-            x=alt.X("version:Q", title="version", axis=spaced_axis(format="d")),
-            y=alt.Y(f"{metric}:Q", title=metric, axis=axis, scale=scale),
-            color=alt.Color("change:N", scale=alt.Scale(domain=["added", "removed"], range=["#4c78a8", "#e45756"])),
-            tooltip=[
-                alt.Tooltip("version:Q", format="d"),
-                alt.Tooltip("last_version:Q", format="d", title="to version"),
-                "operation:N",
-                alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
-                bytes_tooltip("size", "bytes") if metric == "bytes" else alt.Tooltip(f"{metric}:Q", format=","),
-                "change:N",
+    return chart(
+        agg,
+        title=title,
+        mark={"type": "bar"},
+        encoding={
+            "x": channel("version:Q", title="version", axis=spaced_axis(format="d")),
+            "y": channel(f"{metric}:Q", title=metric, axis=axis, **scale),
+            "color": channel("change:N", scale={"domain": ["added", "removed"], "range": ["#4c78a8", "#e45756"]}),
+            "tooltip": [
+                channel("version:Q", format="d"),
+                channel("last_version:Q", format="d", title="to version"),
+                channel("operation:N"),
+                channel("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
+                bytes_tooltip("size", "bytes") if metric == "bytes" else channel(f"{metric}:Q", format=","),
+                channel("change:N"),
             ],
-        )
+        },
     )
 
 
@@ -109,6 +128,11 @@ TIME_BRUSH = "time_brush"
 
 
 def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bool = False) -> alt.Chart:
+    """`operations_spec` as an Altair chart."""
+    return altair_chart(operations_spec(data, max_points=max_points, interactive=interactive))
+
+
+def operations_spec(data: Any, *, max_points: int = MAX_POINTS, interactive: bool = False) -> dict[str, Any]:
     """One tick per commit on a time axis, one row per operation (WRITE, MERGE, OPTIMIZE, ...).
 
     `data` is a history table, `inspect.commit_infos()` output (the whole history, cheap) or a
@@ -135,26 +159,25 @@ def operations_chart(data: Any, *, max_points: int = MAX_POINTS, interactive: bo
         )
     else:
         df = df.with_columns(pl.lit(1).alias("commits"), pl.col("version").alias("last_version"))
-    chart = (
-        alt.Chart(df.to_arrow(), title="operations over time")
-        .mark_tick(thickness=2)
-        .encode(
-            x=alt.X("timestamp:T", title="commit time", axis=time_axis(df.get_column("timestamp")), scale=alt.Scale(padding=10)),
-            y=alt.Y("operation:N", title=None),
-            color=alt.Color("operation:N", legend=None),
-            tooltip=[
-                alt.Tooltip("version:Q", format="d", title="from version" if aggregated else "version"),
-                *([alt.Tooltip("last_version:Q", format="d", title="to version")] if aggregated else []),
-                "operation:N",
-                alt.Tooltip("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
-                alt.Tooltip("user_name:N", title="user"),
-                *([alt.Tooltip("commits:Q", format=",")] if aggregated else []),
+    return chart(
+        df,
+        title="operations over time",
+        mark={"type": "tick", "thickness": 2},
+        encoding={
+            "x": channel("timestamp:T", title="commit time", axis=time_axis(df.get_column("timestamp")), scale={"padding": 10}),
+            "y": channel("operation:N", title=None),
+            "color": channel("operation:N", legend=None),
+            "tooltip": [
+                channel("version:Q", format="d", title="from version" if aggregated else "version"),
+                *([channel("last_version:Q", format="d", title="to version")] if aggregated else []),
+                channel("operation:N"),
+                channel("timestamp:T", format="%Y-%m-%d %H:%M:%S"),
+                channel("user_name:N", title="user"),
+                *([channel("commits:Q", format=",")] if aggregated else []),
             ],
-        )
+        },
+        **({"params": [interval(TIME_BRUSH)]} if interactive else {}),
     )
-    if interactive:
-        chart = chart.add_params(alt.selection_interval(name=TIME_BRUSH, encodings=["x"]))
-    return chart
 
 
 #: time axis steps, finest first: (unit, its length in ms, steps, label format)
@@ -170,7 +193,7 @@ _TIME_STEPS: tuple[tuple[str, int, tuple[int, ...], str], ...] = (
 )
 
 
-def time_axis(times: pl.Series, most: int = 7) -> alt.Axis:
+def time_axis(times: pl.Series, most: int = 7) -> dict[str, Any]:
     """A time axis for `times` whose ticks step by one unit chosen from their span: milliseconds
     for commits within a second ... years across decades, at most `most` ticks, every label in
     one format that tells them apart (``10:33:28.250``, ``10:33:20``, ``10:30``, ``Nov 27``,
@@ -182,7 +205,7 @@ def time_axis(times: pl.Series, most: int = 7) -> alt.Axis:
     span = hi - lo
     common: dict[str, Any] = {"labelOverlap": True, "labelSeparation": LABEL_SEPARATION}
     if span <= 0:
-        return alt.Axis(format="%Y-%m-%d %H:%M:%S", values=[lo] if ms.len() else [], **common)
+        return {"format": "%Y-%m-%d %H:%M:%S", "values": [lo] if ms.len() else [], **common}
     for unit, size, steps, fmt in _TIME_STEPS:
         for step in steps:
             if span / (size * step) <= most - 1:
@@ -190,8 +213,8 @@ def time_axis(times: pl.Series, most: int = 7) -> alt.Axis:
                     fmt = "%b %d %H:%M"  # hours of more than one day
                 elif unit in ("day", "week") and span > 300 * 86_400_000:
                     fmt = "%b %d %Y"
-                return alt.Axis(format=fmt, values=_time_ticks(lo, hi, unit, size, step), **common)
-    return alt.Axis(format="%Y", **common)
+                return {"format": fmt, "values": _time_ticks(lo, hi, unit, size, step), **common}
+    return {"format": "%Y", **common}
 
 
 def _time_ticks(lo: int, hi: int, unit: str, size: int, step: int) -> list[int]:
@@ -227,6 +250,11 @@ def _versions(data: Any) -> Any:
 
 
 def versions_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
+    """`versions_spec` as an Altair chart."""
+    return altair_chart(versions_spec(data, max_points=max_points))
+
+
+def versions_spec(data: Any, *, max_points: int = MAX_POINTS) -> dict[str, Any]:
     """Which versions can be read: one cell per version coloured by status (readable, data
     files missing, log gone, lost after VACUUM). `data` is `reconstructable_versions()` output."""
     v = as_inspect_table(data, ("version", "log_reconstructable", "readable"), _versions, "versions_chart")
@@ -245,12 +273,13 @@ def versions_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
     df, width = bucket_versions(df, max_points)
     df = df.group_by(["bucket", "status"]).agg(pl.len().alias("versions")).rename({"bucket": "version"}).sort("version")
     domain = ["readable", "lost after VACUUM", "data files missing", "log gone"]
-    return (
-        alt.Chart(df.to_arrow(), title="readable versions" + (f" (ranges of {width})" if width > 1 else ""))
-        .mark_tick(thickness=3, size=30)
-        .encode(
-            x=alt.X("version:Q", axis=spaced_axis(format="d")),
-            color=alt.Color("status:N", scale=alt.Scale(domain=domain, range=["#54a24b", "#f58518", "#e45756", "#9d9d9d"])),
-            tooltip=[alt.Tooltip("version:Q", format="d"), "status:N", "versions:Q"],
-        )
+    return chart(
+        df,
+        title="readable versions" + (f" (ranges of {width})" if width > 1 else ""),
+        mark={"type": "tick", "thickness": 3, "size": 30},
+        encoding={
+            "x": channel("version:Q", axis=spaced_axis(format="d")),
+            "color": channel("status:N", scale={"domain": domain, "range": ["#54a24b", "#f58518", "#e45756", "#9d9d9d"]}),
+            "tooltip": [channel("version:Q", format="d"), channel("status:N"), channel("versions:Q")],
+        },
     )

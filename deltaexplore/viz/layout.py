@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -22,14 +21,27 @@ from deltaexplore.viz._data import (
     frame,
     spaced_axis,
 )
+from deltaexplore.viz.render import altair_chart
+from deltaexplore.viz.vegalite import channel, chart, interval
 
-__all__ = ["VALUE_BRUSH", "explain_funnel", "layout_chart", "layout_density_chart"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = [
+    "VALUE_BRUSH",
+    "explain_funnel",
+    "explain_funnel_spec",
+    "layout_chart",
+    "layout_density_chart",
+    "layout_density_spec",
+    "layout_spec",
+]
 
 #: overlap depth colours: viridis from its blue (its darkest purple vanishes on a dark theme)
-_DEPTH_SCALE = alt.Scale(scheme={"name": "viridis", "extent": [0.2, 1]})
+_DEPTH_SCALE = {"scheme": {"name": "viridis", "extent": [0.2, 1]}}
 
 #: a value axis spans the values, not zero to them (ids from 7 billion: no empty 70% of the chart)
-_VALUES = alt.Scale(zero=False)
+_VALUES = {"zero": False}
 
 #: name of the interval selection `layout_density_chart(interactive=True)` adds
 VALUE_BRUSH = "value_brush"
@@ -53,6 +65,11 @@ def _numeric_bounds(mins: pa.Array, maxs: pa.Array) -> tuple[pa.Array, pa.Array,
 
 
 def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, height: int | None = None) -> alt.Chart:
+    """`layout_spec` as an Altair chart."""
+    return altair_chart(layout_spec(data, column, max_files=max_files, height=height))
+
+
+def layout_spec(data: Any, column: str | None = None, *, max_files: int = 400, height: int | None = None) -> dict[str, Any]:
     """One horizontal rule per file from its min to its max of a column, files ordered by min,
     coloured by overlap depth (how many files a point query in that range reads).
 
@@ -144,23 +161,26 @@ def layout_chart(data: Any, column: str | None = None, *, max_files: int = 400, 
     depths = df.get_column("depth").drop_nulls().unique()
     if depths.len() == 1:  # one colour: a gradient legend with one label says nothing; the title does
         title += f" (overlap depth {depths[0]:,} everywhere)"
-    chart = alt.Chart(df.sort("rank").to_arrow(), title=title)
-    if height is not None:
-        chart = chart.properties(height=height)
-    return chart.mark_rule(strokeWidth=3).encode(
-        x=alt.X(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name, axis=spaced_axis(), scale=_VALUES),
-        x2=alt.X2("hi"),  # channel objects, not strings: Altair resolves a string's channel class slowly
-        y=alt.Y("rank:Q", title="files (ordered by min)", axis=count_axis()),
-        color=alt.Color(
-            "depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=None if depths.len() == 1 else count_legend()
-        ),
-        tooltip=[
-            alt.Tooltip("path:N"),
-            alt.Tooltip("min:N"),
-            alt.Tooltip("max:N"),
-            alt.Tooltip("depth:Q", title="overlap depth"),
-            alt.Tooltip("files:Q"),
-        ],
+    return chart(
+        df.sort("rank"),
+        title=title,
+        mark={"type": "rule", "strokeWidth": 3},
+        encoding={
+            "x": channel(f"lo:{kind}", title=f"{name} (rank of value)" if by_rank else name, axis=spaced_axis(), scale=_VALUES),
+            "x2": channel("hi"),
+            "y": channel("rank:Q", title="files (ordered by min)", axis=count_axis()),
+            "color": channel(
+                "depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=None if depths.len() == 1 else count_legend()
+            ),
+            "tooltip": [
+                channel("path:N"),
+                channel("min:N"),
+                channel("max:N"),
+                channel("depth:Q", title="overlap depth"),
+                channel("files:Q"),
+            ],
+        },
+        **({"height": height} if height is not None else {}),
     )
 
 
@@ -175,6 +195,11 @@ def _density(data: Any, column: str | None) -> pa.Table:
 
 
 def layout_density_chart(data: Any, column: str | None = None, *, interactive: bool = False) -> alt.Chart:
+    """`layout_density_spec` as an Altair chart."""
+    return altair_chart(layout_density_spec(data, column, interactive=interactive))
+
+
+def layout_density_spec(data: Any, column: str | None = None, *, interactive: bool = False) -> dict[str, Any]:
     """Files per range of a column's values: bars of the files whose [min, max] intersects each
     range, a line of the overlap depth there (the files a point query in that range reads).
     Readable at any number of files: `inspect.layout_density` bins the values first.
@@ -211,32 +236,37 @@ def layout_density_chart(data: Any, column: str | None = None, *, interactive: b
         cols["x_hi"] = pa.concat_arrays([starts.slice(1), last])
     elif x == "x_lo":
         cols["x_lo"] = cols["x_hi"] = pa.array([], pa.float64())
-    table = pa.table(cols)
-    base = alt.Chart(table, title=f"{column or 'column'}: files per value range")
-    tooltip = [
-        alt.Tooltip("lo:T" if kind == "T" else "lo:N", title="from"),
-        alt.Tooltip("hi:T" if kind == "T" else "hi:N", title="to"),
-        alt.Tooltip("files:Q", format=",", title="files overlapping"),
-        alt.Tooltip("max_depth:Q", format=",", title="overlap depth (files a point query reads)"),
-        alt.Tooltip("starts:Q", format=",", title="files starting here"),
-    ]
-    bars = base.mark_rect(opacity=0.85).encode(
-        x=alt.X(f"{x}:{kind}", title=title, axis=spaced_axis(), scale=_VALUES),
-        x2=alt.X2(x2),
-        y=alt.Y("files:Q", title="files", axis=count_axis()),
-        y2=alt.datum(0),
-        color=alt.Color("max_depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),
-        tooltip=tooltip,
+    return chart(
+        pa.table(cols),
+        title=f"{column or 'column'}: files per value range",
+        mark={"type": "rect", "opacity": 0.85},
+        encoding={
+            "x": channel(f"{x}:{kind}", title=title, axis=spaced_axis(), scale=_VALUES),
+            "x2": channel(x2),
+            "y": channel("files:Q", title="files", axis=count_axis()),
+            "y2": {"datum": 0},
+            "color": channel("max_depth:Q", title="overlap depth", scale=_DEPTH_SCALE, legend=count_legend()),
+            "tooltip": [
+                channel("lo:T" if kind == "T" else "lo:N", title="from"),
+                channel("hi:T" if kind == "T" else "hi:N", title="to"),
+                channel("files:Q", format=",", title="files overlapping"),
+                channel("max_depth:Q", format=",", title="overlap depth (files a point query reads)"),
+                channel("starts:Q", format=",", title="files starting here"),
+            ],
+        },
+        **({"params": [interval(VALUE_BRUSH)]} if interactive else {}),
     )
-    if interactive:
-        bars = bars.add_params(alt.selection_interval(name=VALUE_BRUSH, encodings=["x"]))
-    return bars
 
 
 _STAGES = ["all files", "after partition pruning", "after stats pruning (read)"]
 
 
 def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
+    """`explain_funnel_spec` as an Altair chart."""
+    return altair_chart(explain_funnel_spec(data, predicate))
+
+
+def explain_funnel_spec(data: Any, predicate: Any = None) -> dict[str, Any]:
     """Files (and, in the tooltip, bytes and rows) left after each pruning stage of a query:
     all files, after partition pruning, after statistics pruning. `data` is `inspect.explain()`
     output, or a Table/Snapshot with `predicate`."""
@@ -266,21 +296,22 @@ def explain_funnel(data: Any, predicate: Any = None) -> alt.Chart:
     table = bytes_text(
         pl.DataFrame({k: [s[k] for s in stages] for k in ("stage", "order", "files", "bytes", "rows", "share")}), "bytes"
     )
-    return (
-        alt.Chart(table, title="files read by the query")
-        .mark_bar()
-        .encode(
-            y=alt.Y("stage:N", sort=_STAGES, title=None),
-            x=alt.X("files:Q", title="files", axis=count_axis()),
-            color=alt.Color("stage:N", sort=_STAGES, legend=None, scale=alt.Scale(range=["#9d9d9d", "#72b7b2", "#4c78a8"])),
-            tooltip=[
-                "stage:N",
-                alt.Tooltip("files:Q", format=","),
+    return chart(
+        table,
+        title="files read by the query",
+        mark={"type": "bar"},
+        encoding={
+            "y": channel("stage:N", sort=_STAGES, title=None),
+            "x": channel("files:Q", title="files", axis=count_axis()),
+            "color": channel("stage:N", sort=_STAGES, legend=None, scale={"range": ["#9d9d9d", "#72b7b2", "#4c78a8"]}),
+            "tooltip": [
+                channel("stage:N"),
+                channel("files:Q", format=","),
                 bytes_tooltip("bytes"),
-                alt.Tooltip("rows:Q", format=","),
-                alt.Tooltip("share:Q", format=".1%"),
+                channel("rows:Q", format=","),
+                channel("share:Q", format=".1%"),
             ],
-        )
+        },
     )
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import polars as pl
 
 from deltaexplore.inspect import log_files
@@ -19,8 +18,13 @@ from deltaexplore.viz._data import (
     frame,
     spaced_axis,
 )
+from deltaexplore.viz.render import altair_chart
+from deltaexplore.viz.vegalite import channel, chart
 
-__all__ = ["log_health_chart"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["log_health_chart", "log_health_spec"]
 
 _SERIES = {"commit_bytes": "commit file", "checkpoint_bytes": "checkpoint", "replay_json_bytes": "JSON replayed to open"}
 
@@ -30,6 +34,11 @@ def _log_files(data: Any) -> Any:
 
 
 def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
+    """`log_health_spec` as an Altair chart."""
+    return altair_chart(log_health_spec(data, max_points=max_points))
+
+
+def log_health_spec(data: Any, *, max_points: int = MAX_POINTS) -> dict[str, Any]:
     """Bytes per version: each commit file, each checkpoint, and the JSON a reader must replay to
     open that version (it drops to zero at every checkpoint; a rising saw-tooth that never drops
     means checkpoints are not being written). `data` is `inspect.log_files()` output or a
@@ -51,25 +60,26 @@ def log_health_chart(data: Any, *, max_points: int = MAX_POINTS) -> alt.Chart:
     )
     long = bytes_text(long, "bytes")
     ticks = binary_ticks(long.get_column("bytes").max() or 0)  # type: ignore[arg-type]
-    return (
-        alt.Chart(long.to_arrow(), title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""))
-        .mark_line(point=True, interpolate="step-after")
-        .encode(
-            x=alt.X("version:Q", axis=spaced_axis(format="d")),
-            y=alt.Y(
+    return chart(
+        long,
+        title="log size per version" + (f" (max over {width} versions)" if width > 1 else ""),
+        mark={"type": "line", "point": True, "interpolate": "step-after"},
+        encoding={
+            "x": channel("version:Q", axis=spaced_axis(format="d")),
+            "y": channel(
                 "bytes:Q",
                 title="bytes",
-                scale=alt.Scale(type="symlog", constant=1024, domain=[0, ticks[-1]]),
+                scale={"type": "symlog", "constant": 1024, "domain": [0, ticks[-1]]},
                 axis=bytes_axis(ticks),
             ),
-            color=alt.Color(
-                "series:N", title=None, scale=alt.Scale(domain=list(_SERIES.values()), range=["#4c78a8", "#54a24b", "#e45756"])
+            "color": channel(
+                "series:N", title=None, scale={"domain": list(_SERIES.values()), "range": ["#4c78a8", "#54a24b", "#e45756"]}
             ),
-            tooltip=[
-                alt.Tooltip("version:Q", format="d"),
-                "series:N",
+            "tooltip": [
+                channel("version:Q", format="d"),
+                channel("series:N"),
                 bytes_tooltip("bytes"),
-                alt.Tooltip("checkpoint_kind:N", title="checkpoint"),
+                channel("checkpoint_kind:N", title="checkpoint"),
             ],
-        )
+        },
     )

@@ -3,15 +3,19 @@ aggregate at chosen versions (`inspect.at_versions`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import polars as pl
 
 from deltaexplore.inspect import timeline
 from deltaexplore.viz._data import MAX_POINTS, VizError, as_inspect_table, bucket_versions, count_axis, frame, spaced_axis
+from deltaexplore.viz.render import altair_chart
+from deltaexplore.viz.vegalite import channel, chart, interval
 
-__all__ = ["TIMELINE_METRICS", "VERSION_BRUSH", "at_versions_chart", "timeline_chart"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["TIMELINE_METRICS", "VERSION_BRUSH", "at_versions_chart", "at_versions_spec", "timeline_chart", "timeline_spec"]
 
 #: the interval selection over versions `interactive=True` adds (the explorer listens to it)
 VERSION_BRUSH = "version_brush"
@@ -38,6 +42,11 @@ def _timeline(data: Any) -> Any:
 
 
 def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS, interactive: bool = False) -> alt.Chart:
+    """`timeline_spec` as an Altair chart."""
+    return altair_chart(timeline_spec(data, metric=metric, max_points=max_points, interactive=interactive))
+
+
+def timeline_spec(data: Any, *, metric: str = "files", max_points: int = MAX_POINTS, interactive: bool = False) -> dict[str, Any]:
     """`metric` of every version as a step line; versions whose commit changed the schema or the
     protocol are marked (filled points, named in the tooltip). `data` is `inspect.timeline()`
     output or a Table/Snapshot. Over `max_points` versions, ranges of versions keep their
@@ -62,22 +71,21 @@ def timeline_chart(data: Any, *, metric: str = "files", max_points: int = MAX_PO
     )
     df = df.with_columns(change.alias("change")).sort("version")
     title, fmt = TIMELINE_METRICS[metric]
-    chart = (
-        alt.Chart(df.to_arrow(), title=f"{title} per version" + (f" (max over {width} versions)" if width > 1 else ""))
-        .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=18))
-        .encode(
-            x=alt.X("version:Q", axis=count_axis(format="d")),
-            y=alt.Y(f"{metric}:Q", title=title, axis=spaced_axis(format=fmt)),
-            tooltip=[
-                alt.Tooltip("version:Q", format="d"),
-                alt.Tooltip(f"{metric}:Q", title=title, format=fmt),
-                alt.Tooltip("change:N", title="changed"),
+    return chart(
+        df,
+        title=f"{title} per version" + (f" (max over {width} versions)" if width > 1 else ""),
+        mark={"type": "line", "interpolate": "step-after", "point": {"filled": True, "size": 18}},
+        encoding={
+            "x": channel("version:Q", axis=count_axis(format="d")),
+            "y": channel(f"{metric}:Q", title=title, axis=spaced_axis(format=fmt)),
+            "tooltip": [
+                channel("version:Q", format="d"),
+                channel(f"{metric}:Q", title=title, format=fmt),
+                channel("change:N", title="changed"),
             ],
-        )
+        },
+        **({"params": [interval(VERSION_BRUSH)]} if interactive else {}),
     )
-    if interactive:
-        chart = chart.add_params(alt.selection_interval(name=VERSION_BRUSH, encodings=["x"]))
-    return chart
 
 
 def _needs_expression(data: Any) -> Any:
@@ -85,22 +93,28 @@ def _needs_expression(data: Any) -> Any:
 
 
 def at_versions_chart(data: Any) -> alt.Chart:
+    """`at_versions_spec` as an Altair chart."""
+    return altair_chart(at_versions_spec(data))
+
+
+def at_versions_spec(data: Any) -> dict[str, Any]:
     """The value of `inspect.at_versions(...)` per version: a line with a point per version
     evaluated, the expression as the title, rows and files read in the tooltip."""
     tl = as_inspect_table(data, ("version", "value", "expression", "rows", "files_read"), _needs_expression, "at_versions_chart")
     df = frame(tl, ["version", "value", "expression", "rows", "files_read"]).sort("version")
     title = df["expression"][0] if df.height else "expression"
-    return (
-        alt.Chart(df.drop("expression").to_arrow(), title=str(title))
-        .mark_line(point=alt.OverlayMarkDef(filled=True, size=30))
-        .encode(
-            x=alt.X("version:Q", axis=count_axis(format="d")),
-            y=alt.Y("value:Q", title="value", axis=spaced_axis()),
-            tooltip=[
-                alt.Tooltip("version:Q", format="d"),
-                alt.Tooltip("value:Q", format=",.6~g"),
-                alt.Tooltip("rows:Q", title="rows kept", format=",d"),
-                alt.Tooltip("files_read:Q", title="files read", format=",d"),
+    return chart(
+        df.drop("expression"),
+        title=str(title),
+        mark={"type": "line", "point": {"filled": True, "size": 30}},
+        encoding={
+            "x": channel("version:Q", axis=count_axis(format="d")),
+            "y": channel("value:Q", title="value", axis=spaced_axis()),
+            "tooltip": [
+                channel("version:Q", format="d"),
+                channel("value:Q", format=",.6~g"),
+                channel("rows:Q", title="rows kept", format=",d"),
+                channel("files_read:Q", title="files read", format=",d"),
             ],
-        )
+        },
     )

@@ -13,7 +13,8 @@ kernel (files, layout, diff files, ...) ask for windows of rows with custom mess
     browser -> kernel  {"type": "export", "req", "source", "format": "csv"|"arrow", "sort", "filter"}
     kernel -> browser  {"type": "export", "req", "filename", "mime"} + [file bytes]
     browser -> kernel  {"type": "commit", "req", "version"} -> {"type": "commit", "req", "detail"}
-    browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn)
+    browser -> kernel  {"type": "complete_overview", "version"}  (file and row counts, once the first view is drawn;
+                       counted on `TableView.jobs`' thread: a tab clicked meanwhile is answered at once)
     browser -> kernel  {"type": "prefetch", "req", "version", "tabs"}  (send the tabs the background prepared)
     kernel -> browser  {"type": "prefetch", "req", "version", "states": {tab: "sent"|"pending"|"none"|"stale"}}
     browser -> kernel  {"type": "preview"|"run", "op", "params"}, {"type": "advise"} and {"type": "refresh"}
@@ -33,7 +34,6 @@ A reply carrying "error" says why a request failed (a bad sort, a version that v
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -49,7 +49,7 @@ from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.frontend import bundle
 from deltaexplore.widgets.sources import RowSource
-from deltaexplore.widgets.views import TableView, chart_spec
+from deltaexplore.widgets.views import TableView
 
 _log = logging.getLogger(__name__)
 
@@ -64,41 +64,6 @@ PREFETCHED = ("history", "files", "health", "layout")
 _SOURCES_KEPT = 16
 #: commit summaries `follow_state` keeps (the newest)
 FOLLOW_KEPT = 20
-
-
-#: set once a thread imports the chart layer (`_warm_charts`): one such thread per kernel
-_WARMING = threading.Event()
-
-
-def _warm_charts() -> None:
-    """Import the chart layer (altair: 3-6 s of pure Python on a cold kernel, more under load)
-    in the background once the first view is complete, so the first tab with a chart does not
-    wait for all of it. Not earlier: sharing the GIL, it would slow the overview's counts by as
-    much (measured on 1M files). History does not wait for it at all (`_load_history`)."""
-    if "deltaexplore.viz" in sys.modules or _WARMING.is_set():
-        return
-    _WARMING.set()
-
-    def run() -> None:
-        try:
-            import deltaexplore.viz  # noqa: F401
-        except Exception:  # noqa: BLE001 - a missing extra shows when a chart is asked for
-            _log.debug("deltaexplore explorer: warming the chart layer failed", exc_info=True)
-
-    threading.Thread(target=run, name="deltaexplore-warm-charts", daemon=True).start()
-
-
-def _charts_ready() -> bool:
-    """Whether the chart layer is imported (not only being imported by `_warm_charts`)."""
-    module = sys.modules.get("deltaexplore.viz")
-    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
-
-
-def _charts() -> Any:
-    """The chart layer (waiting for its import when `_warm_charts` has it under way)."""
-    from deltaexplore import viz
-
-    return viz
 
 
 class Explorer(anywidget.AnyWidget):
@@ -179,6 +144,8 @@ class Explorer(anywidget.AnyWidget):
         self._sources: OrderedDict[str, RowSource] = OrderedDict()
         self._choosing = False
         self._rows_job = 0
+        #: the overview's later stages being counted (`complete_overview`), None before
+        self._counting: Future[Any] | None = None
         self._follower: Follower | None = None
         self._follow_interval = follow_interval
         self._follow_lock = threading.Lock()
@@ -226,9 +193,11 @@ class Explorer(anywidget.AnyWidget):
         return data, metadata
 
     # -- loading ---------------------------------------------------------------------------
-    def _guard(self, what: str, fn: Any) -> bool:
-        """Run `fn`; a library error becomes the `error` trait (shown in the widget). True: it worked."""
-        self._loading = self.busy = f"loading {what}…"
+    def _guard(self, what: str, fn: Any, *, busy: bool = True) -> bool:
+        """Run `fn`; a library error becomes the `error` trait (shown in the widget). True: it
+        worked. `busy`: the explorer says it is loading `what` meanwhile."""
+        if busy:
+            self._loading = self.busy = f"loading {what}…"
         try:
             fn()
             self.error = ""
@@ -239,7 +208,8 @@ class Explorer(anywidget.AnyWidget):
             _log.exception("deltaexplore explorer: loading %s failed", what)
             self.error = f"{what}: unexpected {type(exc).__name__}: {exc} (a deltaexplore bug: please report it)"
         finally:
-            self.busy = ""
+            if busy:
+                self.busy = ""
         return False
 
     def _spark_progress(self, fraction: float, message: str) -> None:
@@ -267,19 +237,22 @@ class Explorer(anywidget.AnyWidget):
             self._show_overview(data)
 
     def _show_overview(self, data: dict[str, Any]) -> None:
-        """Set the overview; a complete one starts first the background work it allows (the
-        chart layer's import, `TableView.prepare`), so that a `prefetch` the browser sends on
+        """Set the overview; a complete one starts first the background work it allows
+        (`TableView.prepare`), so that a `prefetch` the browser sends on
         seeing it complete finds the jobs (comm messages may be handled on another thread than
         the one that sets this: ipykernel's subshells)."""
         if data.get("complete") and data.get("version") == self.view.version:
-            _warm_charts()
             self.view.prepare()
         self.overview_data = data
 
     def _complete_overview(self, version: Any = None) -> None:
         """The overview's later stages (the file actions, then every file's statistics), asked
         for by the browser once it drew the first; with the last, the next tabs and the previous
-        version are prepared in the background (`_show_overview`)."""
+        version are prepared in the background (`_show_overview`). Runs on `TableView.jobs`'
+        thread (seconds at 1M files: a streaming pass), never on the kernel's message thread: a
+        tab clicked meanwhile is answered at once (History waited 2-12 s behind the counts).
+        The overview's cards say "counting" meanwhile; nothing else is marked busy. Counts of a
+        version the user has left are not shown."""
         if version is not None and version != self.view.version:
             return
         for stage in (1, 2):
@@ -288,9 +261,11 @@ class Explorer(anywidget.AnyWidget):
                 continue
 
             def load(stage: int = stage) -> None:
-                self._show_overview(self.view.overview(stage))
+                counted = self.view.overview(stage)
+                if counted.get("version") == self.view.version:
+                    self._show_overview(counted)
 
-            if not self._guard("file counts" if stage == 1 else "row counts", load):
+            if not self._guard("file counts" if stage == 1 else "row counts", load, busy=False):
                 return
 
     def _title(self) -> str:
@@ -299,27 +274,10 @@ class Explorer(anywidget.AnyWidget):
         return name or self.uri.rstrip("/").rsplit("/", 1)[-1] or self.uri
 
     def _load_history(self) -> None:
-        """The commits and their timeline chart; while the chart layer is still being imported
-        (History clicked as soon as the overview is complete), the commits at once and the chart
-        once the import is done (on its own thread: the kernel answers meanwhile)."""
-        if _charts_ready():
-            data, source = self.view.history()
-        else:
-            data, source = self.view.history(chart=False)
-            args = (data["latest"], source.table)
-            threading.Thread(target=self._add_history_chart, args=args, name="deltaexplore-history-chart", daemon=True).start()
+        """The commits and their timeline chart."""
+        data, source = self.view.history()
         data["source"] = self._register(f"history@{data['latest']}", source)
         self.history_data = data
-
-    def _add_history_chart(self, latest: Any, commits: Any) -> None:
-        try:
-            spec = chart_spec(_charts().operations_chart(commits, interactive=True))
-        except Exception:  # noqa: BLE001 - the commits are shown; a chart that fails leaves it out
-            _log.exception("deltaexplore explorer: the history timeline chart failed")
-            return
-        data = self.history_data
-        if data.get("latest") == latest and data.get("timeline") is None:
-            self.history_data = {**data, "timeline": spec}
 
     def _prepared_key(self, tab: str) -> tuple[Any, str] | None:
         """The key of the background job (`TableView.prepare`) whose result `tab` loads, None
@@ -481,7 +439,8 @@ class Explorer(anywidget.AnyWidget):
         elif kind == "timeline":
             threading.Thread(target=self._answer_timeline, args=(content,), name="deltaexplore-timeline", daemon=True).start()
         elif kind == "complete_overview":
-            self._complete_overview(content.get("version"))
+            version = content.get("version")
+            self._counting = self.view.jobs.submit(("overview", version), lambda: self._complete_overview(version))
         elif kind == "refresh":
             self.refresh()
         elif kind == "advise":

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore import inspect
+from deltaexplore import inspect, viz
 from deltaexplore.errors import DeltaExploreError, DeltaProtocolError, InvalidArgumentError, UnsupportedFeatureError
 from deltaexplore.inspect.advise import check_advice
 from deltaexplore.inspect.deletion_vectors import storage_names
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from deltaexplore.core.snapshot import Snapshot
     from deltaexplore.core.table import Table
 
-__all__ = ["TableView", "chart_spec"]
+__all__ = ["TableView"]
 
 #: a log segment (checkpoint + JSON to replay) under this many bytes is cheap enough to replay,
 #: and its statistics to read, before the first view: small tables show everything at once
@@ -65,12 +65,6 @@ def _segment_bytes(snap: Snapshot) -> int:
     """Bytes a replay of `snap` reads: its checkpoint and JSON commits."""
     seg = snap.segment
     return (seg.checkpoint.size if seg.checkpoint is not None else 0) + sum(f.size for f in seg.json_files)
-
-
-def chart_spec(chart: Any) -> dict[str, Any]:
-    """A `deltaexplore.viz` chart as the Vega-Lite dict the browser embeds."""
-    spec: dict[str, Any] = chart.to_dict(validate=False)
-    return spec
 
 
 def _py(value: Any) -> str:
@@ -473,24 +467,17 @@ class TableView:
         return self.snap if self.snap.version == latest else self.table
 
     # -- history ---------------------------------------------------------------------------
-    def history(self, *, chart: bool = True) -> tuple[dict[str, Any], RowSource]:
+    def history(self) -> tuple[dict[str, Any], RowSource]:
         """Every commit from its commitInfo (`inspect.commit_infos`), and the timeline chart
-        (`chart=False`: None, computed here without the chart layer and nothing prepared taken;
-        the source's table is what `viz.operations_chart` draws)."""
-        if chart:
-            ready = self._take_prepared((self.listing.latest_version, "history"))
-            if ready is not None:
-                return ready  # type: ignore[no-any-return]
+        (`viz.operations_spec` of the source's table)."""
+        ready = self._take_prepared((self.listing.latest_version, "history"))
+        if ready is not None:
+            return ready  # type: ignore[no-any-return]
         commits = inspect.commit_infos(self.snapshot_for_history())
-        timeline = None
-        if chart:
-            from deltaexplore import viz
-
-            timeline = chart_spec(viz.operations_chart(commits, interactive=True))
         out = {
             "latest": commits.column("version")[0].as_py() if commits.num_rows else None,
             "commits": to_ipc(commits.drop_columns(["commit_info"])),
-            "timeline": timeline,
+            "timeline": viz.operations_spec(commits, interactive=True),
         }
         out.update(self.protocol_timeline())
         out["health_auto"] = self.log_is_small()
@@ -505,9 +492,8 @@ class TableView:
     def health_timeline(self, metric: str = "files") -> dict[str, Any]:
         """The table through time (`inspect.timeline` of every version, computed once per latest
         version; with the default layout column's overlap depth when the log is small enough to
-        read whole at once) as `viz.timeline_chart(metric, interactive=True)`: brushing versions
+        read whole at once) as `viz.timeline_spec(metric, interactive=True)`: brushing versions
         picks a range the diff compares. Offers the metrics that have values."""
-        from deltaexplore import viz
 
         latest = self.listing.latest_version
         with self._timeline_lock:
@@ -526,7 +512,7 @@ class TableView:
             "metrics": offered,
             "column": (tl.schema.metadata or {}).get(b"deltaexplore.timeline.column", b"").decode() or None,
             "latest": latest,
-            "chart": chart_spec(viz.timeline_chart(tl, metric=metric, interactive=True)),
+            "chart": viz.timeline_spec(tl, metric=metric, interactive=True),
         }
 
     def log_is_small(self) -> bool:
@@ -570,7 +556,6 @@ class TableView:
     # -- files -----------------------------------------------------------------------------
     def files(self, snap: Snapshot | None = None) -> tuple[dict[str, Any], RowSource, RowSource]:
         """File-size histogram, partition skew, and the partitions and files grids."""
-        from deltaexplore import viz
 
         snap = snap or self.snap
         ready = self._take_prepared((snap.version, "files"))
@@ -611,8 +596,8 @@ class TableView:
             "version": snap.version,
             "partitioned": bool(snap.partition_columns),
             "engine": engine,
-            "size_chart": chart_spec(viz.file_size_histogram(sizes)),
-            "skew_chart": chart_spec(viz.partition_skew_chart(parts)) if snap.partition_columns else None,
+            "size_chart": viz.file_size_spec(sizes),
+            "skew_chart": viz.partition_skew_spec(parts) if snap.partition_columns else None,
         }
         return out, files_source, parts_source
 
@@ -655,7 +640,6 @@ class TableView:
     def layout(self, column: str, snap: Snapshot | None = None) -> tuple[dict[str, Any], RowSource]:
         """`inspect.layout_summary` of one column, the density and range charts, and the files
         ordered by overlap depth (worst first)."""
-        from deltaexplore import viz
 
         snap = snap or self.snap
         if column not in self.stats_columns(snap):
@@ -684,8 +668,8 @@ class TableView:
             "engine": engine,
             "integral_positions": integral,
             "summary": to_ipc(summary),
-            "density_chart": chart_spec(viz.layout_density_chart(density, column, interactive=True)),
-            "ranges_chart": chart_spec(viz.layout_chart(per_file, column, max_files=300, height=260)) if with_stats else None,
+            "density_chart": viz.layout_density_spec(density, column, interactive=True),
+            "ranges_chart": viz.layout_spec(per_file, column, max_files=300, height=260) if with_stats else None,
         }
         shown = per_file.select(
             ["path", "partition", "min", "max", "overlap_depth", "overlapping_files", "rank", "size", "num_records", "truncated"]
@@ -704,7 +688,6 @@ class TableView:
     # -- deletion vectors ------------------------------------------------------------------
     def deletion_vectors(self) -> tuple[dict[str, Any], RowSource]:
         """`inspect.deletion_vectors` (worst files first), `dv_files`, and the density chart."""
-        from deltaexplore import viz
 
         snap = self.snap
         engine = self.engine(snap)
@@ -728,7 +711,7 @@ class TableView:
                 "past_threshold": int(pc.sum(dv.column("past_threshold").cast(pa.int64())).as_py() or 0) if dv.num_rows else 0,
             },
             "dv_files": to_ipc(dv_files),
-            "chart": chart_spec(viz.dv_density_chart(dv)) if dv.num_rows else None,
+            "chart": viz.dv_density_spec(dv) if dv.num_rows else None,
         }
         source = RowSource(
             with_partition_values(
@@ -830,8 +813,7 @@ class TableView:
 
     # -- log health ------------------------------------------------------------------------
     def health(self, snap: Snapshot | None = None) -> dict[str, Any]:
-        """`inspect.log_health` and the log size per version (`viz.log_health_chart`)."""
-        from deltaexplore import viz
+        """`inspect.log_health` and the log size per version (`viz.log_health_spec`)."""
 
         snap = snap or self.snap
         ready = self._take_prepared((snap.version, "health"))
@@ -850,7 +832,7 @@ class TableView:
             "engine": engine,
             "metrics": to_ipc(metrics),
             "status_counts": counts,
-            "chart": chart_spec(viz.log_health_chart(inspect.log_files(snap))),
+            "chart": viz.log_health_spec(inspect.log_files(snap)),
         }
 
     def advice_check(self, version: int) -> dict[str, Any]:

@@ -467,7 +467,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     fitQueued = true;
     requestAnimationFrame(() => {
       fitQueued = false;
-      fit();
+      measure(`grid-fit:${opts.label}`, fit);
     });
   };
   /** Rows arrived (a window from the kernel, or rows in the browser): widths follow them. */

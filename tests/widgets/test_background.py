@@ -4,8 +4,9 @@ cached states (`Table.snapshot` moves them)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
-import time
 from concurrent.futures import CancelledError
 
 import pytest
@@ -99,6 +100,7 @@ def test_slider_typed_versions_and_diff_move_the_cached_state(sales, monkeypatch
     monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")  # no background work: the moves alone
     w = explore(sales)
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    w._counting.result(WAIT)  # counted on the jobs thread
     assert w.view.snap.files_loaded
     cold: list[int] = []
     real = table_module.build_snapshot
@@ -138,6 +140,7 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     blocking = view._background(blocker, (7, "blocker"))
     assert blocker_started.wait(WAIT)
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])  # queues the next tabs
+    w._counting.result(WAIT)  # counted on the jobs thread
     queued = dict(view._prepared)
     assert queued and all(not f.done() for f in queued.values())
     w.tab = "files"  # the user's click: computed at once, not behind the queue
@@ -162,33 +165,57 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     assert not thread.is_alive() and not view.background.busy
 
 
-def test_history_shows_the_commits_while_the_chart_layer_is_still_importing(sales, monkeypatch):
-    from deltaexplore.widgets import explorer as explorer_module
-
+def test_a_tab_clicked_while_the_overview_counts_is_answered_at_once(sales, monkeypatch):
+    """The overview's counts (a streaming pass of seconds at 1M files) run off the kernel's
+    message thread: History clicked meanwhile shows without waiting for them."""
+    _as_a_big_table(monkeypatch)
     w = explore(sales)
-    monkeypatch.setattr(explorer_module, "_charts_ready", lambda: False)  # its import under way
-    imported = threading.Event()
-    real = explorer_module._charts
+    counting, go = threading.Event(), threading.Event()
+    real = w.view.overview
 
-    def importing():
-        assert imported.wait(WAIT)
-        return real()
+    def slow(stage=None):
+        if stage:
+            counting.set()
+            assert go.wait(WAIT)
+        return real(stage)
 
-    monkeypatch.setattr(explorer_module, "_charts", importing)
-    shown: list[bool] = []
-    w.observe(lambda change: shown.append(change["new"].get("timeline") is not None), "history_data")
-    w.tab = "history"  # answered before the chart layer is there
+    monkeypatch.setattr(w.view, "overview", slow)
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    assert counting.wait(WAIT)
+    w.tab = "history"  # answered while the counts are held
+    assert w.history_data["source"]["total"] == dx.open_table(sales).history().num_rows
+    assert w.history_data["timeline"]["mark"]["type"] == "tick" and w.overview_data["stage"] == 0
+    assert w.busy == ""  # the cards say "counting": the explorer is not marked busy for it
+    go.set()
+    w._counting.result(WAIT)
+    assert w.overview_data["complete"] and w.overview_data["version"] == 7
+    w.close()
+
+
+def test_the_explorer_draws_every_chart_without_importing_altair(sales):
+    """The explorer's charts are the viz specs as plain Vega-Lite dicts: no tab waits for
+    altair's import (3-6 s on a cold kernel; History and Files clicked early waited for it)."""
+    code = f"""
+import sys
+import deltaexplore as dx
+w = dx.explore({sales!r})
+for tab in ("history", "files", "layout", "dv", "health"):
+    w.tab = tab
+charts = [w.history_data["timeline"], w.files_data["size_chart"], w.files_data["skew_chart"],
+          w.layout_data["density_chart"], w.layout_data["ranges_chart"], w.dv_data["chart"],
+          w.health_data["chart"], w.view.health_timeline()["chart"]]
+rows = [len(next(iter(c["datasets"].values()))) for c in charts]
+print(min(rows) > 0, "altair" in sys.modules)
+w.close()
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["True", "False"], out.stderr
     commits = dx.open_table(sales).history().num_rows
-    data = w.history_data
-    assert data["timeline"] is None and data["source"]["total"] == commits and data["commits"]
-    imported.set()  # the import is done: the chart follows
-    deadline = time.monotonic() + WAIT
-    while w.history_data.get("timeline") is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    w = explore(sales)
+    w.tab = "history"
     spec = w.history_data["timeline"]
-    assert spec is not None and shown == [False, True]
     assert sum(len(rows) for rows in spec["datasets"].values()) == commits  # one mark per commit
-    assert w.history_data["source"] == data["source"]  # the commits stay as they were sent
+    assert spec["params"] == [{"name": "time_brush", "select": {"type": "interval", "encodings": ["x"]}}]
     w.close()
 
 
@@ -210,6 +237,7 @@ def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(
     key = (7, f"layout:{column}")
     with view.user():  # the counts, asked for by the browser: the jobs they queue wait for the user
         w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+        w._counting.result(WAIT)  # counted on the jobs thread
         assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
         # never a replay ahead of the user (no previous version, no health); the layout first
         assert list(view._prepared) == [key, (7, "history"), (7, "files")]
@@ -226,7 +254,9 @@ def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(
     w.layout_column = next(c for c in view.stats_columns() if c != column)  # another column: its own pass
     assert passes == [[column], [w.layout_column]] and w.layout_data["column"] == w.layout_column
     chosen = w.layout_column
-    w.version = 6  # a slider step: a plain pass (no default column's bounds), then the open Layout's
-    w._on_custom_msg(w, {"type": "complete_overview", "version": 6}, [])
-    assert w.overview_data["complete"] and passes[2:] == [[], [chosen]]
+    with view.user():  # what the step prepares next waits
+        w.version = 6  # a slider step: a plain pass (no default column's bounds), then the open Layout's
+        w._on_custom_msg(w, {"type": "complete_overview", "version": 6}, [])
+        w._counting.result(WAIT)  # counted on the jobs thread
+        assert w.overview_data["complete"] and passes[2:] == [[], [chosen]]
     w.close()

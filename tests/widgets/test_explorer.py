@@ -17,6 +17,8 @@ from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.widgets import Explorer, explore, maintenance
 from deltaexplore.widgets.arrow_ipc import from_ipc
 
+WAIT = 10  # seconds: only ever reached when the behaviour is broken
+
 
 class Replies:
     """What the kernel sends back to the browser (custom messages with their buffers)."""
@@ -60,6 +62,7 @@ def test_first_render_is_the_overview_from_inspect(sales, monkeypatch):
     stages: list[int] = []
     w.observe(lambda ch: stages.append(ch["new"]["stage"]), names="overview_data")
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    w._counting.result(WAIT)  # counted on the jobs thread
     assert stages == [1, 2] and w.overview_data["complete"] is True
     shown = table(w.overview_data["metrics"]).select(cols)
     expected = inspect.overview(dx.open_table(sales)).select(cols)
@@ -92,6 +95,7 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     seen: list[tuple[bool, set]] = []
     w.observe(lambda ch: seen.append((ch["new"]["complete"], set(w.view._prepared))), names="overview_data")
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    w._counting.result(WAIT)  # counted on the jobs thread
     view = w.view
     # the previous version, the files, history, log health and layout tab of this one: one worker
     assert view._pending is not None and view._pending[0] == 6
