@@ -8,7 +8,8 @@ with and without DVs) with the physical schema (physical names or parquet field 
   job for them (`parquet_files`), so building the DataFrame runs no Spark job;
 
 - per-file values (the file's id, partition values, the DV bitmap) are attached by
-  `file_values`: keyed by `_metadata.file_size` where sizes are unique (else the path), as
+  `file_values`: keyed by `_metadata.file_size` where sizes are unique (local files: or size
+  and modification time; else the path), as
   literals indexed by a comparison tree or by a broadcast hash join (a row whose file is not in
   the plan fails the job instead of being dropped);
 - rows deleted by DVs are dropped by a bitmap test on `_metadata.row_index` (or, for huge DVs,
@@ -278,7 +279,7 @@ def _directory_scan(spark: SparkSession, reader: Any, local_paths: list[str]) ->
         scan = scan.option("pathGlobFilter", pattern)
     try:
         df = _parquet_in_one_call(spark, scan, ["file://" + folder for folder in wanted])
-        jvm = spark._jvm
+        jvm: Any = spark._jvm
         files = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(df._jdf.inputFiles()).mkString("\x00")
     except Exception:  # noqa: BLE001 - another Spark version, a file gone: the paths one by one
         return None
@@ -431,7 +432,7 @@ def scan_files(
             mode=dv_mode,
             storage_options=storage_options,
         )
-    sizes = fv.actual_sizes(storage, raw_paths) if (need_values or with_dv) else None
+    sizes, times = fv.actual_stats(storage, raw_paths) if (need_values or with_dv) else (None, None)
 
     def scan(indexes: list[int], key: str | None, *, row_index: bool) -> DataFrame:
         locations = [spark_location(storage, raw_paths[i]) for i in indexes]
@@ -447,8 +448,10 @@ def scan_files(
         selected = [f"{quoted(f.name)} AS __dx_c{i}" for i, f in enumerate(physical.fields)]
         if row_index:
             selected.append(f"_metadata.row_index AS {ROW_COL}")
-        if key == "size":
+        if key in ("size", "stamp"):
             selected.append(f"_metadata.file_size AS {fv.KEY_COL}")
+        if key == "stamp":
+            selected.append(f"unix_millis(_metadata.file_modification_time) AS {fv.TIME_COL}")
         elif key == "path":
             selected.append(f"_metadata.file_path AS {fv.KEY_COL}")
         return df.selectExpr(*selected)
@@ -467,7 +470,8 @@ def scan_files(
             else [],
             part_types=[f.type for f in part_fields],
             bitmaps=bitmaps,
-            sizes=[int(sizes[i]) for i in indexes] if key == "size" else None,
+            sizes=[int(sizes[i]) for i in indexes] if key in ("size", "stamp") else None,
+            times=[int(times[i]) for i in indexes] if key == "stamp" and times is not None else None,
             path_keys=[file_path_key(storage, raw_paths[i]) for i in indexes] if key == "path" else None,
         )
 
@@ -485,8 +489,7 @@ def scan_files(
             frames.append(finish(scan(indexes, None, row_index=False)))
             continue
         assert sizes is not None
-        by_size, by_path = fv.split_by_key(sizes[indexes])
-        for positions, key in ((by_size, "size"), (by_path, "path")):
+        for positions, key in fv.split_by_key(sizes[indexes], None if times is None else times[indexes]):
             if not len(positions):
                 continue
             subset = [indexes[int(k)] for k in positions]
