@@ -5,7 +5,8 @@ deletion vectors, the row filter); Spark reads the parquet files in one scan per
 with and without DVs) with the physical schema (physical names or parquet field ids), and:
 
 - the files are the ones the log names: a classic session does not run Spark's file listing
-  job for them (`parquet_files`), so building the DataFrame runs no Spark job;
+  job for them (`parquet_files`), so building the DataFrame runs no Spark job; many local files
+  are read by listing their directories, filtered to exactly those files (`_directory_scan`);
 
 - per-file values (the file's id, partition values, the DV bitmap) are attached by
   `file_values`: keyed by `_metadata.file_size` where sizes are unique (local files: or size
