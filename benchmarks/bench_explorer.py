@@ -223,16 +223,26 @@ def _early(page, out: dict) -> None:
             name,
         )
         end = _quiet(page)
-        clicks[name] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+        clicks[name] = {
+            "seconds": (end - start) / 1000,
+            "longest_task_ms": _longest_task(page, start, end),
+            "frames": _frames(page, start, end),
+        }
     out["early_tabs"] = clicks
-    page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()")
+    page.evaluate(
+        "() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()"
+    )
     _quiet(page)
     slider = page.locator(".dxe-explorer input[type=range]")
     slider.focus()
     start = page.evaluate("() => performance.now()")
     slider.press("ArrowLeft")
     end = _quiet(page)
-    out["slider_step"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+    out["slider_step"] = {
+        "seconds": (end - start) / 1000,
+        "longest_task_ms": _longest_task(page, start, end),
+        "frames": _frames(page, start, end),
+    }
 
 
 def _not_busy() -> str:
@@ -291,11 +301,22 @@ def one_run(path: Path, *, prefetch: bool, early: bool = False) -> dict:
             out["opens"] = opens
             page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'")
             # first render: run the explorer cell (the notebook moved to it after the first one)
-            t0 = page.evaluate("() => { const t = performance.now(); window.jupyterapp.commands.execute('notebook:run-cell'); return t; }")
+            t0 = page.evaluate(
+                "() => { const t = performance.now(); window.jupyterapp.commands.execute('notebook:run-cell'); return t; }"
+            )
             # the overview drawn: the table, its version and commit, the cards (numbers may still be coming)
-            t1 = _wait(page, "d => d.querySelectorAll('.dxe-explorer .dxe-card').length >= 6 && d.querySelector('.dxe-explorer .dxe-kv dd') && d.querySelector('.dxe-explorer .dxe-commit-line .dxe-badge')")
-            tf = _wait(page, "d => { const c = d.querySelector('.dxe-explorer .dxe-card[aria-label=Files] .dxe-card-value'); return c && /\\d/.test(c.textContent); }")
-            t2 = _wait(page, "d => { const c = d.querySelector('.dxe-explorer .dxe-card[aria-label=Rows] .dxe-card-value'); return c && !/counting/.test(c.textContent); }")
+            t1 = _wait(
+                page,
+                "d => d.querySelectorAll('.dxe-explorer .dxe-card').length >= 6 && d.querySelector('.dxe-explorer .dxe-kv dd') && d.querySelector('.dxe-explorer .dxe-commit-line .dxe-badge')",
+            )
+            tf = _wait(
+                page,
+                "d => { const c = d.querySelector('.dxe-explorer .dxe-card[aria-label=Files] .dxe-card-value'); return c && /\\d/.test(c.textContent); }",
+            )
+            t2 = _wait(
+                page,
+                "d => { const c = d.querySelector('.dxe-explorer .dxe-card[aria-label=Rows] .dxe-card-value'); return c && !/counting/.test(c.textContent); }",
+            )
             if early:
                 out["first_render"] = (t1 - t0) / 1000
                 _early(page, out)
@@ -318,12 +339,25 @@ def one_run(path: Path, *, prefetch: bool, early: bool = False) -> dict:
                     "name => { const b = [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === name); const t = performance.now(); b.click(); return t; }",
                     name,
                 )
-                end = _wait(page, f"d => {{ const p = d.querySelector('.dxe-explorer .dxe-panel:not([hidden])'); return !d.querySelector('.dxe-explorer.dxe-busy') && ({READY[name]})(p); }}")
-                tabs[name] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "work": _measures(page, start, end), "frames": _frames(page, start, end)}
+                end = _wait(
+                    page,
+                    f"d => {{ const p = d.querySelector('.dxe-explorer .dxe-panel:not([hidden])'); return !d.querySelector('.dxe-explorer.dxe-busy') && ({READY[name]})(p); }}",
+                )
+                tabs[name] = {
+                    "seconds": (end - start) / 1000,
+                    "longest_task_ms": _longest_task(page, start, end),
+                    "work": _measures(page, start, end),
+                    "frames": _frames(page, start, end),
+                }
             out["tabs"] = tabs
             # scrolling the file grid (rows fetched from the kernel as it scrolls)
-            page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Files').click()")
-            _wait(page, f"d => {{ const p = d.querySelector('.dxe-explorer .dxe-panel:not([hidden])'); return ({READY['Files']})(p); }}")
+            page.evaluate(
+                "() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Files').click()"
+            )
+            _wait(
+                page,
+                f"d => {{ const p = d.querySelector('.dxe-explorer .dxe-panel:not([hidden])'); return ({READY['Files']})(p); }}",
+            )
             start = page.evaluate("() => performance.now()")
             page.evaluate(
                 """() => new Promise(resolve => {
@@ -332,10 +366,19 @@ def one_run(path: Path, *, prefetch: bool, early: bool = False) -> dict:
                     let i = 0; const step = () => { v.scrollTop += 900; if (++i < 60) setTimeout(step, 30); else resolve(); }; step();
                 })"""
             )
-            end = _wait(page, "d => { const g = d.querySelector('.dxe-explorer [aria-label=files]'); return g && g.querySelectorAll('.ag-row:not(.ag-row-loading)').length > 5 && !g.querySelector('.ag-skeleton-container, .ag-loading'); }")
-            out["scroll_files"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+            end = _wait(
+                page,
+                "d => { const g = d.querySelector('.dxe-explorer [aria-label=files]'); return g && g.querySelectorAll('.ag-row:not(.ag-row-loading)').length > 5 && !g.querySelector('.ag-skeleton-container, .ag-loading'); }",
+            )
+            out["scroll_files"] = {
+                "seconds": (end - start) / 1000,
+                "longest_task_ms": _longest_task(page, start, end),
+                "frames": _frames(page, start, end),
+            }
             # one version back: ArrowLeft on the slider, from the overview
-            page.evaluate("() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()")
+            page.evaluate(
+                "() => [...document.querySelectorAll('.dxe-explorer [role=tab]')].find(t => t.textContent === 'Overview').click()"
+            )
             _wait(page, _not_busy())
             version = int(page.locator(".dxe-explorer .dxe-version-out").inner_text().split(" of ")[0])
             slider = page.locator(".dxe-explorer input[type=range]")
@@ -346,7 +389,11 @@ def one_run(path: Path, *, prefetch: bool, early: bool = False) -> dict:
                 page,
                 f"d => d.querySelector('.dxe-explorer .dxe-version-out').textContent.startsWith('{version - 1} of') && !d.querySelector('.dxe-explorer.dxe-busy') && /OPTIMIZE|WRITE|DELETE|MERGE|\\w/.test(d.querySelector('.dxe-explorer .dxe-commit-line .dxe-badge')?.textContent || '') && d.querySelector('.dxe-explorer .dxe-card .dxe-card-value')",
             )
-            out["version_back"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+            out["version_back"] = {
+                "seconds": (end - start) / 1000,
+                "longest_task_ms": _longest_task(page, start, end),
+                "frames": _frames(page, start, end),
+            }
             # dragging the slider over a few versions (the kernel hears where it rests)
             _wait(page, _not_busy())
             box = slider.bounding_box()
@@ -357,10 +404,17 @@ def one_run(path: Path, *, prefetch: bool, early: bool = False) -> dict:
                 page.mouse.move(box["x"] + box["width"] - 8 - i * 3, box["y"] + box["height"] / 2)
                 page.wait_for_timeout(30)
             page.mouse.up()
-            end = _wait(page, "d => !d.querySelector('.dxe-explorer.dxe-busy') && d.querySelector('.dxe-explorer .dxe-card .dxe-card-value')")
+            end = _wait(
+                page,
+                "d => !d.querySelector('.dxe-explorer.dxe-busy') && d.querySelector('.dxe-explorer .dxe-card .dxe-card-value')",
+            )
             page.wait_for_timeout(500)
             end = _wait(page, _not_busy())
-            out["drag_slider"] = {"seconds": (end - start) / 1000, "longest_task_ms": _longest_task(page, start, end), "frames": _frames(page, start, end)}
+            out["drag_slider"] = {
+                "seconds": (end - start) / 1000,
+                "longest_task_ms": _longest_task(page, start, end),
+                "frames": _frames(page, start, end),
+            }
             out["outside_requests"] = outside
             browser.close()
     finally:
@@ -409,7 +463,9 @@ def write_early_report(path: Path, runs: list[dict], out: Path) -> None:
         secs = ", ".join(f"{r['early_tabs'][name]['seconds']:.2f}" for r in runs)
         tasks = ", ".join(f"{r['early_tabs'][name]['longest_task_ms']:.0f}" for r in runs)
         lines.append(f"| {name} clicked at once | {secs} | {tasks} | ≤ 0.5 s, no task > 200 ms |")
-    secs = ", ".join(f"{r['slider_step']['seconds']:.2f} ({r['slider_step']['seconds'] / statistics.median(r['opens']):.2f}x)" for r in runs)
+    secs = ", ".join(
+        f"{r['slider_step']['seconds']:.2f} ({r['slider_step']['seconds'] / statistics.median(r['opens']):.2f}x)" for r in runs
+    )
     tasks = ", ".join(f"{r['slider_step']['longest_task_ms']:.0f}" for r in runs)
     lines.append(f"| one slider step (x warm open) | {secs} | {tasks} | ≤ 0.10x a warm open |")
     lines.append("")

@@ -38,6 +38,8 @@ def _shown(path: object) -> str:
     """A path as written in committed results: relative to the checkout (no machine paths)."""
     p = Path(str(path)).resolve()
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name
+
+
 sys.path.insert(0, str(ROOT))
 
 import deltaexplore as dx  # noqa: E402

@@ -1,12 +1,12 @@
 """Opening a table on S3 at an object store's latency: deltaexplore vs delta-rs, in one run.
 
-moto's S3 server runs in its own process on 127.0.0.1 (`tests/s3_server.py`) and answers every
-request after a fixed delay (20 ms and 100 ms: a region away, a continent away). moto spends
-~10 ms of CPU on a request on this 2-core machine, which would hide the latency being measured:
-with ``--cache-reads`` (the default here) the server answers a repeated GET/HEAD of an object
-from memory (objects never change during the run; one unmeasured open per contender warms it),
-listings always go to moto. Each contender opens the same table in a fresh process, a few
-times, interleaved:
+moto's S3 server runs in its own process on 127.0.0.1 (`tests/s3_server.py`), and a loopback
+proxy in another (`latency_proxy.py`, asyncio) answers every request after a fixed delay (20 ms
+and 100 ms: a region away, a continent away). moto spends milliseconds of CPU on a request on
+this 2-core machine (werkzeug, a thread per connection), which would hide the latency being
+measured: the proxy answers a repeated GET/HEAD (object or listing page; nothing changes during
+the run; one unmeasured open per contender warms it) from memory, after the delay. Each
+contender opens the same table in a fresh process, a few times, interleaved:
 
 - deltaexplore: ``dx.open_table("s3://...", storage_options=...).snapshot().files()``
 - deltaexplore at a baseline git ref (``--baseline main``: the code before a change, measured
@@ -41,6 +41,7 @@ ROOT = HERE.parent
 PYCACHE = HERE / ".pycache"
 GEN = ROOT.parent / "shared" / "tools" / "gen_big_log.py"
 SERVER = ROOT / "tests" / "s3_server.py"
+PROXY = HERE / "latency_proxy.py"
 TABLES = {
     "c1000": ["--files", "10000", "--commits", "1000", "--no-checkpoint"],
     "ck900": ["--files", "10000", "--commits", "900", "--post-commits", "100"],
@@ -80,19 +81,25 @@ def ensure_table(name: str, base: Path) -> Path:
     return path
 
 
-def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--latency-ms", str(latency_ms), "--cache-reads"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    endpoint = proc.stdout.readline().strip()
-    if not endpoint.startswith("http"):
-        proc.kill()
-        raise RuntimeError(f"the S3 server did not start (said {endpoint!r})")
-    return proc, endpoint
+def start_server(latency_ms: float) -> tuple[list[subprocess.Popen[str]], str, str]:
+    """moto's server (no latency of its own) and the latency proxy in front of it, each in its
+    own process: (processes, the proxy's endpoint, moto's endpoint for uploads)."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(args: list[str]) -> str:
+        proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(proc)
+        assert proc.stdout is not None
+        endpoint = proc.stdout.readline().strip()
+        if not endpoint.startswith("http"):
+            for p in procs:
+                p.kill()
+            raise RuntimeError(f"{args[0]} did not start (said {endpoint!r})")
+        return endpoint
+
+    moto = start([str(SERVER), "--latency-ms", "0"])
+    proxy = start([str(PROXY), "--upstream", moto, "--latency-ms", str(latency_ms)])
+    return procs, proxy, moto
 
 
 def upload(endpoint: str, name: str, path: Path) -> None:
@@ -162,10 +169,10 @@ def main() -> int:
         for root in set(roots.values()):
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "deltaexplore")], check=True, env=env_for(root))
         for latency in [float(x) for x in args.latencies.split(",")]:
-            server, endpoint = start_server(latency)
+            servers, endpoint, moto = start_server(latency)
             try:
                 for name, path in tables.items():
-                    upload(endpoint, name, path)
+                    upload(moto, name, path)
                     uri = f"s3://lake/{name}"
                     measured: dict[str, list[tuple[float, int]]] = {c: [] for c in contenders}
                     counts: dict[str, dict[str, int]] = {}
@@ -194,8 +201,9 @@ def main() -> int:
                             flush=True,
                         )
             finally:
-                server.kill()
-                server.wait()
+                for server in servers:
+                    server.kill()
+                    server.wait()
     out_dir = HERE / "results"
     (out_dir / "object-store.json").write_text(json.dumps(results, indent=1))
     by = {(r["latency_ms"], r["table"], r["contender"]): r for r in results}
@@ -208,8 +216,9 @@ def main() -> int:
         "# Opening a table on S3 at a latency (`snapshot().files()`)",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.0f}): "
-        "moto's S3 server in its own process, every request answered after the latency, repeated object reads "
-        f"from memory; median of {args.runs} interleaved runs, each in a fresh process "
+        "moto's S3 server in its own process behind a loopback proxy (`latency_proxy.py`, its own process) "
+        "answering every request after the latency, repeated reads and listing pages from memory; "
+        f"median of {args.runs} interleaved runs, each in a fresh process "
         "(imports included).",
         "",
         head,

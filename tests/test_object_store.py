@@ -9,6 +9,7 @@ run through the same `FsspecStorage` code on fsspec's memory filesystem with a l
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -252,7 +253,9 @@ def test_s3_request_signature_matches_botocore():
     client = S3Client(endpoint="http://127.0.0.1:9000", region="eu-west-1", credentials=("AKID", "SECRET/KEY", "TOKEN"))
     query = "continuation-token=a%2Fb%3D&list-type=2&prefix=t%2F_delta_log%2F&start-after=t%2F_delta_log%2F0009"
     for path, q in [("/lake/", query), ("/lake/t/_delta_log/00000000000000000001%20a%2Bb.json", "")]:
-        request = AWSRequest(method="GET", url=f"http://127.0.0.1:9000{path}{'?' + q if q else ''}", headers={"range": "bytes=0-9"})
+        request = AWSRequest(
+            method="GET", url=f"http://127.0.0.1:9000{path}{'?' + q if q else ''}", headers={"range": "bytes=0-9"}
+        )
         auth.S3SigV4Auth(Credentials("AKID", "SECRET/KEY", "TOKEN"), "s3", "eu-west-1").add_auth(request)
         when = dt.datetime.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
         ours = client._sign("GET", path, q, {"host": "127.0.0.1:9000", "range": "bytes=0-9"}, when)
@@ -322,3 +325,106 @@ def test_map_bounded_keeps_order_and_bound():
 def test_max_concurrency_option_is_checked():
     with pytest.raises(StorageError, match="max_concurrency"):
         dx.open_table("memory://nowhere", storage_options={"max_concurrency": 0})
+
+
+def _history(table: dx.Table) -> list:
+    return table.history().select(["version", "operation"]).to_pylist()
+
+
+@pytest.mark.s3
+def test_s3_open_lists_from_the_checkpoint_and_the_rest_when_asked(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-golden/checkpoint"  # checkpoint 10, commits 0-14
+    local = dx.open_table(str(corpus / rel))
+    remote = dx.open_table(f"s3://lake/{rel}", storage_options=options)
+    snap = remote.snapshot()
+    assert _files(snap) == _files(local.snapshot())
+    lists = [q for m, _, q, _, _ in faults.requests if m == "GET" and "list-type=2" in q]
+    assert len(lists) == 1 and "start-after=delta-golden%2Fcheckpoint%2F_delta_log%2F00000000000000000010" in lists[0]
+    assert remote._listing is not None and remote._listing.tail_from == 10
+    assert not any(r[1].endswith(("00000000000000000003.json", "00000000000000000009.json")) for r in faults.requests)
+    # history, old versions and time travel list the older names, once
+    faults.reset()
+    assert _history(remote) == _history(local)
+    assert remote._listing.tail_from == 0
+    assert sorted(remote.listing(refresh=False).commits) == sorted(local.listing().commits)
+    assert _files(remote.snapshot(3)) == _files(local.snapshot(3))
+    rest = [q for m, _, q, _, _ in faults.requests if m == "GET" and "list-type=2" in q]
+    assert len(rest) == 2  # history lists afresh (from the checkpoint), then the names before it, once
+    ts = remote.snapshot().clock.timestamp(5)
+    assert _files(dx.open_table(f"s3://lake/{rel}", storage_options=options).snapshot(timestamp=ts)) == _files(local.snapshot(5))
+
+
+def _memory_copy(corpus: Path, rel: str, name: str) -> str:
+    fs = fsspec.filesystem("memory")
+    root = corpus / rel
+    for f in root.rglob("*"):
+        if f.is_file():
+            fs.pipe_file(f"/{name}/{f.relative_to(root).as_posix()}", f.read_bytes())
+    return f"memory://{name}"
+
+
+def test_hint_to_a_missing_checkpoint_lists_the_whole_log(corpus):
+    uri = _memory_copy(corpus, "delta-golden/checkpoint", "hint-missing")
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/hint-missing/_delta_log/_last_checkpoint", b'{"version":12,"size":14}')
+    table = dx.open_table(uri)
+    snap = table.snapshot()
+    listing = table.listing(refresh=False)
+    assert listing.tail_from == 0 and "missing" in (listing.last_checkpoint.problem or "")
+    assert _files(snap) == _files(dx.open_table(str(corpus / "delta-golden/checkpoint")).snapshot())
+
+
+def test_gap_after_the_listed_checkpoint_is_the_same_error_as_local(corpus, tmp_path):
+    rel = "delta-golden/checkpoint"
+    uri = _memory_copy(corpus, rel, "gap-after")
+    fsspec.filesystem("memory").rm_file("/gap-after/_delta_log/00000000000000000012.json")
+    local_root = tmp_path / "t"
+    shutil.copytree(corpus / rel, local_root)
+    (local_root / "_delta_log" / "00000000000000000012.json").unlink()
+    with pytest.raises(dx.DeltaExploreError) as local_error:
+        dx.open_table(str(local_root)).snapshot()
+    with pytest.raises(type(local_error.value)) as remote_error:
+        dx.open_table(uri).snapshot()
+    assert "12" in str(remote_error.value) and str(remote_error.value).split(":")[-1] == str(local_error.value).split(":")[-1]
+
+
+@pytest.mark.s3
+def test_s3_listing_stops_before_a_name(s3, faults, corpus):
+    _, options = s3
+    storage = dx.open_table("s3://lake/delta-kernel-rs/cdf-table-with-cdc-and-dvs", storage_options=options).storage
+    whole = storage.list_dir("_delta_log")
+    cut = "00000000000000000011"
+    expected = [f for f in whole if f.name < cut]
+    assert storage.list_dir_split("_delta_log", ["00000000000000000003"], stop_before=cut) == expected
+    assert storage.list_dir_split("_delta_log", [], stop_before="00000000000000000000") == []  # an empty range is no error
+
+
+def _outcome(table: dx.Table) -> tuple:
+    """What an open shows: version, files, history versions; or the error's type."""
+    try:
+        snap = table.snapshot()
+        return snap.version, _files(snap), table.history().column("version").to_pylist()
+    except dx.DeltaExploreError as exc:
+        return (type(exc).__name__,)
+
+
+def test_every_corpus_table_on_an_object_store_equals_local(corpus):
+    """Through `FsspecStorage` (the object-store path: `_last_checkpoint` first, the listing from
+    its checkpoint, the older names when history asks), every corpus table opens as it does
+    locally, or fails with the same error type."""
+    fs = fsspec.filesystem("memory")
+    differ = []
+    for i, log in enumerate(sorted(corpus.rglob("_delta_log"))):
+        root = log.parent
+        name = f"corpus-{i}"
+        for f in root.rglob("*"):
+            if f.is_file() and not f.is_symlink():
+                fs.pipe_file(f"/{name}/{f.relative_to(root).as_posix()}", f.read_bytes())
+        try:
+            remote, local = _outcome(dx.open_table(f"memory://{name}")), _outcome(dx.open_table(str(root)))
+            if remote != local:
+                differ.append((str(root.relative_to(corpus)), remote[:1], local[:1]))
+        finally:
+            fs.rm(f"/{name}", recursive=True)
+    assert not differ

@@ -81,3 +81,34 @@ def test_operation_preview_and_own_plan_pick_the_same_files(table: str, monkeypa
     root = Path(table)
     assert all((root / p).exists() != ok for p, ok in ORPHANS.items())
     assert dx.open_table(table).snapshot().to_arrow().num_rows == 8
+
+
+def test_relative_paths_equal_the_one_by_one_rule(tmp_path: Path) -> None:
+    """`relative_paths` (plain paths as they are, vectorised) gives `_relative` of every path:
+    escapes, dot parts, empty parts, absolute paths inside and outside the table, null."""
+    from deltaexplore.core.operations.vacuum import _relative, relative_paths
+
+    root = tmp_path / "t"
+    write_table(str(root), sample(4))
+    storage = dx.open_table(str(root)).storage
+    raw = [
+        "a.parquet",
+        "p=1/a.parquet",
+        "p=a%20b/x.parquet",
+        "./a.parquet",
+        "p=1/../a.parquet",
+        "p=1//a.parquet",
+        "p=1/",
+        "",
+        None,
+        ".hidden/a.parquet",
+        "a..parquet",
+        "..",
+        f"{root.as_posix()}/in/a.parquet",
+        f"file://{root.as_posix()}/in/b.parquet",
+        "/elsewhere/c.parquet",
+        "s3://bucket/d.parquet",
+    ]
+    got = relative_paths(storage, pa.array(raw, pa.string())).to_pylist()
+    assert got == [_relative(storage, x) for x in raw]
+    assert got[0] == "a.parquet" and got[12] == "in/a.parquet" and got[14] is None

@@ -10,6 +10,9 @@ callers that pick rows from them go through `take_rows`.
 `text_buffers`: a string array's offsets and bytes as numpy, for vectorized code that reads
 text in place (stats JSON, log lines) instead of copying the strings out.
 
+`warm_conversions`: pyarrow's first NumPy conversion made at a chosen moment (it imports
+pandas, when installed, on the first one).
+
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["combined", "put_rows", "take_rows", "text_buffers"]
+__all__ = ["combined", "put_rows", "take_rows", "text_buffers", "warm_conversions"]
 
 
 def combined(col: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -75,3 +78,12 @@ def put_rows(values: pa.Array, rows: np.ndarray, replacement: pa.Array) -> pa.Ar
     mask = np.zeros(n, dtype=bool)
     mask[rows] = True
     return pc.if_else(pa.array(mask), replacement.take(pa.array(index, mask=index < 0)), values)
+
+
+def warm_conversions() -> None:
+    """Make pyarrow's first conversion of a NumPy value now. pyarrow sets up its pandas
+    integration on the first one (importing pandas when it is installed: 0.3-0.7 s of a fresh
+    process on the development machine), and every open makes one: an open that waits for an
+    object store makes it while its requests are in flight, on the thread that would make it
+    moments later anyway."""
+    pa.array(np.zeros(1, np.int64))

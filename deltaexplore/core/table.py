@@ -68,6 +68,7 @@ class Table:
         assert self.catalog is not None
         try:
             listing = list_log(self.storage)
+            listing.complete()  # ratified commits are merged into the whole listing
         except DeltaExploreError:
             listing = LogListing()
         ratified = self.catalog.get_ratified_commits(self.uri)

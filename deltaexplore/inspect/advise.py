@@ -20,6 +20,8 @@ after it (`ADVICE_CHECK_SCHEMA`, with the tolerances of `TOLERANCE`).
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +29,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.operations import plan_optimize, zorder_indices
-from deltaexplore.core.operations.optimize import OptimizePlan
+from deltaexplore.core.arrow import combined
+from deltaexplore.core.operations import plan_optimize
+from deltaexplore.core.operations.optimize import FileFacts, OptimizePlan, file_facts, zorder_keys
+from deltaexplore.core.operations.vacuum import list_vacuumable, relative_paths, vacuum_partition_names
+from deltaexplore.core.protocol.config import DEFAULT_DELETED_FILE_RETENTION_MS
 from deltaexplore.core.scan.data_file import row_counts
 from deltaexplore.core.scan.partition_values import partition_keys
 from deltaexplore.core.write.log_cleanup import plan_log_cleanup
 from deltaexplore.errors import DeltaExploreError
-from deltaexplore.inspect.deletion_vectors import deletion_vectors
+from deltaexplore.inspect.deletion_vectors import deleted_ratio, deletion_vectors, past_threshold
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
 from deltaexplore.inspect.layout import clustering_columns, layout, layout_summary, overlap_metrics, point_query_files
@@ -64,10 +69,20 @@ def _live_fraction(snap: Snapshot, adds: pa.Table) -> np.ndarray:
     if adds.num_rows == 0:
         return np.zeros(0)
     card = pc.fill_null(dv_cardinality(adds), 0).to_numpy(zero_copy_only=False).astype(np.float64)
-    if not card.any():
-        return np.ones(adds.num_rows)
-    counts = np.asarray(row_counts(snap, adds), np.float64)
-    return np.where(counts > 0, 1.0 - card / np.maximum(counts, 1.0), 1.0)
+    return _live_of(card, lambda: np.asarray(row_counts(snap, adds), np.float64))
+
+
+def _live_of(deleted: np.ndarray, counts: Callable[[], np.ndarray]) -> np.ndarray:
+    """`_live_fraction` from the rows each file's DV deletes and its physical rows (asked for
+    only when some file has deletes)."""
+    if not deleted.any():
+        return np.ones(len(deleted))
+    rows = np.asarray(counts(), np.float64)
+    return np.where(rows > 0, 1.0 - deleted / np.maximum(rows, 1.0), 1.0)
+
+
+def _facts_live(facts: FileFacts) -> np.ndarray:
+    return _live_of(facts.deleted.astype(np.float64), facts.counts)
 
 
 @dataclass
@@ -79,32 +94,53 @@ class BinPrediction:
     partitions: list[tuple[str, int]]  # (partition key, files rewritten), most first
 
 
+@dataclass
+class _Bins:
+    """A plan's bins as numbers: where each begins among the plan's positions, its files, its
+    live bytes and the files it writes at the target size."""
+
+    starts: np.ndarray
+    lengths: np.ndarray
+    sizes: np.ndarray  # of the plan's files, bin after bin (float)
+    live: np.ndarray  # live bytes per bin
+    writes: np.ndarray  # files written per bin
+
+
+def _bin_numbers(plan: OptimizePlan) -> _Bins:
+    assert plan.facts is not None
+    lengths = np.diff(np.concatenate([[0], plan.bin_ends])).astype(np.int64)
+    starts = np.concatenate([[0], plan.bin_ends[:-1]]).astype(np.int64)
+    sizes = plan.facts.sizes[plan.positions].astype(np.float64)
+    live = np.add.reduceat(sizes * _facts_live(plan.facts)[plan.positions], starts)
+    writes = np.maximum(1, np.ceil(live / plan.target_size)).astype(np.int64)
+    return _Bins(starts, lengths, sizes, live, writes)
+
+
 def predict_bins(plan: OptimizePlan) -> BinPrediction:
     """What an OPTIMIZE plan writes: per bin, its live bytes in files of the target size
-    (every bin's files at once: live fractions, sizes and partition keys in one pass)."""
-    snap = plan.snapshot
-    if not plan.bins:
+    (every bin at once, from the plan's positions: no table per bin)."""
+    if not plan.num_bins or plan.facts is None:
         return BinPrediction(0, 0, 0, 0, [])
-    lengths = np.array([b.num_rows for b in plan.bins], np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    rows = pa.concat_tables(plan.bins).combine_chunks()  # one chunk: the stats are parsed chunk by chunk
-    sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
-    live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
-    added = int(np.maximum(1, np.ceil(live / plan.target_size)).sum())
-    keys = partition_keys(snap, rows).take(pa.array(starts)).to_pylist()
-    per_partition: dict[str, int] = {}
-    for key, n in zip(keys, lengths.tolist()):
-        name = key or "(unpartitioned)"
-        per_partition[name] = per_partition.get(name, 0) + n
-    parts = sorted(per_partition.items(), key=lambda kv: (-kv[1], kv[0]))
-    return BinPrediction(int(lengths.sum()), added, int(sizes.sum()), int(np.round(live).sum()), parts)
+    facts = plan.facts
+    nums = _bin_numbers(plan)
+    first = plan.positions[nums.starts]
+    groups, at = np.unique(facts.group[first], return_index=True)
+    files = np.bincount(np.searchsorted(groups, facts.group[first]), weights=nums.lengths, minlength=len(groups))
+    firsts = facts.files.select(["partitionValues"]).take(pa.array(first[at]))  # not the stats column
+    keys = partition_keys(facts.snapshot, firsts).to_pylist()
+    parts = sorted(((k or "(unpartitioned)", int(v)) for k, v in zip(keys, files)), key=lambda kv: (-kv[1], kv[0]))
+    return BinPrediction(
+        int(nums.lengths.sum()), int(nums.writes.sum()), int(nums.sizes.sum()), int(np.round(nums.live).sum()), parts
+    )
 
 
 # -- the Z-order what-if ---------------------------------------------------------------------
 
 
 def _numeric(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
-    """Bounds on a numeric axis (numbers, dates, timestamps), NaN where missing; None for other types."""
+    """Bounds on a numeric axis (numbers, dates, timestamps), NaN where missing; None for other types.
+    Integers beyond 2**53 (ids, nanosecond times) round to the nearest float: an order kept up to
+    ties, which `_depth_if_exact` knows."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     t = arr.type
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
@@ -113,7 +149,7 @@ def _numeric(values: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
         arr = arr.cast(pa.int8())
     elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
         return None
-    return pc.fill_null(arr.cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+    return pc.fill_null(arr.cast(pa.float64(), safe=False), float("nan")).to_numpy(zero_copy_only=False)
 
 
 @dataclass
@@ -131,8 +167,23 @@ class ZorderWhatIf:
     points: dict[str, np.ndarray]  # the sampled values a point query lands on, per column
 
 
+#: integers up to this magnitude are exact as float64
+EXACT_INT = float(1 << 53)
+
+
 def _bounds(snap: Snapshot, columns: list[str]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pa.Table]:
+    bounds, first, _ = _bounds_and_depths(snap, columns)
+    return bounds, first
+
+
+def _bounds_and_depths(
+    snap: Snapshot, columns: list[str]
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pa.Table, dict[str, np.ndarray | None]]:
+    """Per column the bounds as floats (NaN where missing), the first column's `layout`, and
+    the overlap depth per file `layout` measured on the typed bounds, where the floats keep
+    their order and equality (then it is what `overlap_metrics` of the floats gives)."""
     out = {}
+    depths: dict[str, np.ndarray | None] = {}
     first = None
     for c in columns:
         lay = layout(snap, c)
@@ -141,8 +192,24 @@ def _bounds(snap: Snapshot, columns: list[str]) -> tuple[dict[str, tuple[np.ndar
         if lo is None or hi is None:
             raise InspectError(f"Z-order what-if: column {c!r} is not numeric or temporal ({lay.schema.field('min').type})")
         out[c] = (lo, hi)
+        depths[c] = _depth_if_exact(lay, lo, hi)
     assert first is not None
-    return out, first
+    return out, first, depths
+
+
+def _depth_if_exact(lay: pa.Table, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """`lay`'s overlap depths when the float bounds order as the typed ones: NaN only where a
+    bound is missing, integers (and dates, times) within 2**53, no decimals."""
+    t = lay.schema.field("min").type
+    if pa.types.is_decimal(t):
+        return None
+    if int(np.isnan(lo).sum()) != lay.column("min").null_count or int(np.isnan(hi).sum()) != lay.column("max").null_count:
+        return None
+    if not pa.types.is_floating(t):
+        finite = np.concatenate([lo[~np.isnan(lo)], hi[~np.isnan(hi)]])
+        if len(finite) and float(np.abs(finite).max()) > EXACT_INT:
+            return None
+    return lay.column("overlap_depth").to_numpy(zero_copy_only=False)
 
 
 def _depths(lo: np.ndarray, hi: np.ndarray) -> tuple[float, int]:
@@ -153,12 +220,22 @@ def _depths(lo: np.ndarray, hi: np.ndarray) -> tuple[float, int]:
     return float(d.mean()), int(d.max())
 
 
-def layout_measures(bounds: dict[str, tuple[np.ndarray, np.ndarray]], points: dict[str, np.ndarray]) -> dict[str, float]:
-    """Mean over the columns of (mean depth, max depth, files a point query reads)."""
+def layout_measures(
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]],
+    points: dict[str, np.ndarray],
+    depths: dict[str, np.ndarray | None] | None = None,
+) -> dict[str, float]:
+    """Mean over the columns of (mean depth, max depth, files a point query reads); `depths`:
+    per column the overlap depth per file when measured already (`_bounds_and_depths`)."""
     means, maxes, point = [], [], []
     for c, (lo, hi) in bounds.items():
         ok = ~(np.isnan(lo) | np.isnan(hi))
-        m, x = _depths(lo[ok], hi[ok])
+        known = None if depths is None else depths.get(c)
+        if known is not None:
+            d = known[ok].astype(np.int64)
+            m, x = (float(d.mean()), int(d.max())) if len(d) else (0.0, 0)
+        else:
+            m, x = _depths(lo[ok], hi[ok])
         means.append(m)
         maxes.append(x)
         pts = points[c]
@@ -167,10 +244,17 @@ def layout_measures(bounds: dict[str, tuple[np.ndarray, np.ndarray]], points: di
 
 
 def simulate_zorder(
-    obj: Table | Snapshot, columns: list[str], *, target_size: int | None = None, version: int | None = None, seed: int = 0
+    obj: Table | Snapshot,
+    columns: list[str],
+    *,
+    target_size: int | None = None,
+    version: int | None = None,
+    seed: int = 0,
+    facts: FileFacts | None = None,
 ) -> ZorderWhatIf:
     """The layout a Z-order by `columns` would leave, simulated from the per-file bounds (see the
-    module docstring); nothing is read but the log and nothing is written.
+    module docstring); nothing is read but the log and nothing is written. `facts`: the
+    snapshot's `file_facts`, when the caller has them.
 
     Raises:
         InspectError: no column, or a column that is not numeric or temporal.
@@ -179,11 +263,18 @@ def simulate_zorder(
     snap = snapshot_of(obj, version)
     if not columns:
         raise InspectError("simulate_zorder needs at least one column")
-    plan = plan_optimize(snap, target_size=target_size, zorder_by=list(columns))
-    bounds, lay = _bounds(snap, columns)
+    plan = plan_optimize(snap, target_size=target_size, zorder_by=list(columns), facts=facts)
+    bounds, lay, depths = _bounds_and_depths(snap, columns)
     n = lay.num_rows
     adds = snap.add_actions()
-    live_rows = np.asarray(row_counts(snap, adds), np.float64) * _live_fraction(snap, adds) if n else np.zeros(0)
+    shared = plan.facts is not None and plan.facts.files is adds
+    if not n:
+        live_rows = np.zeros(0)
+    elif shared:
+        assert plan.facts is not None
+        live_rows = plan.facts.counts().astype(np.float64) * _facts_live(plan.facts)
+    else:
+        live_rows = np.asarray(row_counts(snap, adds), np.float64) * _live_fraction(snap, adds)
     has = np.ones(n, bool)
     for lo, hi in bounds.values():
         has &= ~(np.isnan(lo) | np.isnan(hi))
@@ -195,48 +286,31 @@ def simulate_zorder(
         per_file[has & (live_rows <= 0)] = 0
     owner = np.repeat(np.arange(n), per_file)
     points = {c: lo[owner] + rng.random(len(owner)) * (hi[owner] - lo[owner]) for c, (lo, hi) in bounds.items()}
-    before = layout_measures(bounds, points)
+    before = layout_measures(bounds, points, depths)
     # the files each Z-order bin rewrites, and what they become
     in_plan = np.zeros(n, bool)
-    new_lo: dict[str, list[np.ndarray]] = {c: [] for c in columns}
-    new_hi: dict[str, list[np.ndarray]] = {c: [] for c in columns}
+    new_lo: dict[str, np.ndarray] = {c: np.zeros(0) for c in columns}
+    new_hi: dict[str, np.ndarray] = {c: np.zeros(0) for c in columns}
     pred = predict_bins(plan)
     files_added = 0
-    if plan.bins:
-        # every bin at once: its files' positions among the adds, the files it writes, its samples
-        lengths = np.array([b.num_rows for b in plan.bins], np.int64)
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        rows = pa.concat_tables(plan.bins).combine_chunks()  # one chunk: the stats are parsed chunk by chunk
-        idx = pc.index_in(rows.column("path"), value_set=adds.column("path").combine_chunks()).to_numpy(zero_copy_only=False)
-        idx = idx.astype(np.int64)
+    if plan.num_bins:
+        assert plan.facts is not None
+        nums = _bin_numbers(plan)
+        if shared:
+            idx = plan.positions
+        else:
+            paths = plan.facts.files.column("path").combine_chunks().take(pa.array(plan.positions))
+            idx = pc.index_in(paths, value_set=adds.column("path").combine_chunks()).to_numpy(zero_copy_only=False)
+            idx = idx.astype(np.int64)
         in_plan[idx] = True
-        sizes = rows.column("size").to_numpy(zero_copy_only=False).astype(np.float64)
-        live = np.add.reduceat(sizes * _live_fraction(snap, rows), starts)
-        writes = np.maximum(1, np.ceil(live / plan.target_size)).astype(np.int64)
-        files_added = int(writes.sum())
+        files_added = int(nums.writes.sum())
         bin_of_file = np.full(n, -1, np.int64)
-        bin_of_file[idx] = np.repeat(np.arange(len(lengths)), lengths)
-        sample_bin = bin_of_file[owner]
-        by_bin = np.argsort(sample_bin, kind="stable")
-        cuts = np.searchsorted(sample_bin[by_bin], np.arange(len(lengths) + 1))
-        for i, k in enumerate(writes.tolist()):
-            sample = by_bin[cuts[i] : cuts[i + 1]]
-            if not len(sample):
-                continue
-            table = pa.table({c: points[c][sample] for c in columns})
-            order = zorder_indices(table, list(columns))
-            # the k files it writes: consecutive runs of the Z-ordered samples (np.array_split's cuts)
-            m = min(k, len(order))
-            size, extra = divmod(len(order), m)
-            cuts_k = np.concatenate([[0], np.cumsum(np.full(m, size) + (np.arange(m) < extra))[:-1]])
-            for c in columns:
-                values = points[c][sample][order]
-                new_lo[c].append(np.minimum.reduceat(values, cuts_k))
-                new_hi[c].append(np.maximum.reduceat(values, cuts_k))
+        bin_of_file[idx] = np.repeat(np.arange(len(nums.lengths)), nums.lengths)
+        new_lo, new_hi = _zorder_bins(points, list(columns), bin_of_file[owner], nums.writes)
     after_bounds = {}
     for c, (lo, hi) in bounds.items():
         keep = ~in_plan
-        after_bounds[c] = (np.concatenate([lo[keep], *new_lo[c]]), np.concatenate([hi[keep], *new_hi[c]]))
+        after_bounds[c] = (np.concatenate([lo[keep], new_lo[c]]), np.concatenate([hi[keep], new_hi[c]]))
     after = layout_measures(after_bounds, points)
     total_bytes = int(pc.sum(adds.column("size")).as_py() or 0) if n else 0
     return ZorderWhatIf(
@@ -252,6 +326,36 @@ def simulate_zorder(
         point_files_after=after["point_files"],
         points=points,
     )
+
+
+def _zorder_bins(
+    points: dict[str, np.ndarray], columns: list[str], sample_bin: np.ndarray, writes: np.ndarray
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The ranges of the files every Z-order bin writes, all bins at once: each bin's samples
+    (`sample_bin`, -1 outside every bin) in the order `zorder_indices` gives them within the
+    bin (ranks per bin, one sort by (bin, z-value)), cut into its `writes` files as
+    `np.array_split` cuts (consecutive runs, the first ones a sample longer)."""
+    sel = np.flatnonzero(sample_bin >= 0)
+    lo: dict[str, np.ndarray] = {c: np.zeros(0) for c in columns}
+    hi: dict[str, np.ndarray] = {c: np.zeros(0) for c in columns}
+    if not len(sel):
+        return lo, hi
+    bins = sample_bin[sel]
+    z = zorder_keys({c: points[c][sel] for c in columns}, columns, groups=bins)
+    order = sel[np.lexsort((z, bins))]
+    per_bin = np.bincount(bins, minlength=len(writes))
+    begin = np.concatenate([[0], np.cumsum(per_bin)[:-1]])
+    used = per_bin > 0
+    count, files, begin = per_bin[used], np.minimum(writes[used], per_bin[used]), begin[used]
+    size, extra = np.divmod(count, files)
+    owner = np.repeat(np.arange(len(files)), files)
+    j = np.arange(int(files.sum())) - np.repeat(np.cumsum(files) - files, files)
+    cuts = begin[owner] + j * size[owner] + np.minimum(j, extra[owner])
+    for c in columns:
+        values = points[c][order]
+        lo[c] = np.minimum.reduceat(values, cuts)
+        hi[c] = np.maximum.reduceat(values, cuts)
+    return lo, hi
 
 
 # -- the advice --------------------------------------------------------------------------------
@@ -273,8 +377,15 @@ def _candidate_columns(snap: Snapshot, columns: list[str] | None) -> list[str]:
     clustered = [c[0] for c in clustering_columns(snap) if len(c) == 1]
     if clustered:
         return clustered
-    summary = layout_summary(snap)
     parts = {p.lower() for p in snap.partition_columns}
+    numeric = [
+        f.name
+        for f in snap.schema.fields
+        if f.name.lower() not in parts and _numeric(pa.nulls(0, _arrow_type(snap, f.name))) is not None
+    ]
+    if not numeric:
+        return []
+    summary = layout_summary(snap, numeric)  # only the columns that could be chosen
     best, depth = None, 4.0
     for r in summary.to_pylist():
         if r["is_partition"] or r["column"].lower() in parts or r["avg_depth"] is None or r["coverage"] != 1.0:
@@ -319,9 +430,10 @@ def advise(
     total_bytes = int(pc.sum(adds.column("size")).as_py() or 0) if n else 0
     rows: list[dict[str, Any]] = []
     if n:
-        rows += _compaction(snap, n, total_bytes, target_size)
-        rows += _dv_purge(snap, n, total_bytes, target_size)
-        rows += _zorder(snap, columns, zorder_by, n, total_bytes, target_size)
+        facts = file_facts(snap, adds)  # one pass over the files, shared by every plan
+        rows += _compaction(snap, n, total_bytes, target_size, facts)
+        rows += _dv_purge(snap, n, total_bytes, target_size, facts)
+        rows += _zorder(snap, columns, zorder_by, n, total_bytes, target_size, facts)
         rows += _stats_columns(snap, columns or zorder_by, n, total_bytes)
     rows += _checkpoint(snap)
     rows += _log_cleanup(snap)
@@ -332,10 +444,10 @@ def advise(
     return conform({f.name: [r[f.name] for r in rows] for f in ADVICE_SCHEMA}, ADVICE_SCHEMA)
 
 
-def _compaction(snap: Snapshot, n: int, total: int, target_size: int | None) -> list[dict[str, Any]]:
-    plan = plan_optimize(snap, target_size=target_size)
+def _compaction(snap: Snapshot, n: int, total: int, target_size: int | None, facts: FileFacts) -> list[dict[str, Any]]:
+    plan = plan_optimize(snap, target_size=target_size, facts=facts)
     pred = predict_bins(plan)
-    if not plan.bins or pred.files_removed <= pred.files_added:
+    if not plan.num_bins or pred.files_removed <= pred.files_added:
         return []
     named = ", ".join(f"{k} ({v} files)" for k, v in pred.partitions[:5]) + (
         f" and {len(pred.partitions) - 5} more" if len(pred.partitions) > 5 else ""
@@ -359,19 +471,30 @@ def _compaction(snap: Snapshot, n: int, total: int, target_size: int | None) -> 
     ]
 
 
-def _dv_purge(snap: Snapshot, n: int, total: int, target_size: int | None) -> list[dict[str, Any]]:
-    dvs = deletion_vectors(snap)
-    if dvs.num_rows == 0 or not pc.any(dvs.column("past_threshold")).as_py():
+def _dv_purge(snap: Snapshot, n: int, total: int, target_size: int | None, facts: FileFacts) -> list[dict[str, Any]]:
+    adds = snap.add_actions()
+    if facts.files is adds:  # `deletion_vectors`' numbers from the shared pass
+        if not facts.has_dv.any():
+            return []
+        dv = combined(adds.column("deletionVector")).filter(pa.array(facts.has_dv))
+        card = dv.field("cardinality").cast(pa.int64())
+        past_files = past_threshold(deleted_ratio(card, facts.records().filter(pa.array(facts.has_dv))))
+        dv_count = int(facts.has_dv.sum())
+    else:
+        dvs = deletion_vectors(snap)
+        card, past_files, dv_count = dvs.column("cardinality"), dvs.column("past_threshold"), dvs.num_rows
+    if dv_count == 0 or not pc.any(past_files).as_py():
         return []
-    plan = plan_optimize(snap, target_size=target_size, dv_files_only=True)
+    plan = plan_optimize(snap, target_size=target_size, dv_files_only=True, facts=facts)
     pred = predict_bins(plan)
-    deleted = int(pc.sum(dvs.column("cardinality")).as_py() or 0)
-    past = int(pc.sum(dvs.column("past_threshold").cast(pa.int64())).as_py() or 0)
-    rows_total = float(np.asarray(row_counts(snap, snap.add_actions()), np.float64).sum()) or 1.0
+    deleted = int(pc.sum(card).as_py() or 0)
+    past = int(pc.sum(past_files.cast(pa.int64())).as_py() or 0)
+    counts = facts.counts() if facts.files is adds else row_counts(snap, adds)
+    rows_total = float(np.asarray(counts, np.float64).sum()) or 1.0
     return [
         _advice(
             "dv_purge",
-            target=f"{dvs.num_rows} files with deletion vectors",
+            target=f"{dv_count} files with deletion vectors",
             reason=f"{deleted:,} deleted rows are still read and skipped; {past} files hide 5% or more of their rows",
             action="purge_deletion_vectors()",
             operation="purge",
@@ -387,7 +510,13 @@ def _dv_purge(snap: Snapshot, n: int, total: int, target_size: int | None) -> li
 
 
 def _zorder(
-    snap: Snapshot, columns: list[str] | None, zorder_by: list[str] | None, n: int, total: int, target_size: int | None
+    snap: Snapshot,
+    columns: list[str] | None,
+    zorder_by: list[str] | None,
+    n: int,
+    total: int,
+    target_size: int | None,
+    facts: FileFacts,
 ) -> list[dict[str, Any]]:
     asked = bool(zorder_by)
     cols = list(zorder_by) if zorder_by else _candidate_columns(snap, columns)
@@ -396,7 +525,7 @@ def _zorder(
     if not cols:
         return []
     try:
-        w = simulate_zorder(snap, cols, target_size=target_size)
+        w = simulate_zorder(snap, cols, target_size=target_size, facts=facts)
     except InspectError:
         if asked:
             raise
@@ -512,7 +641,40 @@ def _log_cleanup(snap: Snapshot) -> list[dict[str, Any]]:
     ]
 
 
+#: the pre-check of `_vacuum` counts files this much younger than the cut-off as old too
+#: (the preview takes the time again a moment later)
+CUTOFF_MARGIN_MS = 60_000
+
+
+def _may_vacuum(snap: Snapshot) -> bool:
+    """Whether `vacuum_preview` could find anything: a listed file older than the cut-off
+    that the latest version's adds do not reference (a superset of what VACUUM deletes, in
+    one listing and one vectorised lookup; the preview's checks of the log's records need
+    not run when nothing could be deleted)."""
+    table = table_of(snap)
+    latest = snapshot_of(table)
+    try:
+        retention = latest.config.deleted_file_retention_ms if latest.has_metadata else DEFAULT_DELETED_FILE_RETENTION_MS
+    except DeltaExploreError:
+        retention = DEFAULT_DELETED_FILE_RETENTION_MS
+    cutoff = int(time.time() * 1000) - retention + CUTOFF_MARGIN_MS
+    try:
+        listed = list_vacuumable(table.storage, vacuum_partition_names(latest))
+    except DeltaExploreError:
+        return True
+    old = listed.filter(pc.fill_null(pc.less(listed.column("modification_time"), pa.scalar(cutoff, pa.int64())), False))
+    if old.num_rows == 0:
+        return False
+    paths = latest.add_actions().column("path")
+    referenced = relative_paths(table.storage, paths)
+    if not pc.all(pc.equal(referenced, paths.combine_chunks().cast(pa.string()))).as_py():
+        return True  # paths written otherwise than plainly: the preview decides
+    return bool(pc.any(pc.invert(pc.is_in(old.column("path"), value_set=referenced))).as_py())
+
+
 def _vacuum(snap: Snapshot, total: int) -> list[dict[str, Any]]:
+    if not _may_vacuum(snap):
+        return []
     try:
         preview = vacuum_preview(snap)
     except DeltaExploreError:

@@ -111,6 +111,16 @@ def deletion_vectors(
     return dv_table(snap, adds, num_records(snap.add_actions(), rows), purge_threshold)
 
 
+def deleted_ratio(card: pa.Array, records: pa.Array) -> pa.Array:
+    """Rows a DV deletes / the file's rows (null without a positive numRecords)."""
+    return pc.divide(card.cast(pa.float64()), pc.if_else(pc.greater(records, 0), records, None).cast(pa.float64()))
+
+
+def past_threshold(ratio: pa.Array, purge_threshold: float = DEFAULT_PURGE_THRESHOLD) -> pa.Array:
+    """Files worth rewriting: `deleted_ratio >= purge_threshold` (false where unknown)."""
+    return pc.fill_null(pc.greater_equal(ratio, float(purge_threshold)), False)
+
+
 def dv_table(snap: Snapshot, adds: pa.Table, records: pa.Array, purge_threshold: float = DEFAULT_PURGE_THRESHOLD) -> pa.Table:
     """`DV_SCHEMA` of the adds with a deletion vector (path, partitionValues, size,
     deletionVector) and their numRecords, however they were gathered (the replayed state, a
@@ -125,7 +135,7 @@ def dv_table(snap: Snapshot, adds: pa.Table, records: pa.Array, purge_threshold:
         pl.len().over("p").alias("n"), pl.col("p").is_null().alias("inline")
     )
     shared_by = shared.select(pl.when(pl.col("inline")).then(1).otherwise(pl.col("n")).cast(pl.Int64)).to_series().to_arrow()
-    ratio = pc.divide(card.cast(pa.float64()), pc.if_else(pc.greater(records, 0), records, None).cast(pa.float64()))
+    ratio = deleted_ratio(card, records)
     storage = storage_names(st)
     cols = {
         "path": combined(adds.column("path")).cast(pa.string()),
@@ -140,7 +150,7 @@ def dv_table(snap: Snapshot, adds: pa.Table, records: pa.Array, purge_threshold:
         "dv_bytes": dv.field("sizeInBytes"),
         "dv_id": dv_ids(adds),
         "shared_by": shared_by,
-        "past_threshold": pc.fill_null(pc.greater_equal(ratio, float(purge_threshold)), False),
+        "past_threshold": past_threshold(ratio, purge_threshold),
         "size": adds.column("size"),
     }
     out = conform(cols, DV_SCHEMA)

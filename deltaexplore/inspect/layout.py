@@ -141,7 +141,11 @@ def overlap_metrics(lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
 def point_query_files(lo: np.ndarray, hi: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Per point x: the files whose [lo, hi] contains x, the depth D(x) — what a point query
     for x reads after data skipping (two binary searches over the sorted bounds)."""
-    return np.searchsorted(np.sort(lo), points, "right") - np.searchsorted(np.sort(hi), points, "left")
+    order = np.argsort(points, kind="stable")  # sorted queries walk the bounds once
+    at = np.sort(points)
+    out = np.empty(len(points), np.int64)
+    out[order] = np.searchsorted(np.sort(lo), at, "right") - np.searchsorted(np.sort(hi), at, "left")
+    return out
 
 
 def _overlap(lo: np.ndarray, hi: np.ndarray) -> tuple[dict[str, np.ndarray], _Sorted]:

@@ -105,11 +105,16 @@ class Storage(ABC):
             StorageError: any other failure.
         """
 
-    def list_dir_split(self, rel_dir: str, boundaries: list[str], *, start_after: str | None = None) -> list[FileInfo]:
-        """`list_dir`, where a store that lists names in order from a given name on may list
-        the ranges between `boundaries` (names) at once, one round trip per page of each range
-        instead of one after the other for them all."""
-        return self.list_dir(rel_dir, start_after=start_after)
+    def list_dir_split(
+        self, rel_dir: str, boundaries: list[str], *, start_after: str | None = None, stop_before: str | None = None
+    ) -> list[FileInfo]:
+        """`list_dir` (only the names before `stop_before` when given), where a store that
+        lists names in order from a given name on may list the ranges between `boundaries`
+        (names) at once, one round trip per page of each range instead of one after the other
+        for them all. A directory with no names in the range is no error when `stop_before`
+        is given (raises `FileNotFoundError` only when it does not exist at all)."""
+        found = self.list_dir(rel_dir, start_after=start_after)
+        return found if stop_before is None else [f for f in found if f.name < stop_before]
 
     @abstractmethod
     def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
@@ -197,9 +202,10 @@ class Storage(ABC):
         fs, _ = self.arrow_filesystem()
         return fs.open_input_file(self.location(path))
 
-    def prefetch(self, paths: list[str]) -> None:
+    def prefetch(self, paths: list[str], sizes: dict[str, int] | None = None) -> None:
         """A hint: `paths` will be opened soon (`open_input`). An object store may start
-        fetching them now; a local disk ignores it."""
+        fetching them now; a local disk ignores it. `sizes`: what the log says the files
+        not listed are (a sidecar action's `sizeInBytes`)."""
         return None
 
     @abstractmethod

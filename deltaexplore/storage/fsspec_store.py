@@ -233,19 +233,24 @@ class FsspecStorage(Storage):
         out.sort(key=lambda f: f.path)
         return out
 
-    def list_dir_split(self, rel_dir: str, boundaries: list[str], *, start_after: str | None = None) -> list[FileInfo]:
+    def list_dir_split(
+        self, rel_dir: str, boundaries: list[str], *, start_after: str | None = None, stop_before: str | None = None
+    ) -> list[FileInfo]:
         """`list_dir`; on S3 (`storage.s3_requests`) the ranges of names between `boundaries`
-        are listed at once, each from its first name on (ListObjectsV2 `start-after`)."""
+        are listed at once, each from its first name on (ListObjectsV2 `start-after`), the
+        last one up to `stop_before`."""
         if self._s3 is None:
-            return self.list_dir(rel_dir, start_after=start_after)
+            return super().list_dir_split(rel_dir, boundaries, start_after=start_after, stop_before=stop_before)
         s3 = self._s3
         directory = self._full(rel_dir).rstrip("/")
         bucket, _, key_dir = directory.partition("/")
         prefix = rel_dir.rstrip("/") + "/" if rel_dir else ""
         key_prefix = key_dir + "/" if key_dir else ""
-        cuts = sorted({b for b in boundaries if start_after is None or b > start_after})
+        cuts = sorted(
+            {b for b in boundaries if (start_after is None or b > start_after) and (stop_before is None or b < stop_before)}
+        )
         lows: list[str | None] = [start_after, *cuts]
-        highs: list[str | None] = [*cuts, None]
+        highs: list[str | None] = [*cuts, stop_before]
 
         def one_range(bounds: tuple[str | None, str | None]) -> list[Any]:
             low, high = bounds
@@ -266,9 +271,11 @@ class FsspecStorage(Storage):
         for found in ranges:
             for obj in found:
                 info = FileInfo(prefix + obj.key[len(key_prefix) :], obj.size, obj.modification_time)
+                if stop_before is not None and info.name >= stop_before:
+                    continue
                 out.append(info)
                 self._sizes[info.path] = info.size
-        if not out and start_after is None and not boundaries:
+        if not out and start_after is None and not boundaries and stop_before is None:
             # S3 has no directories: nothing under the prefix (not even below it) is no directory
             try:
                 below, _ = with_retries(lambda: s3.list_page(bucket, key_prefix, delimiter=""))
@@ -408,9 +415,12 @@ class FsspecStorage(Storage):
             self._whole.move_to_end(path)
         return fetch
 
-    def prefetch(self, paths: list[str]) -> None:
-        """Start fetching the small files among `paths` (parquet checkpoint parts) in the
-        background, so that `open_input` finds them fetched: they overlap the commit reads."""
+    def prefetch(self, paths: list[str], sizes: dict[str, int] | None = None) -> None:
+        """Start fetching the small files among `paths` (parquet checkpoint parts, sidecars)
+        in the background, so that `open_input` finds them fetched: they overlap the commit
+        reads and one another. A size in `sizes` counts until a listing or stat gives one."""
+        for path, size in (sizes or {}).items():
+            self._sizes.setdefault(path, size)
         for path in paths:
             if self._small(path):
                 self._whole_read(path, background=True)

@@ -620,8 +620,9 @@ class Explorer(anywidget.AnyWidget):
         cards: list[dict[str, Any]] = []
 
         def do() -> None:
-            cards.extend(self.view.advice())
-            self.maintenance = {**self.maintenance, "advice": cards}
+            version, advice = self.view.advice()
+            cards.extend(advice)
+            self.maintenance = {**self.maintenance, "advice": cards, "advice_version": version}
 
         self._guard("advise", do)
         return cards

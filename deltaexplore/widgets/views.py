@@ -870,9 +870,10 @@ class TableView:
                     row[k] = None
         return {"version": version, "rows": out}
 
-    def advice(self) -> list[dict[str, Any]]:
+    def advice(self) -> tuple[int, list[dict[str, Any]]]:
         """`inspect.advise` of the latest version as JSON-safe cards (NaN as null, parameters
-        parsed): what the Maintenance tab lists, each runnable through its `operation`."""
+        parsed): what the Maintenance tab lists, each runnable through its `operation`; and
+        that version."""
         latest = self.snapshot(self.table.latest_version())
         cards = []
         for row in inspect.advise(latest).to_pylist():
@@ -881,4 +882,4 @@ class TableView:
                     row[k] = None
             row["parameters"] = json.loads(row["parameters"]) if row["parameters"] else {}
             cards.append(row)
-        return cards
+        return latest.version, cards

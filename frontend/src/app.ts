@@ -48,7 +48,7 @@ const TRAITS: Record<string, string[]> = {
   dv: ['dv_data'],
   diff: ['diff_data', 'diff_from', 'diff_to', 'history_data', 'min_version', 'max_version', 'diff_rows_data'],
   health: ['health_data'],
-  maintenance: ['maintenance'],
+  maintenance: ['maintenance', 'max_version'],
 };
 
 export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {

@@ -247,5 +247,17 @@ def test_an_advice_run_shows_predicted_vs_measured(page, lab, shots):
 
     expected = dx.open_table(str(Path(lab.root) / "small_files")).inspect.advise(check=True)
     assert expected.column("within").to_pylist() == [True, True]
+    # the other cards are advice of version 5: the list says so, and asks again on a click
+    stale = advice.get_by_role("status")
+    assert stale.inner_text().startswith("This advice is for version 5; the table is now at version 6."), stale.inner_text()
     explorer.screenshot(path=str(shots / "light-maintenance-advice-check.png"))
+    stale.get_by_role("button", name="Advise again").click()
+    stale.wait_for(state="detached", timeout=60_000)
+    settled(page, explorer)
+    fresh = dx.open_table(str(Path(lab.root) / "small_files")).inspect.advise()
+    if fresh.num_rows == 0:
+        assert advice.inner_text().startswith("Nothing to do"), advice.inner_text()
+    else:
+        now = [c.get_attribute("aria-label") for c in advice.get_by_role("listitem").all()]
+        assert now == [f"{k}: {t}" for k, t in zip(fresh.column("kind").to_pylist(), fresh.column("target").to_pylist())], now
     assert watch.errors == [] and watch.outside == []

@@ -866,6 +866,7 @@ def test_an_advice_run_shows_its_prediction_next_to_the_measure(tmp_path):
     w._on_custom_msg(w, {"type": "advise"}, [])
     card = w.maintenance["advice"][0]
     assert card["kind"] == "compaction" and "check" not in card
+    assert w.maintenance["advice_version"] == 5  # the version the advice is of
     # what the card's Preview button sends, then the panel's Run
     w._on_custom_msg(w, {"type": "preview", "op": card["operation"], "params": card["parameters"], "advice": card["rank"]}, [])
     assert w.maintenance["advice_rank"] == card["rank"]
@@ -882,6 +883,7 @@ def test_an_advice_run_shows_its_prediction_next_to_the_measure(tmp_path):
     assert by_metric["files"]["predicted"] == card["files_after"] and by_metric["files"]["measured"] == 1
     assert all(r["within"] for r in check["rows"]) and (by_metric["files"]["version_before"], by_metric["files"]["version_after"]) == (5, 6)
     assert w.maintenance["advice_rank"] is None
+    assert w.maintenance["advice_version"] == 5  # kept: the front end says it is of an older version
     assert w.view.advice_check(5) == {
         "version": 5,
         "rows": [],

@@ -577,14 +577,16 @@ class CheckpointReader:
 
     def _parquet_sources(self) -> tuple[list[str], set[str]]:
         """The parquet files holding file actions (parts, then sidecars) and which are sidecars,
-        each checked to be there (and a sidecar to be the size its checkpoint says).
+        each sidecar checked to be there and the size its checkpoint says (the parts were
+        listed; one gone since is an `InvalidCheckpointError` when it is opened).
 
         Raises:
-            InvalidCheckpointError: a part or sidecar is missing or not the file it refers to.
+            InvalidCheckpointError: a sidecar is missing or not the file it refers to.
         """
-        sources = [] if self.is_json else [p.path for p in self.checkpoint.parts]
+        parts = [] if self.is_json else [p.path for p in self.checkpoint.parts]
         sidecars = self.sidecar_files()
-        sources += [s.path for s in sidecars]
+        sources = [s.path for s in sidecars]
+        self.storage.prefetch(sources, {s.path: s.size for s in sidecars if s.size > 0})  # fetched while stat'ed
         infos = dict(zip(sources, self.storage.head_many(sources), strict=True))  # stat'ed side by side
         for path in sources:
             if infos[path] is None:
@@ -597,7 +599,7 @@ class CheckpointReader:
                     "not the file it refers to",
                     path=sc.path,
                 )
-        return sources, {s.path for s in sidecars}
+        return parts + sources, {s.path for s in sidecars}
 
     def iter_file_actions(
         self,

@@ -7,13 +7,17 @@ version v is the newest complete checkpoint at or before v plus the commits afte
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
+from deltaexplore.core.arrow import warm_conversions
 from deltaexplore.core.log.checkpoint_reader import Checkpoint, group_checkpoints
 from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_log_file
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltaexplore.errors import DeltaExploreError, InvalidLogError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import FileInfo, Storage
+from deltaexplore.storage.concurrency import in_background
 
 __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 
@@ -21,33 +25,116 @@ __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 MAX_VERSION = (1 << 63) - 1
 
 
-@dataclass
 class LogListing:
-    """Everything recognised in one listing of `_delta_log/`."""
+    """Everything recognised in one listing of `_delta_log/`.
 
-    commits: dict[int, LogFile] = field(default_factory=dict)
-    checkpoints: dict[int, list[Checkpoint]] = field(default_factory=dict)
-    compactions: list[LogFile] = field(default_factory=list)
-    crcs: dict[int, LogFile] = field(default_factory=dict)
-    last_checkpoint: LastCheckpoint = field(default_factory=lambda: LastCheckpoint(version=None, problem="missing"))
-    other_files: list[str] = field(default_factory=list)
-    #: temporary files (`.<name>.tmp`) writers left in `_delta_log/` (also in `other_files`)
-    temp_files: list[FileInfo] = field(default_factory=list)
-    #: ratified-but-unpublished commits supplied by a catalog (version -> file)
-    ratified: dict[int, LogFile] = field(default_factory=dict)
-    #: a catalog capped the table at this version
-    catalog_latest: int | None = None
+    On an object store the listing may start at the checkpoint `_last_checkpoint` names
+    (`tail_from`: the files of that version and newer, what the latest version's snapshot
+    needs); the older names are listed on first use of anything that needs them (`commits`,
+    `checkpoints`, `compactions`, `crcs`, `other_files`, `temp_files`, `versions()`, ...),
+    once. `latest_version`, `commit(v)` of a listed version and `build_segment` of a version
+    the listed checkpoint covers need no more.
+    """
+
+    def __init__(self) -> None:
+        self._commits: dict[int, LogFile] = {}
+        self._checkpoints: dict[int, list[Checkpoint]] = {}
+        self._compactions: list[LogFile] = []
+        self._crcs: dict[int, LogFile] = {}
+        self._other_files: list[str] = []
+        self._temp_files: list[FileInfo] = []
+        self.last_checkpoint: LastCheckpoint = LastCheckpoint(version=None, problem="missing")
+        #: ratified-but-unpublished commits supplied by a catalog (version -> file)
+        self.ratified: dict[int, LogFile] = {}
+        #: a catalog capped the table at this version
+        self.catalog_latest: int | None = None
+        #: the versions before this one are not listed yet (`_rest` lists them); 0: all listed
+        self.tail_from = 0
+        self._rest: Callable[[], LogListing] | None = None
+        self._rest_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LogListing(latest={self.latest_version}, tail_from={self.tail_from})"
+
+    # -- the files, everything listed first ------------------------------------------------------
+    @property
+    def commits(self) -> dict[int, LogFile]:
+        self.complete()
+        return self._commits
 
     @property
+    def checkpoints(self) -> dict[int, list[Checkpoint]]:
+        """Complete checkpoints by version (several of one version: classic, multi-part, V2)."""
+        self.complete()
+        return self._checkpoints
+
+    @property
+    def compactions(self) -> list[LogFile]:
+        self.complete()
+        return self._compactions
+
+    @property
+    def crcs(self) -> dict[int, LogFile]:
+        self.complete()
+        return self._crcs
+
+    @property
+    def other_files(self) -> list[str]:
+        self.complete()
+        return self._other_files
+
+    @property
+    def temp_files(self) -> list[FileInfo]:
+        """Temporary files (`.<name>.tmp`) writers left in `_delta_log/` (also in `other_files`)."""
+        self.complete()
+        return self._temp_files
+
+    def complete(self) -> None:
+        """List the names before `tail_from` (once; a failed listing is tried again next time).
+
+        Raises:
+            StorageError: the listing failed.
+            InvalidLogError: a name with a version beyond the protocol's longs.
+        """
+        if self._rest is None:
+            return
+        with self._rest_lock:
+            if self._rest is None:
+                return
+            rest = self._rest()
+            # every name listed here sorts before every name of the tail: merged in order
+            self._commits = {**rest._commits, **self._commits}
+            self._checkpoints = {**rest._checkpoints, **self._checkpoints}
+            self._compactions = [*rest._compactions, *self._compactions]
+            self._crcs = {**rest._crcs, **self._crcs}
+            self._other_files = [*rest._other_files, *self._other_files]
+            self._temp_files = [*rest._temp_files, *self._temp_files]
+            self._drop_stray_compactions()
+            self._rest = None
+            self.tail_from = 0
+
+    def _drop_stray_compactions(self) -> None:
+        """A compaction reaching past every commit and checkpoint backs versions nothing else
+        knows: it is an other file."""
+        newest = max([*self._commits, *self._checkpoints], default=-1)
+        stray = [c for c in self._compactions if c.end_version > newest]
+        if stray:
+            self._compactions = [c for c in self._compactions if c.end_version <= newest]
+            self._other_files.extend(c.path for c in stray)
+
+    # -- questions a tail answers ---------------------------------------------------------------
+    @property
     def latest_version(self) -> int | None:
-        candidates = list(self.commits) + list(self.checkpoints) + list(self.ratified)
+        candidates = list(self._commits) + list(self._checkpoints) + list(self.ratified)
         if self.catalog_latest is not None:
             candidates = [v for v in candidates if v <= self.catalog_latest]
         return max(candidates) if candidates else None
 
     def commit(self, version: int) -> LogFile | None:
         """The commit file of `version`: the catalog's ratified one first, else the published one."""
-        return self.ratified.get(version) or self.commits.get(version)
+        if version < self.tail_from:
+            self.complete()
+        return self.ratified.get(version) or self._commits.get(version)
 
     def versions(self) -> list[int]:
         """Versions that have a commit file (published or ratified), oldest first, up to the
@@ -60,7 +147,9 @@ class LogListing:
     def commit_versions(self, lo: int, hi: int) -> list[int]:
         """The versions in lo..hi that have a commit file (published or ratified), sorted: never
         a walk over the version numbers in between."""
-        return sorted(v for v in {*self.commits, *self.ratified} if lo <= v <= hi)
+        if lo < self.tail_from:
+            self.complete()
+        return sorted(v for v in {*self._commits, *self.ratified} if lo <= v <= hi)
 
     @property
     def earliest_commit(self) -> int | None:
@@ -71,67 +160,108 @@ class LogListing:
 def list_log(storage: Storage) -> LogListing:
     """List and classify `_delta_log/`.
 
+    On an object store (`Storage.max_concurrency` > 1) `_last_checkpoint` is read first; when
+    it names a checkpoint, only the names from that version on are listed (one request for the
+    newest commits instead of a page per 1,000 names of the whole log), the rest when something
+    asks for it (`LogListing.complete`). A hint naming a checkpoint the listing does not show
+    complete means the whole log is listed now.
+
     Raises:
         TableNotFoundError: no `_delta_log` directory, or nothing in it.
     """
 
-    def read_last_checkpoint() -> bytes | None:
-        return _read_if_present(storage, f"{LOG_DIR}/_last_checkpoint")
-
-    last_checkpoint = read_last_checkpoint
     try:
         if storage.max_concurrency > 1:
-            # on an object store `_last_checkpoint` comes first: its version splits the listing
-            # into ranges of names listed at once (`Storage.list_dir_split`)
-            try:
-                hint = read_last_checkpoint()
-            except DeltaExploreError:  # raised where it is used (when the listing shows the file)
-                hint = None
-            else:
-                last_checkpoint = lambda: hint  # noqa: E731
-            infos = storage.list_dir_split(LOG_DIR, _listing_boundaries(parse_last_checkpoint(hint)))
+            listed = in_background(lambda: _list_from_hint(storage))
+            warm_conversions()  # pyarrow's first conversion (pandas' import) while the requests are in flight
+            listing = listed()
         else:
-            infos = storage.list_dir(LOG_DIR)
+            listing = _classify(storage.root, storage.list_dir(LOG_DIR), lambda: _read_last_checkpoint(storage))
     except FileNotFoundError as exc:
         raise TableNotFoundError(f"not a Delta table: {storage.root} has no {LOG_DIR} directory", path=storage.root) from exc
+    listing._drop_stray_compactions()
+    lc = listing.last_checkpoint
+    if lc.usable and lc.version not in listing._checkpoints:
+        listing.last_checkpoint = replace(lc, problem=f"points at checkpoint {lc.version}, which is missing or incomplete")
+    if not listing._commits and not listing._checkpoints:
+        raise TableNotFoundError(
+            f"not a Delta table: {storage.root}/{LOG_DIR} holds no commits or checkpoints", path=storage.root
+        )
+    return listing
+
+
+def _read_last_checkpoint(storage: Storage) -> bytes | None:
+    return _read_if_present(storage, f"{LOG_DIR}/_last_checkpoint")
+
+
+def _list_from_hint(storage: Storage) -> LogListing:
+    """The listing of an object store: `_last_checkpoint` first, then the names from its
+    checkpoint on (`_tail_listing`), or the whole log in ranges split at versions up to it."""
+    last_checkpoint: Callable[[], bytes | None] = lambda: _read_last_checkpoint(storage)  # noqa: E731
+    try:
+        raw = last_checkpoint()
+    except DeltaExploreError:  # raised where it is used (when the listing shows the file)
+        raw = None
+    else:
+        last_checkpoint = lambda: raw  # noqa: E731
+    hint = parse_last_checkpoint(raw)
+    listing = _tail_listing(storage, hint, last_checkpoint)
+    if listing is None:
+        listing = _classify(storage.root, storage.list_dir_split(LOG_DIR, _listing_boundaries(hint)), last_checkpoint)
+    return listing
+
+
+def _tail_listing(storage: Storage, hint: LastCheckpoint, last_checkpoint: Callable[[], bytes | None]) -> LogListing | None:
+    """The listing of the names from the hint's checkpoint version on, the older ones left to
+    `LogListing.complete`; None when the hint names no checkpoint or those names hold no
+    complete checkpoint of its version (`_last_checkpoint` sorts after every versioned name:
+    listed here when it is there)."""
+    if not hint.usable or hint.version is None or hint.version <= 0:
+        return None
+    start = f"{hint.version:020d}"  # every name of the version starts with it, and sorts after it
+    listing = _classify(storage.root, storage.list_dir(LOG_DIR, start_after=start), last_checkpoint)
+    if hint.version not in listing._checkpoints:
+        return None
+    listing.tail_from = hint.version
+    boundaries = [b for b in _listing_boundaries(hint) if b < start]
+    listing._rest = lambda: _classify(storage.root, storage.list_dir_split(LOG_DIR, boundaries, stop_before=start), None)
+    return listing
+
+
+def _classify(root: str, infos: list[FileInfo], last_checkpoint: Callable[[], bytes | None] | None) -> LogListing:
+    """The listing of the recognised files of `infos` (`last_checkpoint` reads the hint when
+    the listing shows it; None: the hint is not read).
+
+    Raises:
+        InvalidLogError: a name with a version beyond the protocol's longs.
+    """
     listing = LogListing()
     files: list[LogFile] = []
     for info in infos:
         parsed = parse_log_file(info)
         if parsed is None:
-            listing.other_files.append(info.path)
+            listing._other_files.append(info.path)
             if info.name.startswith(".") and info.name.endswith(".tmp"):
-                listing.temp_files.append(info)
+                listing._temp_files.append(info)
             continue
         if parsed.end_version > MAX_VERSION:
             raise InvalidLogError(
-                f"{storage.root}/{info.path}: version {parsed.end_version} is beyond the largest Delta version "
+                f"{root}/{info.path}: version {parsed.end_version} is beyond the largest Delta version "
                 f"({MAX_VERSION}): not a file of this table's log",
                 path=info.path,
             )
         if parsed.kind is LogKind.COMMIT:
-            listing.commits[parsed.version] = parsed
+            listing._commits[parsed.version] = parsed
         elif parsed.kind is LogKind.COMPACTION:
-            listing.compactions.append(parsed)
+            listing._compactions.append(parsed)
         elif parsed.kind is LogKind.CRC:
-            listing.crcs[parsed.version] = parsed
+            listing._crcs[parsed.version] = parsed
         elif parsed.kind is LogKind.LAST_CHECKPOINT:
-            listing.last_checkpoint = parse_last_checkpoint(last_checkpoint())
+            if last_checkpoint is not None:
+                listing.last_checkpoint = parse_last_checkpoint(last_checkpoint())
         elif parsed.is_checkpoint:
             files.append(parsed)
-    listing.checkpoints = group_checkpoints(files)
-    newest = max([*listing.commits, *listing.checkpoints], default=-1)
-    stray = [c for c in listing.compactions if c.end_version > newest]
-    if stray:  # a compaction reaching past every commit and checkpoint backs versions nothing else knows
-        listing.compactions = [c for c in listing.compactions if c.end_version <= newest]
-        listing.other_files.extend(c.path for c in stray)
-    lc = listing.last_checkpoint
-    if lc.usable and lc.version not in listing.checkpoints:
-        listing.last_checkpoint = replace(lc, problem=f"points at checkpoint {lc.version}, which is missing or incomplete")
-    if not listing.commits and not listing.checkpoints:
-        raise TableNotFoundError(
-            f"not a Delta table: {storage.root}/{LOG_DIR} holds no commits or checkpoints", path=storage.root
-        )
+    listing._checkpoints = group_checkpoints(files)
     return listing
 
 
@@ -184,6 +314,11 @@ def build_segment(listing: LogListing, version: int, *, root: str, use_compactio
         VersionNotFoundError: the version is newer than the table or older than its retained log.
         InvalidLogError: a commit is missing between the checkpoint and the version.
     """
+    if listing.tail_from and version >= listing.tail_from:
+        tail = _tail_segment(listing, version)
+        if tail is not None:
+            return tail
+    listing.complete()
     latest = listing.latest_version
     if latest is None:
         raise TableNotFoundError(f"not a Delta table: {root} has no commits", path=root)
@@ -222,6 +357,21 @@ def build_segment(listing: LogListing, version: int, *, root: str, use_compactio
             path=f"{root}/{LOG_DIR}",
         )
     return LogSegment(version, checkpoint, tuple(json_files), tuple(commits), listing.crcs.get(version))
+
+
+def _tail_segment(listing: LogListing, version: int) -> LogSegment | None:
+    """The segment of `version` from the listed tail alone (its newest checkpoint at or before
+    the version and every commit after it); None when the tail does not hold one (a gap, a
+    version past the latest): `build_segment` answers from the whole listing."""
+    latest = listing.latest_version
+    if latest is None or version > latest:
+        return None
+    checkpoint = listing._checkpoints[max(v for v in listing._checkpoints if v <= version)][0]
+    present = sorted(v for v in {*listing._commits, *listing.ratified} if checkpoint.version < v <= version)
+    if _gaps(present, checkpoint.version + 1, version):
+        return None
+    commits = tuple(c for c in (listing.commit(v) for v in present) if c is not None)
+    return LogSegment(version, checkpoint, commits, commits, listing._crcs.get(version))
 
 
 def _with_compactions(listing: LogListing, start: int, version: int) -> tuple[list[LogFile], list[tuple[int, int]]]:

@@ -49,6 +49,7 @@ __all__ = [
     "check_state_as_written",
     "list_vacuumable",
     "plan_vacuum",
+    "relative_paths",
     "vacuum",
     "vacuum_partition_names",
     "vacuumable",
@@ -101,6 +102,24 @@ def _relative(storage: Storage, raw: str | None) -> str | None:
     if location.startswith(root + "/"):
         return location[len(root) + 1 :]
     return None
+
+
+#: paths `_relative` would change: a scheme, absolute, percent-escaped, `.` / `..` / empty parts
+_NOT_PLAIN = r"://|^/|%|(^|/)\.\.?(/|$)|//|/$|^$"
+
+
+def relative_paths(storage: Storage, raw: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`_relative` of every log path: the plain table-relative ones (most) as they are,
+    vectorised; the others one by one (null where a path points outside the table)."""
+    arr = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
+    arr = arr.cast(pa.string())
+    if len(arr) == 0:
+        return arr
+    odd = pc.fill_null(pc.match_substring_regex(arr, _NOT_PLAIN), True).to_numpy(zero_copy_only=False)
+    if not odd.any():
+        return arr
+    fixed = pa.array([_relative(storage, x) for x in arr.filter(pa.array(odd)).to_pylist()], pa.string())
+    return pc.replace_with_mask(arr, pa.array(odd), fixed)
 
 
 def _dv_paths(storage: Storage, dvs: list[dict[str, Any] | None]) -> set[str]:
@@ -188,20 +207,23 @@ def plan_vacuum(
     keep: set[str] = set()
     adds = snapshot.add_actions()
     check_state_as_written(table, snapshot)
-    keep |= {p for p in (_relative(storage, x) for x in adds.column("path").to_pylist()) if p}
+    kept = [relative_paths(storage, adds.column("path"))]  # a million paths: Arrow, not a set
     keep |= _dv_paths(storage, adds.column("deletionVector").to_pylist())
     tombs = snapshot.tombstones()
     if tombs.num_rows:
         young = tombs.filter(pc.fill_null(pc.greater_equal(tombs.column("deletionTimestamp"), cutoff), True))
-        keep |= {p for p in (_relative(storage, x) for x in young.column("path").to_pylist()) if p}
+        kept.append(relative_paths(storage, young.column("path")))
         keep |= _dv_paths(storage, young.column("deletionVector").to_pylist())
     keep |= _recent_commit_files(table, snapshot, cutoff)
+    kept.append(pa.array(sorted(keep), pa.string()))
+    every = pc.unique(pc.drop_null(pa.concat_arrays(kept)))
+    every = every.filter(pc.not_equal(every, ""))
     listed = list_vacuumable(storage, vacuum_partition_names(snapshot))
     old = pc.fill_null(pc.less(listed.column("modification_time"), pa.scalar(cutoff, pa.int64())), False)
-    unkept = pc.invert(pc.is_in(listed.column("path"), value_set=pa.array(sorted(keep), pa.string())))
+    unkept = pc.invert(pc.is_in(listed.column("path"), value_set=every))
     files = listed.filter(pc.and_(old, unkept))
     files = files.set_column(2, "modification_time", files.column("modification_time").cast(pa.timestamp("ms", tz="UTC")))
-    return VacuumPlan(snapshot, retention, cutoff, files, len(keep))
+    return VacuumPlan(snapshot, retention, cutoff, files, len(every))
 
 
 def check_state_as_written(table: Table, snapshot: Snapshot) -> None:

@@ -260,9 +260,10 @@ def count_rows(storage: Any, location: str, *, path: str) -> int:
     return open_parquet(storage, location, path=path).metadata.num_rows
 
 
-def row_counts(snapshot: TableState, adds: pa.Table) -> np.ndarray:
-    """Physical rows of each file of `adds` (numRecords from its stats, else its parquet footer)."""
-    counts = num_records(adds)
+def row_counts(snapshot: TableState, adds: pa.Table, records: pa.Array | None = None) -> np.ndarray:
+    """Physical rows of each file of `adds` (numRecords from its stats, else its parquet footer;
+    `records`: `num_records(adds)` when the caller parsed it already)."""
+    counts = num_records(adds) if records is None else records
     if counts.null_count == 0:
         return counts.to_numpy(zero_copy_only=False).astype(np.int64)
     out = []

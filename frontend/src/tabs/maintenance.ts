@@ -168,16 +168,31 @@ export function maintenanceTab(ctx: Ctx): Tab {
 
   function drawAdvice(m: any): void {
     const advice: any[] = m.advice || [];
-    const key = JSON.stringify(advice) + String(!!m.running);
+    const latest = Number(ctx.model.get('max_version'));
+    // advice is of the version it was asked at: once the table moved on, it says so
+    const stale = m.advice && m.advice_version !== undefined && m.advice_version !== null && Number(m.advice_version) !== latest;
+    const key = JSON.stringify(advice) + String(!!m.running) + String(stale) + String(latest);
     if (key === adviceKey) return;
     adviceKey = key;
+    let staleNote: HTMLElement | null = null;
+    if (stale) {
+      const again = h('button', { type: 'button', class: 'dxe-btn dxe-btn-small', disabled: !!m.running }, 'Advise again');
+      again.addEventListener('click', () => ctx.rpc.tell('advise', {}));
+      staleNote = h(
+        'li',
+        { class: 'dxe-advice-stale', role: 'status' },
+        note(`This advice is for version ${Number(m.advice_version)}; the table is now at version ${latest}. `, 'warn'),
+        again,
+      );
+    }
     if (m.advice && !advice.length) {
-      fill(adviceList, h('li', null, 'Nothing to do: no maintenance would change this table.'));
+      fill(adviceList, staleNote, h('li', null, 'Nothing to do: no maintenance would change this table.'));
       return;
     }
     fill(
       adviceList,
-      advice.map((a) => {
+      staleNote,
+      ...advice.map((a) => {
         const lines = [
           change('files', 'count', a.files_before, a.files_after),
           change('bytes', 'bytes', a.bytes_before, a.bytes_after),
