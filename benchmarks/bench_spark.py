@@ -15,7 +15,10 @@
 Tables are generated under benchmarks/tables/ (git-ignored); results go to
 benchmarks/results/spark.md.
 
-    python benchmarks/bench_spark.py [--read-rows 20000000] [--optimize-mb 1024] [--only read|optimize|cluster]
+`--only plan`: the planning measurement of part 3 alone (its own standalone cluster and table);
+the other cluster figures keep their last result.
+
+    python benchmarks/bench_spark.py [--read-rows 20000000] [--optimize-mb 1024] [--only read|optimize|cluster|plan]
 """
 
 from __future__ import annotations
@@ -244,10 +247,52 @@ def _plan_times(spark, uri: str, repeat: int = 3) -> dict:
     return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus), "jobs": jobs}
 
 
-def bench_cluster(rows: int, files: int, plan_files: int, merge_rows: int, merge_source: int) -> dict:
-    """The cluster part (see the module docstring), in a process of its own."""
+def _standalone_session(master_url: str):
     from pyspark.sql import SparkSession  # noqa: TID251 - benchmark of the Spark layer
 
+    return (
+        SparkSession.builder.master(master_url)
+        .appName("deltaexplore-bench")
+        .config("spark.executor.memory", "3g")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+
+
+def bench_plan(plan_files: int) -> dict:
+    """Only the planning figures of `bench_cluster`, on a standalone cluster of their own."""
+    sys.path.insert(0, str(HERE.parent / "tests" / "spark"))
+    from servers import start_standalone
+
+    work = TABLES / "cluster"
+    shutil.rmtree(work, ignore_errors=True)
+    master, worker = start_standalone(work, cores=2, memory="4g")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    try:
+        spark = _standalone_session(master.url)
+        many = TABLES / "cluster_plan"
+        _dv_table(spark, many, plan_files * 1000, plan_files)
+        load_before = os.getloadavg()[0]
+        plan = _plan_times(spark, str(many), repeat=5)
+        out = {
+            "plan_repeat": 5,
+            "plan_files": plan_files,
+            "plan_s": plan["wall_s"],
+            "plan_cpu_s": plan["cpu_s"],
+            "plan_jobs": plan["jobs"],
+            "plan_load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        }
+        spark.stop()
+        return out
+    finally:
+        worker.stop()
+        master.stop()
+
+
+def bench_cluster(rows: int, files: int, plan_files: int, merge_rows: int, merge_source: int) -> dict:
+    """The cluster part (see the module docstring), in a process of its own."""
     sys.path.insert(0, str(HERE.parent / "tests" / "spark"))
     from servers import start_standalone
 
@@ -256,15 +301,7 @@ def bench_cluster(rows: int, files: int, plan_files: int, merge_rows: int, merge
     master, worker = start_standalone(work, cores=2, memory="4g")
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the worker is this machine: executors run this venv's Python
     try:
-        spark = (
-            SparkSession.builder.master(master.url)
-            .appName("deltaexplore-bench")
-            .config("spark.executor.memory", "3g")
-            .config("spark.driver.memory", "2g")
-            .config("spark.sql.shuffle.partitions", "8")
-            .config("spark.ui.enabled", "false")
-            .getOrCreate()
-        )
+        spark = _standalone_session(master.url)
         root = TABLES / "cluster_dv"
         _dv_table(spark, root, rows, files)
         snap = dx.open_table(str(root)).snapshot()
@@ -304,6 +341,15 @@ def bench_cluster(rows: int, files: int, plan_files: int, merge_rows: int, merge
     finally:
         worker.stop()
         master.stop()
+
+
+def _plan_load(cluster: dict) -> str:
+    if "plan_load_1min" not in cluster:
+        return ""
+    before, after = cluster["plan_load_1min"]
+    return (
+        f" Measured in a run of its own (`--only plan`): 1-minute load average {before} before, {after} after (2 cores, shared)."
+    )
 
 
 def render(spark_version: str, read: dict | None, opt: dict | None, cluster: dict | None = None) -> str:
@@ -358,9 +404,9 @@ runs it (both sides plan their scan inside the timing).
 
 Planning a read of {cluster["plan_files"]:,} files with DVs as the user meets it — `dx.spark.read(spark, path)`
 called until the DataFrame is returned, no action (opening the table, replaying its log, building the
-plan): {cluster["plan_s"]:.2f} s wall, median of 3 (target ≤ 0.5 s);
+plan): {cluster["plan_s"]:.2f} s wall, median of {cluster.get("plan_repeat", 3)} (target ≤ 0.5 s);
 {cluster.get("plan_cpu_s", float("nan")):.2f} s of driver CPU (its Python and its JVM); Spark jobs started while
-planning: {cluster.get("plan_jobs", "not measured")}.
+planning: {cluster.get("plan_jobs", "not measured")}.{_plan_load(cluster)}
 
 MERGE of {m["source_rows"]:,} source rows (half updates, half inserts) into {m["target_rows"]:,} target rows
 (40 files), update all / insert all, each engine on its own copy of the same table:
@@ -380,7 +426,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--read-rows", type=int, default=20_000_000)
     ap.add_argument("--optimize-mb", type=int, default=1024)
-    ap.add_argument("--only", choices=["read", "optimize", "cluster"], help="run one part; the others keep their last result")
+    parts = ["read", "optimize", "cluster", "plan"]
+    ap.add_argument("--only", choices=parts, help="run one part; the others keep their last result")
     ap.add_argument("--cluster-rows", type=int, default=10_000_000)
     ap.add_argument("--cluster-files", type=int, default=300)
     ap.add_argument("--plan-files", type=int, default=2000)
@@ -391,6 +438,14 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     saved = RESULTS / "spark.json"
     results = json.loads(saved.read_text()) if saved.exists() else {}
+    if args.only == "plan":
+        results.setdefault("cluster", {}).update(bench_plan(args.plan_files))
+        print("plan", results["cluster"], flush=True)
+        saved.write_text(json.dumps(results, indent=1))
+        text = render(results["cluster"]["spark_version"], results.get("read"), results.get("optimize"), results.get("cluster"))
+        (RESULTS / "spark.md").write_text(text)
+        print(text)
+        return
     if args.only == "cluster":
         sizes = (args.cluster_rows, args.cluster_files, args.plan_files, args.merge_rows, args.merge_source)
         results["cluster"] = bench_cluster(*sizes)

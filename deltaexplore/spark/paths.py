@@ -18,7 +18,7 @@ from typing import Any
 from deltaexplore.core.scan.data_file import resolve_data_path
 from deltaexplore.errors import SparkError
 
-__all__ = ["SCHEME_FOR_SPARK", "file_path_key", "spark_location", "spark_root"]
+__all__ = ["SCHEME_FOR_SPARK", "file_path_key", "local_file", "spark_location", "spark_root"]
 
 #: fsspec scheme -> Hadoop filesystem scheme
 SCHEME_FOR_SPARK = {
@@ -74,6 +74,12 @@ def spark_location(storage: Any, raw_path: str) -> str:
     if scheme == "file":
         return "file://" + _GLOB.sub(r"\\\1", path)
     return f"{scheme}://" + _GLOB.sub(r"\\\1", path)
+
+
+def local_file(storage: Any, raw_path: str) -> str | None:
+    """The absolute path of a data file on this machine's file system, or None (another scheme)."""
+    scheme, path = _split(storage, raw_path)
+    return path if scheme == "file" else None
 
 
 def file_path_key(storage: Any, raw_path: str) -> str:

@@ -5,10 +5,12 @@ deletion vectors, the row filter); Spark reads the parquet files in one scan per
 with and without DVs) with the physical schema (physical names or parquet field ids), and:
 
 - the files are the ones the log names: a classic session does not run Spark's file listing
-  job for them (`parquet_files`), so building the DataFrame runs no Spark job;
+  job for them (`parquet_files`), so building the DataFrame runs no Spark job; many local files
+  are read by listing their directories, filtered to exactly those files (`_directory_scan`);
 
 - per-file values (the file's id, partition values, the DV bitmap) are attached by
-  `file_values`: keyed by `_metadata.file_size` where sizes are unique (else the path), as
+  `file_values`: keyed by `_metadata.file_size` where sizes are unique (local files: or size
+  and modification time; else the path), as
   literals indexed by a comparison tree or by a broadcast hash join (a row whose file is not in
   the plan fails the job instead of being dropped);
 - rows deleted by DVs are dropped by a bitmap test on `_metadata.row_index` (or, for huge DVs,
@@ -26,6 +28,8 @@ with and without DVs) with the physical schema (physical names or parquet field 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,7 +48,7 @@ from deltaexplore.spark.deletion_vectors import KEY_COL, deleted_key, deleted_ro
 from deltaexplore.spark.executor import ship, variant_structs
 from deltaexplore.spark.file_values import FILE_COL, ROW_COL
 from deltaexplore.spark.filters import to_spark_filter
-from deltaexplore.spark.paths import file_path_key, spark_location, spark_root
+from deltaexplore.spark.paths import file_path_key, local_file, spark_location, spark_root
 from deltaexplore.spark.session import is_connect, spark_errors
 from deltaexplore.spark.types import quoted, spark_field, spark_schema, spark_type, sql_type
 
@@ -192,30 +196,121 @@ def parquet_reader(spark: SparkSession, schema: Any) -> Any:
 DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
-def parquet_files(spark: SparkSession, reader: Any, locations: list[str], *, list_on_driver: bool) -> DataFrame:
-    """`reader.parquet(*locations)`: the data files the log names, without Spark's file listing job.
+def parquet_files(
+    spark: SparkSession, schema: Any, locations: list[str], *, list_on_driver: bool, local_paths: list[str] | None = None
+) -> DataFrame:
+    """`parquet_reader(spark, schema).parquet(*locations)`: the data files the log names, without Spark's file listing job.
 
     Spark checks and lists the paths it is given; past `DISCOVERY_THRESHOLD` (32) paths it runs
     a Spark job with a task per path, at plan time (2,000 files on a loopback standalone
     cluster: 12 s). The log already lists the files: with `list_on_driver` (local and HDFS
     tables, where a status is a system call or a name-node RPC) a classic session lists them on
     the driver instead (the threshold raised for this call only); object stores keep Spark's
-    parallel listing (a status is an HTTP request). The paths go to the JVM in one py4j call,
-    not one per path. Spark Connect plans lazily on the server: nothing here runs a job."""
+    parallel listing (a status is an HTTP request). Local files (`local_paths`, the files'
+    absolute paths) are read by listing their directories where that is cheaper
+    (`_directory_scan`). The paths go to the JVM in one py4j call, not one per path. Spark
+    Connect plans lazily on the server: nothing here runs a job."""
     if is_connect(spark) or not locations:
-        return reader.parquet(*locations)
+        return parquet_reader(spark, schema).parquet(*locations)
     raised = list_on_driver and len(locations) > 32
     previous = spark.conf.get(DISCOVERY_THRESHOLD, None) if raised else None
     if raised:
         spark.conf.set(DISCOVERY_THRESHOLD, str(len(locations)))
     try:
-        return _parquet_in_one_call(spark, reader, locations)
+        if local_paths is not None and len(local_paths) > 32:
+            df = _directory_scan(spark, parquet_reader(spark, schema), local_paths)
+            if df is not None:
+                return df
+        return _parquet_in_one_call(spark, parquet_reader(spark, schema), locations)
     finally:
         if raised:
             if previous is None:
                 spark.conf.unset(DISCOVERY_THRESHOLD)
             else:
                 spark.conf.set(DISCOVERY_THRESHOLD, previous)
+
+
+#: a directory scan is tried when its directories hold at most this many listed files per file read
+DIRECTORY_SCAN_MAX_LISTED = 4
+_SAFE_NAME = re.compile(r"[A-Za-z0-9._+=-]+")
+_SAFE_DIR = re.compile(r"/[A-Za-z0-9._+=/-]*")
+
+
+def _directory_scan(spark: SparkSession, reader: Any, local_paths: list[str]) -> DataFrame | None:
+    """The local files `local_paths` read by listing their directories, or None (then the paths
+    are given one by one).
+
+    Spark resolves every path it is given with a few file-system lookups, each asking Hadoop for
+    the current user (a stack walk under the analyzer): 2,000 paths cost ~0.5 s of driver time;
+    listing the directory that holds them, ~0.05 s. The directories' other files (removed files
+    not vacuumed, DV files) are left out by a `pathGlobFilter` of the names' shortest distinct
+    prefixes. Taken only when the directories hold no other visible subdirectory and not many
+    more files than are read, and the file names and directories need no quoting. The scan's
+    files (`inputFiles`, listed once when the DataFrame is built) must then be exactly
+    `local_paths`; anything else (a file missing, a file added meanwhile) gives None."""
+    wanted: dict[str, set[str]] = {}
+    for p in local_paths:
+        folder, _, name = p.rpartition("/")
+        if not _SAFE_NAME.fullmatch(name) or not _SAFE_DIR.fullmatch(folder or "/"):
+            return None
+        wanted.setdefault(folder or "/", set()).add(name)
+    if len(wanted) * 8 > len(local_paths):
+        return None
+    others: set[str] = set()
+    listed = 0
+    try:
+        for folder, names in wanted.items():
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(("_", ".")):
+                        continue  # Spark skips these too
+                    if entry.is_dir():
+                        return None
+                    listed += 1
+                    if entry.name not in names:
+                        others.add(entry.name)
+    except OSError:
+        return None
+    every = {n for names in wanted.values() for n in names}
+    if listed > DIRECTORY_SCAN_MAX_LISTED * len(local_paths) + 1000 or others & every:
+        return None
+    pattern = name_glob(sorted(every), others)
+    scan = reader.option("recursiveFileLookup", "true")
+    if pattern is not None:
+        scan = scan.option("pathGlobFilter", pattern)
+    try:
+        df = _parquet_in_one_call(spark, scan, ["file://" + folder for folder in wanted])
+        jvm: Any = spark._jvm
+        files = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(df._jdf.inputFiles()).mkString("\x00")
+    except Exception:  # noqa: BLE001 - another Spark version, a file gone: the paths one by one
+        return None
+    got = sorted("/" + f.split(":", 1)[1].lstrip("/") for f in files.split("\x00")) if files else []
+    return df if got == sorted(local_paths) else None
+
+
+def name_glob(names: list[str], others: set[str]) -> str | None:
+    """A Hadoop glob matching every name of `names` and none of `others` (None: no `others`):
+    the names' shortest prefixes no other name has, as nested alternatives (a trie: Spark
+    compiles the glob into one regular expression, whose parse time grows with its length)."""
+    if not others:
+        return None
+    everything = sorted({*names, *others})
+    wanted = set(names)
+
+    def build(words: list[str], depth: int) -> str:
+        if all(w in wanted for w in words):
+            return "*"
+        groups: dict[str, list[str]] = {}
+        for w in words:
+            groups.setdefault(w[depth : depth + 1], []).append(w)
+        parts = []
+        for head, group in groups.items():
+            if not any(w in wanted for w in group):
+                continue
+            parts.append("" if head == "" else head + build(group, depth + 1))
+        return parts[0] if len(parts) == 1 else "{" + ",".join(parts) + "}"
+
+    return build(everything, 0)
 
 
 def _parquet_in_one_call(spark: SparkSession, reader: Any, locations: list[str]) -> DataFrame:
@@ -323,7 +418,6 @@ def scan_files(
 
     # Spark matches parquet columns by the read schema's names (or ids): use the physical ones.
     physical = T.StructType([spark_field(f, mode=mode, native_variant=native_variant) for f in data_fields])
-    reader = parquet_reader(spark, physical)
     list_on_driver = getattr(storage, "scheme", "file") in ("file", "local", "hdfs")
 
     deleted = None
@@ -339,16 +433,26 @@ def scan_files(
             mode=dv_mode,
             storage_options=storage_options,
         )
-    sizes = fv.actual_sizes(storage, raw_paths) if (need_values or with_dv) else None
+    sizes, times = fv.actual_stats(storage, raw_paths) if (need_values or with_dv) else (None, None)
 
     def scan(indexes: list[int], key: str | None, *, row_index: bool) -> DataFrame:
         locations = [spark_location(storage, raw_paths[i]) for i in indexes]
-        df = parquet_files(spark, reader, locations, list_on_driver=list_on_driver)
+        local = [local_file(storage, raw_paths[i]) for i in indexes] if list_on_driver else []
+        local_paths = [p for p in local if p is not None]
+        df = parquet_files(
+            spark,
+            physical,
+            locations,
+            list_on_driver=list_on_driver,
+            local_paths=local_paths if len(local_paths) == len(indexes) else None,
+        )
         selected = [f"{quoted(f.name)} AS __dx_c{i}" for i, f in enumerate(physical.fields)]
         if row_index:
             selected.append(f"_metadata.row_index AS {ROW_COL}")
-        if key == "size":
+        if key in ("size", "stamp"):
             selected.append(f"_metadata.file_size AS {fv.KEY_COL}")
+        if key == "stamp":
+            selected.append(f"unix_millis(_metadata.file_modification_time) AS {fv.TIME_COL}")
         elif key == "path":
             selected.append(f"_metadata.file_path AS {fv.KEY_COL}")
         return df.selectExpr(*selected)
@@ -367,7 +471,8 @@ def scan_files(
             else [],
             part_types=[f.type for f in part_fields],
             bitmaps=bitmaps,
-            sizes=[int(sizes[i]) for i in indexes] if key == "size" else None,
+            sizes=[int(sizes[i]) for i in indexes] if key in ("size", "stamp") else None,
+            times=[int(times[i]) for i in indexes] if key == "stamp" and times is not None else None,
             path_keys=[file_path_key(storage, raw_paths[i]) for i in indexes] if key == "path" else None,
         )
 
@@ -385,8 +490,7 @@ def scan_files(
             frames.append(finish(scan(indexes, None, row_index=False)))
             continue
         assert sizes is not None
-        by_size, by_path = fv.split_by_key(sizes[indexes])
-        for positions, key in ((by_size, "size"), (by_path, "path")):
+        for positions, key in fv.split_by_key(sizes[indexes], None if times is None else times[indexes]):
             if not len(positions):
                 continue
             subset = [indexes[int(k)] for k in positions]

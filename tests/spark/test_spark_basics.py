@@ -317,3 +317,101 @@ def test_dv_read_of_many_files_with_several_row_groups_plans_without_a_job(spark
         df = read(spark, str(root), dv_mode=mode)
         assert set(tracker.getJobIdsForGroup(None)) == before, f"{mode}: planning ran a Spark job"
         assert_same_rows(df.toArrow(), expected, f"dv_mode={mode}")
+
+
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    """The regular expression Hadoop's `GlobPattern` makes of the globs `name_glob` writes."""
+    out = []
+    for ch in glob:
+        out.append({"{": "(?:", "}": ")", ",": "|", "*": ".*"}.get(ch, re.escape(ch)))
+    return re.compile("".join(out))
+
+
+def test_name_glob_matches_exactly_the_names_among_the_others():
+    """The directory scan's filter: every name read matches, no other name of the directories
+    does (uuid-like names, a name that is a prefix of another, names sharing long prefixes)."""
+    import random
+    import uuid
+
+    from deltaexplore.spark.reader import name_glob
+
+    rng = random.Random(4)
+    names = [f"part-{i:05d}-{uuid.UUID(int=rng.getrandbits(128))}.c000.snappy.parquet" for i in range(300)]
+    names += ["a.parquet", "a.parquet.1", "b.parquet"]
+    for trial in range(20):
+        wanted = sorted(rng.sample(names, rng.randint(1, len(names) - 1)))
+        others = set(names) - set(wanted) | {"deletion_vector_1.bin", "a.parquet.crc"}
+        regex = _glob_regex(name_glob(wanted, others) or "*")
+        assert all(regex.fullmatch(n) for n in wanted), trial
+        assert not any(regex.fullmatch(n) for n in others), trial
+    assert name_glob(["x.parquet"], set()) is None  # nothing else there: no filter
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_many_files_read_by_listing_their_directory_skip_removed_and_missing_files(spark, tmp_path, monkeypatch):
+    """More than 32 files in one directory that also holds removed files (not vacuumed) and DV
+    files: the scan lists the directory with a filter of the names read, its files are exactly
+    the snapshot's, the rows the core's; a data file gone from disk fails the read as a
+    `SparkError` naming it, never drops its rows."""
+    import numpy as np
+
+    from deltaexplore.core.operations import delete, write_table
+    from deltaexplore.spark import file_values as fv
+    from deltaexplore.spark import read
+    from deltaexplore.spark import reader as R
+
+    root = tmp_path / "t"
+    conf = {"delta.enableDeletionVectors": "true"}
+    old = pa.table({"id": np.arange(5_000, dtype=np.int64), "x": np.zeros(5_000)})
+    write_table(str(root), old, configuration=conf, max_rows_per_file=100)  # 50 files, then removed
+    new = pa.table({"id": np.arange(8_000, dtype=np.int64), "x": np.arange(8_000) / 3})
+    write_table(str(root), new, mode="overwrite", configuration=conf, max_rows_per_file=80)
+    delete(str(root), "id % 5 = 1")
+    snap = dx.open_table(str(root)).snapshot()
+    live = {root / p for p in snap.add_actions().column("path").to_pylist()}
+    on_disk = {p for p in root.iterdir() if p.suffix == ".parquet"}
+    assert len(live) == 100 and len(on_disk - live) == 50
+    scans = []
+    original = R._directory_scan
+
+    def spy(*args, **kwargs):
+        df = original(*args, **kwargs)
+        scans.append(df)
+        return df
+
+    monkeypatch.setattr(R, "_directory_scan", spy)
+    keys = []
+    split = fv.split_by_key
+    monkeypatch.setattr(fv, "split_by_key", lambda *a: keys.append(split(*a)) or keys[-1])
+    df = read(spark, str(root))
+    assert any(key == "stamp" and len(positions) > 32 for groups in keys for positions, key in groups), keys
+    assert scans and all(s is not None for s in scans), "the directory was not listed"
+    listed = {f.split(":", 1)[1].lstrip("/") for s in scans for f in s.inputFiles()}
+    assert len(listed) > 32 and listed <= {str(p).lstrip("/") for p in live}  # groups of <= 32 files: by path
+    assert_same_rows(df.toArrow(), snap.to_arrow())
+
+    gone = sorted(live)[7]
+    gone.unlink()  # Spark may still list it (its cache of listings): then the job fails on it
+    with pytest.raises(dx.SparkError) as err:
+        read(spark, str(root)).toArrow()
+    assert gone.name in str(err.value)
+
+
+def test_files_are_keyed_by_size_else_size_and_time_else_path(monkeypatch):
+    """Each file by the key that tells it apart: a unique size; (size, time) when that tells
+    more files apart; the path for the rest (and for sizes or times unknown)."""
+    import numpy as np
+
+    from deltaexplore.spark import file_values as fv
+
+    def split(sizes, times=None):
+        return [(list(p), key) for p, key in fv.split_by_key(np.asarray(sizes), None if times is None else np.asarray(times))]
+
+    assert split([10, 20, 30], [1, 1, 1]) == [([0, 1, 2], "size"), ([], "path")]
+    assert split([10, 10, 10, 20], [1, 2, 2, 1]) == [([0, 3], "stamp"), ([1, 2], "path")]
+    assert split([10, 10, 20], [1, 2, 3]) == [([0, 1, 2], "stamp"), ([], "path")]
+    assert split([10, 10, 20], [1, -1, 3]) == [([0, 2], "stamp"), ([1], "path")]
+    assert split([10, 10, 20]) == [([2], "size"), ([0, 1], "path")]
+    monkeypatch.setattr(fv, "STRATEGY", "literal")  # literals index sizes only
+    assert split([10, 10, 20], [1, 2, 3]) == [([2], "size"), ([0, 1], "path")]
