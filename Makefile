@@ -111,7 +111,7 @@ corpus: setup
 
 lint: setup
 	$(BIN)/ruff check deltaexplore tests benchmarks notebooks examples
-	$(BIN)/ruff format --check deltaexplore
+	$(BIN)/ruff format --check deltaexplore tests benchmarks notebooks examples
 
 typecheck: setup
 	$(BIN)/mypy deltaexplore

@@ -33,8 +33,14 @@ def batch(start: int, n: int) -> pa.Table:
 
 def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
-    write_deltalake(OUT, batch(0, 30), partition_by=["region"], name="demo", description="deltaexplore demo table",
-                    configuration={"delta.enableChangeDataFeed": "true"})
+    write_deltalake(
+        OUT,
+        batch(0, 30),
+        partition_by=["region"],
+        name="demo",
+        description="deltaexplore demo table",
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
     write_deltalake(OUT, batch(30, 30), mode="append")
     write_deltalake(OUT, batch(60, 15), mode="append")
     dt = DeltaTable(OUT)

@@ -53,7 +53,9 @@ def _jupyter(*args: str, home: Path) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
 
 
-@pytest.mark.skipif(not (ROOT / ".venv").exists() or Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(), reason="not the checkout's .venv")
+@pytest.mark.skipif(
+    not (ROOT / ".venv").exists() or Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(), reason="not the checkout's .venv"
+)
 def test_the_development_environment_loads_both_extensions_without_flags(tmp_path):
     """`make setup` links the built lab extension into .venv (share/jupyter/labextensions) and
     enables the server extension there (etc/jupyter/jupyter_server_config.d), as the wheel does."""

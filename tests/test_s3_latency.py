@@ -53,7 +53,9 @@ class InFlight:
 def slow_s3(tmp_path_factory):
     boto3 = pytest.importorskip("boto3")
     local = tmp_path_factory.mktemp("slow") / "t"
-    subprocess.run([sys.executable, str(GENERATOR), str(local), "--files", "30000", "--parts", "3", "--commits", "100"], check=True)
+    subprocess.run(
+        [sys.executable, str(GENERATOR), str(local), "--files", "30000", "--parts", "3", "--commits", "100"], check=True
+    )
     with s3_endpoint() as endpoint:
         client = boto3.client(
             "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"

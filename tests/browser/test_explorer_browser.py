@@ -782,7 +782,12 @@ def test_the_table_through_time_brushes_into_the_diff(page, lab, shots):
     table (drawn at once): a brush across it offers its first and last version, and Compare
     opens the Diff on them."""
     page.set_viewport_size({"width": 1500, "height": 1650})
-    cells = [("code", "import deltaexplore as dx, demo_tables\nsales = demo_tables.build_sales('sales_through_time')\ndx.explore(sales)")]
+    cells = [
+        (
+            "code",
+            "import deltaexplore as dx, demo_tables\nsales = demo_tables.build_sales('sales_through_time')\ndx.explore(sales)",
+        )
+    ]
     _open_and_run(page, lab, "explorer_through_time.ipynb", cells)
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=120_000)

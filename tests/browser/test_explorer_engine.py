@@ -52,7 +52,9 @@ GENERATOR = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_many_files
 def test_files_and_layout_of_a_million_files(page, lab, tmp_path):
     root = lab.root / "million"
     if not (root / "_delta_log").exists():
-        subprocess.run([sys.executable, str(GENERATOR), str(root), "--files", "1000000", "--parts", "4", "--commits", "3"], check=True)
+        subprocess.run(
+            [sys.executable, str(GENERATOR), str(root), "--files", "1000000", "--parts", "4", "--commits", "3"], check=True
+        )
     cells = [("code", "import deltaexplore as dx\ndx.explore('million')")]
     (lab.root / "million.ipynb").write_text(notebook_json(cells))
     page.goto(lab.url("/lab/workspaces/million/tree/million.ipynb?reset"))

@@ -38,7 +38,9 @@ def test_optimize_in_a_kernel_shows_one_forward_moving_bar_and_the_metrics(tmp_p
             f"path = demo_tables.build_sales({str(tmp_path / 'sales')!r})"
         )
         run("%delta optimize {path} --run")
-        shown = [m for m in messages if m["msg_type"] == "display_data" and "<progress" in m["content"]["data"].get("text/html", "")]
+        shown = [
+            m for m in messages if m["msg_type"] == "display_data" and "<progress" in m["content"]["data"].get("text/html", "")
+        ]
         updates = [m for m in messages if m["msg_type"] == "update_display_data"]
         assert len(shown) == 1, "one progress display"
         display_id = shown[0]["content"]["transient"]["display_id"]

@@ -157,7 +157,9 @@ def test_committed_notebooks_docs_and_results_hold_no_machine_paths(path: Path):
 
 @pytest.mark.parametrize("path", _committed("notebooks/*.ipynb", "docs/*.ipynb"), ids=lambda p: p.name)
 def test_committed_notebooks_hold_no_widget_state(path: Path):
-    nbformat.validate(nbformat.reads(path.read_text(encoding="utf-8"), as_version=nbformat.NO_CONVERT))  # e.g. no markdown outputs
+    nbformat.validate(
+        nbformat.reads(path.read_text(encoding="utf-8"), as_version=nbformat.NO_CONVERT)
+    )  # e.g. no markdown outputs
     nb = json.loads(path.read_text(encoding="utf-8"))
     assert "widgets" not in nb.get("metadata", {}), f"{path.name}: saved widget state (notebook metadata)"
     for cell in nb["cells"]:

@@ -133,7 +133,16 @@ def start_standalone(workdir: Path, *, python: str = sys.executable, cores: int 
     port, ui, worker_ui = free_port(), free_port(), free_port()
     master = _start(
         "spark-master",
-        [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port), "--webui-port", str(ui)],
+        [
+            str(home / "bin" / "spark-class"),
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--webui-port",
+            str(ui),
+        ],
         workdir,
         python,
         port,

@@ -141,7 +141,9 @@ def test_spark_merge_multiple_matches_dry_run_and_schema_evolution(spark, tmp_pa
     ]
     commit = json.loads((Path(uri) / "_delta_log" / f"{1:020d}.json").read_text().splitlines()[0])["commitInfo"]
     assert commit["operation"] == "MERGE"
-    assert commit["operationMetrics"]["numTargetRowsUpdated"] == "1" and commit["operationMetrics"]["numTargetRowsInserted"] == "1"
+    assert (
+        commit["operationMetrics"]["numTargetRowsUpdated"] == "1" and commit["operationMetrics"]["numTargetRowsInserted"] == "1"
+    )
     [predicate] = json.loads(commit["operationParameters"]["predicate"])
     assert "source" in predicate and "target" in predicate and "id" in predicate
     with pytest.raises(dx.WriteRefusedError):

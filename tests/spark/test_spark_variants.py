@@ -142,9 +142,17 @@ def test_shredded_files_mixed_with_unshredded(spark, tmp_path):
     wrote, and Spark through this project reads the same values."""
     files = [
         *_spark_files(
-            spark, SHREDDED_SQL.replace("__FIRST__", "0").replace("__LAST__", "8"), tmp_path / "s1", shredding="a int, b string, o struct<p double>"
+            spark,
+            SHREDDED_SQL.replace("__FIRST__", "0").replace("__LAST__", "8"),
+            tmp_path / "s1",
+            shredding="a int, b string, o struct<p double>",
         ),
-        *_spark_files(spark, SHREDDED_SQL.replace("__FIRST__", "8").replace("__LAST__", "16"), tmp_path / "s2", shredding="c array<int>, d double"),
+        *_spark_files(
+            spark,
+            SHREDDED_SQL.replace("__FIRST__", "8").replace("__LAST__", "16"),
+            tmp_path / "s2",
+            shredding="c array<int>, d double",
+        ),
         *_spark_files(spark, SHREDDED_SQL.replace("__FIRST__", "16").replace("__LAST__", "20"), tmp_path / "u", shredding=None),
     ]
     shapes = [str(pq.ParquetFile(f).schema_arrow.field("v").type) for f in files]

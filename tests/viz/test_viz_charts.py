@@ -267,7 +267,11 @@ def test_file_charts_stay_legible_from_1_to_1m_files(n):
     rng = np.random.default_rng(n)
     sizes = rng.lognormal(27, 1.5, n).astype(np.int64) + 1
     lo = rng.integers(0, 10**12, n)
-    paths = pa.array([f"part-{i:05d}.parquet" for i in range(n)]) if n < 1000 else pa.array(np.char.add("f", np.arange(n).astype(str)))
+    paths = (
+        pa.array([f"part-{i:05d}.parquet" for i in range(n)])
+        if n < 1000
+        else pa.array(np.char.add("f", np.arange(n).astype(str)))
+    )
     files = pa.table({"path": paths, "size": sizes, "is_small": sizes < (128 << 20)})
     lay = pa.table(
         {
@@ -281,7 +285,13 @@ def test_file_charts_stay_legible_from_1_to_1m_files(n):
     records = rng.integers(1, 5_000_000, n)
     deleted = rng.integers(0, 1000, n)
     dvs = pa.table(
-        {"path": paths, "num_records": records, "cardinality": deleted, "deleted_ratio": deleted / records, "past_threshold": deleted > 500}
+        {
+            "path": paths,
+            "num_records": records,
+            "cardinality": deleted,
+            "deleted_ratio": deleted / records,
+            "past_threshold": deleted > 500,
+        }
     )
     counted = {
         "file sizes": (viz.file_size_histogram(files), "files"),

@@ -885,7 +885,10 @@ def test_an_advice_run_shows_its_prediction_next_to_the_measure(tmp_path):
     assert check == {"version": 6, "rows": expected} and json.dumps(check)
     by_metric = {r["metric"]: r for r in check["rows"]}
     assert by_metric["files"]["predicted"] == card["files_after"] and by_metric["files"]["measured"] == 1
-    assert all(r["within"] for r in check["rows"]) and (by_metric["files"]["version_before"], by_metric["files"]["version_after"]) == (5, 6)
+    assert all(r["within"] for r in check["rows"]) and (
+        by_metric["files"]["version_before"],
+        by_metric["files"]["version_after"],
+    ) == (5, 6)
     assert w.maintenance["advice_rank"] is None
     assert w.maintenance["advice_version"] == 5  # kept: the front end says it is of an older version
     assert w.view.advice_check(5) == {

@@ -36,7 +36,9 @@ def _window(source, sort):
 def test_streaming_tabs_equal_the_replayed_tabs(generated):
     streamed = views.TableView(dx.open_table(generated), streaming_files=0)
     replayed = views.TableView(dx.open_table(generated), streaming_files=10**12)
-    assert streamed.engine()["name"] == "streaming" and "about 60,160 files" in streamed.engine()["reason"]  # 60,000 + the adds of 4 commits
+    assert (
+        streamed.engine()["name"] == "streaming" and "about 60,160 files" in streamed.engine()["reason"]
+    )  # 60,000 + the adds of 4 commits
     assert replayed.engine()["name"] == "local"
 
     s_out, s_files, s_parts = streamed.files()
