@@ -438,18 +438,13 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     saved = RESULTS / "spark.json"
     results = json.loads(saved.read_text()) if saved.exists() else {}
-    if args.only == "plan":
-        results.setdefault("cluster", {}).update(bench_plan(args.plan_files))
-        print("plan", results["cluster"], flush=True)
-        saved.write_text(json.dumps(results, indent=1))
-        text = render(results["cluster"]["spark_version"], results.get("read"), results.get("optimize"), results.get("cluster"))
-        (RESULTS / "spark.md").write_text(text)
-        print(text)
-        return
-    if args.only == "cluster":
-        sizes = (args.cluster_rows, args.cluster_files, args.plan_files, args.merge_rows, args.merge_source)
-        results["cluster"] = bench_cluster(*sizes)
-        print("cluster", results["cluster"], flush=True)
+    if args.only in ("plan", "cluster"):
+        if args.only == "plan":
+            results.setdefault("cluster", {}).update(bench_plan(args.plan_files))
+        else:
+            sizes = (args.cluster_rows, args.cluster_files, args.plan_files, args.merge_rows, args.merge_source)
+            results["cluster"] = bench_cluster(*sizes)
+        print(args.only, results["cluster"], flush=True)
         saved.write_text(json.dumps(results, indent=1))
         text = render(results["cluster"]["spark_version"], results.get("read"), results.get("optimize"), results.get("cluster"))
         (RESULTS / "spark.md").write_text(text)
