@@ -451,8 +451,8 @@ def scan_files(
             selected.append(f"_metadata.row_index AS {ROW_COL}")
         if key in ("size", "stamp"):
             selected.append(f"_metadata.file_size AS {fv.KEY_COL}")
-        if key == "stamp":
-            selected.append(f"unix_millis(_metadata.file_modification_time) AS {fv.TIME_COL}")
+            if key == "stamp":
+                selected.append(f"unix_millis(_metadata.file_modification_time) AS {fv.TIME_COL}")
         elif key == "path":
             selected.append(f"_metadata.file_path AS {fv.KEY_COL}")
         return df.selectExpr(*selected)
