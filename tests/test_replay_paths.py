@@ -3,6 +3,7 @@ checkpoint's row groups without those paths are not read (what makes a diff of t
 
 from __future__ import annotations
 
+import json
 import random
 import warnings
 
@@ -97,3 +98,62 @@ def test_row_groups_without_the_paths_are_not_read(tmp_path, monkeypatch):
     read.clear()
     assert snapshot.add_actions_for(pa.array(newest)).column("path").to_pylist() == newest
     assert read == [[]]
+
+
+def test_json_paths_replay_reads_only_lines_naming_them_and_sees_escaped_paths(tmp_path):
+    """A table without checkpoint: `add_actions_for` parses only the lines that may name the paths
+    (`LogLines.naming`) and still finds a path its writer escaped (`\\u0061`, `\\u002d`), a path
+    that is a prefix of another, and a path removed and re-added."""
+    root = tmp_path / "t"
+    for i in range(5):
+        write_table(str(root), pa.table({"id": pa.array([i], pa.int64())}))
+    log = root / "_delta_log"
+    first = log / f"{1:020d}.json"
+    lines = first.read_text().splitlines()
+    add_line = next(ln for ln in lines if ln.startswith('{"add"'))
+    path = json.loads(add_line)["add"]["path"]
+    escaped = add_line.replace(f'"path":"{path}"', '"path":"' + path.replace("a", "\\u0061", 1) + '"', 1)
+    assert escaped != add_line
+    first.write_text("\n".join(escaped if ln == add_line else ln for ln in lines) + "\n")
+    second = log / f"{2:020d}.json"
+    lines2 = second.read_text().splitlines()
+    add2 = next(ln for ln in lines2 if ln.startswith('{"add"'))
+    path2 = json.loads(add2)["add"]["path"]
+    second.write_text(
+        "\n".join(ln.replace(f'"path":"{path2}"', '"path":"' + path2.replace("-", "\\u002d", 1) + '"') for ln in lines2) + "\n"
+    )
+    full = dx.open_table(str(root)).snapshot()
+    every = full.add_actions()
+    paths = every.column("path").to_pylist()
+    assert path in paths
+    for wanted in ([path], [path2], paths[:2], [paths[-1], "no/such.parquet"], [p[:-3] for p in paths]):
+        fresh = dx.open_table(str(root)).snapshot()
+        got = fresh.add_actions_for(pa.array(wanted, pa.string()))
+        expected = every.filter(pc.is_in(every.column("path"), value_set=pa.array(wanted, pa.string())))
+        assert _rows(got) == _rows(expected)
+        assert not fresh.files_loaded
+
+
+def test_naming_keeps_a_superset_of_the_lines(tmp_path):
+    """`LogLines.naming`: lines holding a path as written or any escaped path value; every line
+    when a path needs escaping; the replay order kept."""
+    from deltaexplore.core.log.file_names import parse_log_file
+    from deltaexplore.core.log.json_log import lines_from_bytes
+    from deltaexplore.storage.base import FileInfo
+
+    text = (
+        b'{"commitInfo":{"operation":"WRITE"}}\n'
+        b'{"add":{"path":"a/x.parquet","size":1}}\n'
+        b'{"add":{"path":"b\\/y.parquet","size":2}}\n'
+        b'{"add":{"path":"c/z.parquet","size":3}}\n'
+        b'{"remove":{"path":"a/x.parquet"}}\n'
+    )
+    log_file = parse_log_file(FileInfo(f"_delta_log/{3:020d}.json", len(text), 0))
+    assert log_file is not None
+    lines = lines_from_bytes([log_file], [text], [3])
+    some = lines.naming(["a/x.parquet"])
+    assert [s.as_py() for s in some.text] == [lines.text[i].as_py() for i in (1, 2, 4)]
+    assert some.file_actions("add").column("line").to_pylist() == [1, 2]
+    assert some.file_actions("remove").column("path").to_pylist() == ["a/x.parquet"]
+    assert lines.naming(['q"uote']) is lines
+    assert lines.naming(["é.parquet"]) is lines

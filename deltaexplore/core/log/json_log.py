@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,10 @@ __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 #: same parse); the system allocator gave steady times. Only this parse: nothing process-wide.
 PARSE_POOL = pa.system_memory_pool()
 _KIND_RE = r'^\s*\{\s*"(?P<k>[A-Za-z_][A-Za-z0-9_]*)"'
+#: `LogLines.naming` picks the lines of at most this many paths (more: every line is parsed)
+NAMING_PATHS = 64
+#: a "path" value written with an escape (`\/`, `\u0061`, ...): such a line may name any path
+_ESCAPED_PATH = r'"path"\s*:\s*"[^"]*\\'
 
 
 def _read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
@@ -189,6 +194,36 @@ class LogLines:
                 f"{self.location(i)}: a log line must be a JSON object", path=self.files[int(self.file_index[i])].path
             )
         return obj
+
+    def naming(self, paths: Sequence[str]) -> LogLines:
+        """The lines that may hold a file action of one of `paths`, with their versions and
+        replay order (what a replay of those paths needs, without parsing the other lines).
+
+        A superset: every line holding one of the paths as written, and every line whose
+        "path" value has an escape. A path of printable ASCII without a quote or backslash
+        stands in the JSON as itself unless the writer escaped one of its characters (then
+        the value holds a backslash); action keys are taken as written plainly, as `kind`
+        does. Every line (self) for other paths, more than `NAMING_PATHS` of them, or when
+        the file actions were parsed already."""
+        plain = all(p.isascii() and p.isprintable() and '"' not in p and "\\" not in p for p in paths)
+        if not plain or not paths or len(paths) > NAMING_PATHS or "add" in self._file_action_cache:
+            return self
+        pattern = "|".join([_ESCAPED_PATH, *(re.sub(r"([.+*?()|\[\]{}^$\\])", r"\\\1", p) for p in paths)])
+        mask = pc.match_substring_regex(self.text, pattern)  # one pass over the text
+        keep = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+        if len(keep) == len(self.text):
+            return self
+        order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
+        rows = pa.array(keep, pa.int64())
+        return LogLines(
+            self.files,
+            self.text.take(rows),
+            self.version[keep],
+            self.file_index[keep],
+            self.line_number[keep],
+            self.kind.take(rows),
+            order[keep],
+        )
 
     def file_actions(self, kind: str, columns: Sequence[str] | None = None) -> pa.Table:
         """All `kind` (add/remove/cdc) actions as a table with the fields of `FILE_ACTION_FIELDS`

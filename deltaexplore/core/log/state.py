@@ -454,8 +454,9 @@ class TableState:
         paths = pc.unique(paths.cast(pa.string()))
         if self._files is not None:
             return self._files.adds.filter(_path_in(self._files.adds, paths))
-        adds = self._lines.file_actions("add")
-        removes = self._lines.file_actions("remove")
+        lines = self._lines.naming([p for p in paths.to_pylist() if p is not None])  # only lines that may name them
+        adds = lines.file_actions("add")
+        removes = lines.file_actions("remove")
         adds, removes = adds.filter(_path_in(adds, paths)), removes.filter(_path_in(removes, paths))
         ck = None
         if self._reader is not None:
