@@ -41,7 +41,14 @@ from deltaexplore.errors import DeltaExploreError
 from deltaexplore.inspect.deletion_vectors import deleted_ratio, deletion_vectors, past_threshold
 from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
-from deltaexplore.inspect.layout import clustering_columns, layout, layout_summary, overlap_metrics, point_query_files
+from deltaexplore.inspect.layout import (
+    clustering_columns,
+    known_num_records,
+    layout,
+    layout_summary,
+    overlap_metrics,
+    point_query_files,
+)
 from deltaexplore.inspect.log_health import commits_since_checkpoint
 from deltaexplore.inspect.results import conform
 from deltaexplore.inspect.retention import vacuum_preview
@@ -328,6 +335,17 @@ def simulate_zorder(
     )
 
 
+def _zorder_order(values: dict[str, np.ndarray], columns: list[str], bins: np.ndarray) -> np.ndarray:
+    """The positions of `values` (floats, no NaN) by (bin, Z-value, position): what
+    `np.lexsort((zorder_keys(values, columns, groups=bins), bins))` gives. One column's Z-value
+    is its dense rank within the bin, so its order is the values' own: one stable sort of the
+    values, then a stable sort of their bins (a radix sort for 16-bit bins), no ranking."""
+    if len(columns) == 1 and len(bins) and int(bins.max()) < 1 << 15 and int(bins.min()) >= 0:
+        by_value = np.argsort(values[columns[0]], kind="stable")
+        return by_value[np.argsort(bins[by_value].astype(np.int16), kind="stable")]
+    return np.lexsort((zorder_keys(values, columns, groups=bins), bins))
+
+
 def _zorder_bins(
     points: dict[str, np.ndarray], columns: list[str], sample_bin: np.ndarray, writes: np.ndarray
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -341,8 +359,7 @@ def _zorder_bins(
     if not len(sel):
         return lo, hi
     bins = sample_bin[sel]
-    z = zorder_keys({c: points[c][sel] for c in columns}, columns, groups=bins)
-    order = sel[np.lexsort((z, bins))]
+    order = sel[_zorder_order({c: points[c][sel] for c in columns}, columns, bins)]
     per_bin = np.bincount(bins, minlength=len(writes))
     begin = np.concatenate([[0], np.cumsum(per_bin)[:-1]])
     used = per_bin > 0
@@ -431,9 +448,13 @@ def advise(
     rows: list[dict[str, Any]] = []
     if n:
         facts = file_facts(snap, adds)  # one pass over the files, shared by every plan
+        candidates = list(zorder_by) if zorder_by else _candidate_columns(snap, columns)
+        records = known_num_records(snap)  # read with the candidates' bounds: not read again
+        if records is not None and facts.files is adds:
+            facts.use_records(records)
         rows += _compaction(snap, n, total_bytes, target_size, facts)
         rows += _dv_purge(snap, n, total_bytes, target_size, facts)
-        rows += _zorder(snap, columns, zorder_by, n, total_bytes, target_size, facts)
+        rows += _zorder(snap, candidates, bool(zorder_by), n, total_bytes, target_size, facts)
         rows += _stats_columns(snap, columns or zorder_by, n, total_bytes)
     rows += _checkpoint(snap)
     rows += _log_cleanup(snap)
@@ -511,15 +532,15 @@ def _dv_purge(snap: Snapshot, n: int, total: int, target_size: int | None, facts
 
 def _zorder(
     snap: Snapshot,
-    columns: list[str] | None,
-    zorder_by: list[str] | None,
+    candidates: list[str],
+    asked: bool,
     n: int,
     total: int,
     target_size: int | None,
     facts: FileFacts,
 ) -> list[dict[str, Any]]:
-    asked = bool(zorder_by)
-    cols = list(zorder_by) if zorder_by else _candidate_columns(snap, columns)
+    """The Z-order advice on `candidates` (`asked`: the caller's `zorder_by`, given whatever it predicts)."""
+    cols = list(candidates)
     parts = {p.lower() for p in snap.partition_columns}
     cols = [c for c in cols if c.lower() not in parts]
     if not cols:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BoundsOf",
     "clustering_columns",
+    "known_num_records",
     "layout",
     "layout_columns_bounds",
     "layout_of_bounds",
@@ -245,6 +246,17 @@ def _bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dic
     if missing:
         cache.update(_read_bounds(snap, adds, missing))
     return {n: cache[n] for n in names}
+
+
+def known_num_records(snap: Snapshot) -> pa.Array | None:
+    """numRecords per active file as some column's bounds read them on their way (kept with
+    them), when every file has one; None when no bounds were read or some count is missing
+    (the stats search gives `num_records`' values; the parse agrees wherever it has one)."""
+    for b in snapshot_cache(snap).get("bounds", {}).values():
+        records = b.get("num_records")
+        if records is not None and records.null_count == 0:
+            return records
+    return None
 
 
 def layout_columns_bounds(snap: Snapshot, adds: pa.Table, columns: list[str]) -> dict[str, dict[str, Any]]:

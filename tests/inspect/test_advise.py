@@ -343,6 +343,22 @@ def test_zorder_of_every_bin_at_once_equals_each_bin_alone():
         assert np.lexsort((z, groups)).tolist() == expected.tolist()
 
 
+def test_zorder_order_of_one_column_equals_the_z_values():
+    """`_zorder_order` of one column (a sort of the values, then of the bins) equals the order
+    of `zorder_keys` with groups (ties, -0.0, many bins, one bin); two columns use the keys."""
+    from deltaexplore.core.operations.optimize import zorder_keys
+    from deltaexplore.inspect.advise import _zorder_order
+
+    rng = np.random.default_rng(5)
+    for n, nbins, distinct in ((5000, 40, 30), (3000, 1, 10_000), (20_000, 900, 200_000), (7, 3, 2)):
+        values = {"a": np.round(rng.random(n) * distinct) / 7.0, "b": rng.random(n)}
+        values["a"][rng.random(n) < 0.05] = -0.0
+        bins = rng.integers(0, nbins, n)
+        for cols in (["a"], ["b"], ["a", "b"]):
+            z = zorder_keys({c: pa.array(values[c]) for c in cols}, cols, groups=bins)
+            assert _zorder_order(values, cols, bins).tolist() == np.lexsort((z, bins)).tolist(), (n, cols)
+
+
 def test_depths_before_from_layout_equal_the_float_measure(small_files, tmp_path):
     """The what-if's depths before come from `layout`'s measure when the float bounds are exact:
     the same numbers as `overlap_metrics` of the floats; not taken for decimals."""
@@ -380,3 +396,37 @@ def test_ids_beyond_two_to_the_53_are_advised_on(tmp_path):
     # the points a query lands on are sampled values: rounded, a few land on a bound's other side
     before = zip(got.column("point_files_before").to_pylist(), want.column("point_files_before").to_pylist())
     assert all((a is None and b is None) or a == pytest.approx(b, rel=1e-3) for a, b in before)
+
+
+def test_counts_read_with_the_bounds_equal_the_stats_counts(small_files, tmp_path):
+    """The advisor takes numRecords from the candidate columns' bounds (`known_num_records`)
+    instead of reading them again: they equal `num_records`, on a written table and on a
+    metadata-only one with deletion vectors (`gen_many_files`); the advice equals the advice
+    with the counts read afresh."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from deltaexplore.core.operations.optimize import FileFacts
+    from deltaexplore.core.scan.stats import num_records
+    from deltaexplore.inspect.layout import known_num_records, layout_summary
+
+    generator = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_many_files.py"
+    generated = tmp_path / "many"
+    args = [str(generated), "--files", "3000", "--parts", "2", "--commits", "3", "--partitions", "20"]
+    subprocess.run([sys.executable, str(generator), *args], check=True, capture_output=True)
+    for root in (str(small_files.uri), str(generated)):
+        snap = dx.open_table(root).snapshot()
+        assert known_num_records(snap) is None
+        layout_summary(snap, ["id"])
+        got = known_num_records(snap)
+        assert got is not None
+        assert got.to_pylist() == num_records(snap.add_actions()).to_pylist()
+        shared = dx.open_table(root).inspect.advise()
+        original = FileFacts.use_records
+        try:
+            FileFacts.use_records = lambda self, records: None  # type: ignore[method-assign]
+            afresh = dx.open_table(root).inspect.advise()
+        finally:
+            FileFacts.use_records = original  # type: ignore[method-assign]
+        assert shared.equals(afresh)

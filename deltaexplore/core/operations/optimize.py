@@ -68,6 +68,12 @@ class FileFacts:
             self._records = num_records(self.files)
         return self._records
 
+    def use_records(self, records: pa.Array) -> None:
+        """numRecords per file read elsewhere (what `num_records` gives for `files`, e.g. read
+        with some column's bounds), taken instead of reading the stats again."""
+        if self._records is None and len(records) == self.files.num_rows:
+            self._records = records
+
     def counts(self) -> np.ndarray:
         """Physical rows per file (`row_counts`: the stats parsed once)."""
         if self._counts is None:
