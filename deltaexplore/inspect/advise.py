@@ -232,8 +232,9 @@ def layout_measures(
     points: dict[str, np.ndarray],
     depths: dict[str, np.ndarray | None] | None = None,
 ) -> dict[str, float]:
-    """Mean over the columns of (mean depth, max depth, files a point query reads); `depths`:
-    per column the overlap depth per file when measured already (`_bounds_and_depths`)."""
+    """Mean over the columns of (mean depth, max depth, files a point query reads, averaged
+    over `points`: in any order, sorted ones cost least); `depths`: per column the overlap
+    depth per file when measured already (`_bounds_and_depths`)."""
     means, maxes, point = [], [], []
     for c, (lo, hi) in bounds.items():
         ok = ~(np.isnan(lo) | np.isnan(hi))
@@ -293,7 +294,8 @@ def simulate_zorder(
         per_file[has & (live_rows <= 0)] = 0
     owner = np.repeat(np.arange(n), per_file)
     points = {c: lo[owner] + rng.random(len(owner)) * (hi[owner] - lo[owner]) for c, (lo, hi) in bounds.items()}
-    before = layout_measures(bounds, points, depths)
+    queries = {c: np.sort(p) for c, p in points.items()}  # the measures average over the points: sorted once
+    before = layout_measures(bounds, queries, depths)
     # the files each Z-order bin rewrites, and what they become
     in_plan = np.zeros(n, bool)
     new_lo: dict[str, np.ndarray] = {c: np.zeros(0) for c in columns}
@@ -318,7 +320,7 @@ def simulate_zorder(
     for c, (lo, hi) in bounds.items():
         keep = ~in_plan
         after_bounds[c] = (np.concatenate([lo[keep], new_lo[c]]), np.concatenate([hi[keep], new_hi[c]]))
-    after = layout_measures(after_bounds, points)
+    after = layout_measures(after_bounds, queries)
     total_bytes = int(pc.sum(adds.column("size")).as_py() or 0) if n else 0
     return ZorderWhatIf(
         columns=list(columns),
