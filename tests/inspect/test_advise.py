@@ -430,3 +430,19 @@ def test_counts_read_with_the_bounds_equal_the_stats_counts(small_files, tmp_pat
         finally:
             FileFacts.use_records = original  # type: ignore[method-assign]
         assert shared.equals(afresh)
+
+
+def test_point_measures_do_not_depend_on_the_points_order():
+    """`layout_measures` averages over the points: sorted points (what `simulate_zorder` passes,
+    sorted once for before and after) give exactly what the sampled order gives."""
+    from deltaexplore.inspect.advise import layout_measures
+
+    rng = np.random.default_rng(11)
+    lo = rng.random(4000) * 100
+    hi = lo + rng.random(4000) * 30
+    lo[::97] = np.nan
+    points = rng.random(20_000) * 130
+    for depths in (None, {"x": None}):
+        shuffled = layout_measures({"x": (lo, hi)}, {"x": points}, depths)
+        assert layout_measures({"x": (lo, hi)}, {"x": np.sort(points)}, depths) == shuffled
+        assert shuffled["point_files"] > 1
