@@ -73,6 +73,24 @@ METADATA = pa.struct(
     ]
 )
 SCHEMA = pa.schema([("protocol", PROTOCOL), ("metaData", METADATA), ("add", ADD), ("remove", REMOVE)])
+_BOUNDS = pa.struct([("id", pa.int64()), ("value", pa.float64())])
+STATS_PARSED = pa.struct(
+    [
+        ("numRecords", pa.int64()),
+        ("minValues", _BOUNDS),
+        ("maxValues", _BOUNDS),
+        ("nullCount", pa.struct([("id", pa.int64()), ("value", pa.int64())])),
+    ]
+)
+#: the checkpoint schema when the adds carry `stats_parsed`
+PARSED_SCHEMA = pa.schema(
+    [
+        ("protocol", PROTOCOL),
+        ("metaData", METADATA),
+        ("add", pa.struct([*ADD, pa.field("stats_parsed", STATS_PARSED)])),
+        ("remove", REMOVE),
+    ]
+)
 FIELDS = [
     {"name": "id", "type": "long", "nullable": True, "metadata": {}},
     {"name": "value", "type": "double", "nullable": True, "metadata": {}},
@@ -94,8 +112,9 @@ METADATA_JSON = {
 }
 
 
-def adds(start: int, n: int, partitions: int, rng: np.random.Generator) -> pa.StructArray:
-    """Add actions of files `start`..`start + n` (vectorized)."""
+def adds(start: int, n: int, partitions: int, rng: np.random.Generator, *, stats_parsed: bool = False) -> pa.StructArray:
+    """Add actions of files `start`..`start + n` (vectorized); with `stats_parsed`, the typed
+    stats too (what Spark writes in checkpoints with `delta.checkpoint.writeStatsAsStruct`)."""
     idx = np.arange(start, start + n, dtype=np.int64)
     path = pc.binary_join_element_wise(
         "date=", pc.cast(pa.array(idx % partitions), pa.string()), "/part-", pc.cast(pa.array(idx), pa.string()), ".parquet", ""
@@ -108,19 +127,20 @@ def adds(start: int, n: int, partitions: int, rng: np.random.Generator) -> pa.St
     lo = idx * 1000 - rng.integers(0, 20_000, n)
     hi = lo + rng.integers(1, 40_000, n)
     s = lambda a: pc.cast(pa.array(a), pa.string())  # noqa: E731
+    low_value, high_value, value_nulls = np.round(rng.random(n), 3), np.round(1 + rng.random(n), 3), rng.integers(0, 3, n)
     stats = pc.binary_join_element_wise(
         '{"numRecords":',
         s(records),
         ',"minValues":{"id":',
         s(lo),
         ',"value":',
-        s(np.round(rng.random(n), 3)),
+        s(low_value),
         '},"maxValues":{"id":',
         s(hi),
         ',"value":',
-        s(np.round(1 + rng.random(n), 3)),
+        s(high_value),
         '},"nullCount":{"id":0,"value":',
-        s(rng.integers(0, 3, n)),
+        s(value_nulls),
         "}}",
         "",
     )
@@ -138,12 +158,26 @@ def adds(start: int, n: int, partitions: int, rng: np.random.Generator) -> pa.St
         mask=pa.array(~with_dv),
     )
     mtime = pa.array(1_700_000_000_000 + idx, pa.int64())
-    return pa.StructArray.from_arrays(
-        [path, pvals, pa.array(size), mtime, pa.array(np.ones(n, bool)), stats, dv], fields=list(ADD)
+    arrays = [path, pvals, pa.array(size), mtime, pa.array(np.ones(n, bool)), stats, dv]
+    if not stats_parsed:
+        return pa.StructArray.from_arrays(arrays, fields=list(ADD))
+
+    def pair(a: np.ndarray, b: np.ndarray, t: pa.DataType) -> pa.StructArray:
+        return pa.StructArray.from_arrays([pa.array(a, pa.int64()), pa.array(b, t)], names=["id", "value"])
+
+    parsed = pa.StructArray.from_arrays(
+        [
+            pa.array(records, pa.int64()),
+            pair(lo, low_value, pa.float64()),
+            pair(hi, high_value, pa.float64()),
+            pair(np.zeros(n, np.int64), value_nulls, pa.int64()),
+        ],
+        fields=list(STATS_PARSED),
     )
+    return pa.StructArray.from_arrays([*arrays, parsed], fields=[*ADD, pa.field("stats_parsed", STATS_PARSED)])
 
 
-def _non_file_rows() -> pa.Table:
+def _non_file_rows(schema: pa.Schema = SCHEMA) -> pa.Table:
     """The checkpoint rows of the protocol and the metadata (maps as lists of pairs)."""
     metadata = {**METADATA_JSON, "format": {"provider": "parquet", "options": []}}
     metadata["configuration"] = list(METADATA_JSON["configuration"].items())
@@ -151,16 +185,27 @@ def _non_file_rows() -> pa.Table:
         {
             "protocol": pa.array([PROTOCOL_JSON, None], PROTOCOL),
             "metaData": pa.array([None, metadata], METADATA),
-            "add": pa.nulls(2, ADD),
+            "add": pa.nulls(2, schema.field("add").type),
             "remove": pa.nulls(2, REMOVE),
         },
-        schema=SCHEMA,
+        schema=schema,
     )
 
 
-def write(out: Path, files: int, *, parts: int = 10, commits: int = 20, partitions: int = 1000, seed: int = 0) -> None:
+def write(
+    out: Path,
+    files: int,
+    *,
+    parts: int = 10,
+    commits: int = 20,
+    partitions: int = 1000,
+    seed: int = 0,
+    stats_parsed: bool = False,
+) -> None:
     """The table at `out` (replaced): checkpoint at version 1 with `files` adds in `parts`
-    parts, then `commits` JSON commits (each removes 50 checkpoint files and adds 40)."""
+    parts, then `commits` JSON commits (each removes 50 checkpoint files and adds 40); with
+    `stats_parsed` the checkpoint's adds carry the typed stats beside the JSON ones."""
+    schema = PARSED_SCHEMA if stats_parsed else SCHEMA
     if out.exists():
         shutil.rmtree(out)
     log = out / "_delta_log"
@@ -176,11 +221,11 @@ def write(out: Path, files: int, *, parts: int = 10, commits: int = 20, partitio
     bounds = np.linspace(0, files, parts + 1).astype(np.int64)
     for p in range(parts):
         a, b = int(bounds[p]), int(bounds[p + 1])
-        add = adds(a, b - a, partitions, rng)
+        add = adds(a, b - a, partitions, rng, stats_parsed=stats_parsed)
         nulls = {"protocol": pa.nulls(b - a, PROTOCOL), "metaData": pa.nulls(b - a, METADATA), "remove": pa.nulls(b - a, REMOVE)}
-        table = pa.table({**nulls, "add": add}).select(SCHEMA.names).cast(SCHEMA)
+        table = pa.table({**nulls, "add": add}).select(schema.names).cast(schema)
         if p == 0:  # the first part starts with the protocol and metadata
-            table = pa.concat_tables([_non_file_rows(), table])
+            table = pa.concat_tables([_non_file_rows(schema), table])
         name = f"{1:020d}.checkpoint.{p + 1:010d}.{parts:010d}.parquet"
         pq.write_table(table, log / name, row_group_size=1 << 16)
         del add, table
@@ -218,9 +263,18 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=20)
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stats-parsed", action="store_true", help="typed stats_parsed in the checkpoint too")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    write(args.out, args.files, parts=args.parts, commits=args.commits, partitions=args.partitions, seed=args.seed)
+    write(
+        args.out,
+        args.files,
+        parts=args.parts,
+        commits=args.commits,
+        partitions=args.partitions,
+        seed=args.seed,
+        stats_parsed=args.stats_parsed,
+    )
     print(f"wrote {args.out}: {args.files} files, {args.parts} parts, {args.commits} commits in {time.perf_counter() - t0:.1f} s")
 
 

@@ -446,3 +446,26 @@ def test_point_measures_do_not_depend_on_the_points_order():
         shuffled = layout_measures({"x": (lo, hi)}, {"x": points}, depths)
         assert layout_measures({"x": (lo, hi)}, {"x": np.sort(points)}, depths) == shuffled
         assert shuffled["point_files"] > 1
+
+
+def test_advice_from_stats_parsed_equals_the_advice_from_json_stats(tmp_path):
+    """The same 3,000 files with JSON stats only and with `stats_parsed` in the checkpoint
+    (`gen_many_files.py --stats-parsed`, what Spark writes with writeStatsAsStruct): the
+    advice, read from the typed stats, is the same."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    generator = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_many_files.py"
+    roots = []
+    for extra in ([], ["--stats-parsed"]):
+        root = tmp_path / f"t{len(extra)}"
+        args = [str(root), "--files", "3000", "--parts", "2", "--commits", "3", "--partitions", "20", *extra]
+        subprocess.run([sys.executable, str(generator), *args], check=True, capture_output=True)
+        roots.append(str(root))
+    parsed = dx.open_table(roots[1]).snapshot().add_actions()
+    assert "stats_parsed" in parsed.column_names and parsed.column("stats_parsed").null_count < parsed.num_rows
+    for kw in ({}, {"zorder_by": ["id"]}, {"columns": ["id", "value"]}):
+        json_advice = dx.open_table(roots[0]).inspect.advise(**kw)
+        assert json_advice.num_rows > 0
+        assert dx.open_table(roots[1]).inspect.advise(**kw).equals(json_advice), kw
