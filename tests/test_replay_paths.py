@@ -155,5 +155,9 @@ def test_naming_keeps_a_superset_of_the_lines(tmp_path):
     assert [s.as_py() for s in some.text] == [lines.text[i].as_py() for i in (1, 2, 4)]
     assert some.file_actions("add").column("line").to_pylist() == [1, 2]
     assert some.file_actions("remove").column("path").to_pylist() == ["a/x.parquet"]
+    odd = "d=a b+(1)[x]{2}^$|?*/p.parquet"  # regex characters stand for themselves
+    text2 = text + ('{"add":{"path":"' + odd + '","size":4}}\n').encode()
+    lines2 = lines_from_bytes([log_file], [text2], [3])
+    assert lines2.naming([odd]).file_actions("add").column("path").to_pylist() == ["b/y.parquet", odd]
     assert lines.naming(['q"uote']) is lines
     assert lines.naming(["é.parquet"]) is lines
