@@ -489,6 +489,145 @@ def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
         dx.open_table(str(tmp_path)).history()
 
 
+def _file_actions_both_ways(read, monkeypatch) -> list[tuple[str, object, object]]:
+    """(what, small parse, vectorized parse) of every kind, whole and `COUNT_FIELDS`, of the
+    lines `read()` gives; each side a table, or the error it raised (type and message)."""
+    from deltaexplore.core.history import COUNT_FIELDS
+    from deltaexplore.core.log import json_log
+
+    def parse(small: bool) -> list[object]:
+        monkeypatch.setattr(json_log, "SMALL_LINES", 10**9 if small else -1)
+        monkeypatch.setattr(json_log, "SMALL_BYTES", 10**12 if small else -1)
+        out: list[object] = []
+        for columns in (None, COUNT_FIELDS):
+            lines = read()
+            for kind in ("add", "remove", "cdc"):
+                try:
+                    out.append(lines.file_actions(kind, columns))
+                except dx.DeltaExploreError as exc:
+                    out.append((type(exc), str(exc)))
+        return out
+
+    small, vectorized = parse(True), parse(False)
+    monkeypatch.undo()
+    whats = [f"{kind} {columns}" for columns in ("all", "counts") for kind in ("add", "remove", "cdc")]
+    return list(zip(whats, small, vectorized))
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, pa.Table) and isinstance(b, pa.Table):
+        return a.schema == b.schema and a.equals(b)
+    return a == b
+
+
+def test_small_commit_parse_equals_the_vectorized_parse(corpus, monkeypatch):
+    """A few lines are parsed with `json` (`LogLines._parse_small`): every corpus commit's file
+    actions, each commit read alone and whole logs, equal pyarrow.json's (values, types, order)."""
+    from corpus_paths import corpus_catalog
+
+    from deltaexplore.core.log.json_log import LogLines, read_log_files
+    from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
+
+    commits = small = 0
+    for row in corpus_catalog():
+        try:
+            table = dx.open_table(str(corpus / row["table_root"]))
+            listing = table.listing()
+            kept = [v for v in table.versions() if listing.commit(v) is not None]
+        except dx.DeltaExploreError:
+            continue
+        groups = [[v] for v in kept] + ([kept] if len(kept) > 1 else [])
+        for versions in groups:
+            files = [listing.commit(v) for v in versions]
+
+            def read(storage=table.storage, files=files, versions=versions) -> LogLines:
+                return read_log_files(storage, files, versions)
+
+            for what, got, expected in _file_actions_both_ways(read, monkeypatch):
+                assert _same(got, expected), (row["table_root"], versions, what)
+            commits += 1
+            small += read()._parse_small(FILE_ACTION_FIELDS) is not None
+    assert commits > 300 and small > 300, (commits, small)
+
+
+UNUSUAL_LINES = {
+    "DV written as {} or without a storage type": [
+        '{"add":{"path":"a.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{}}}',
+        '{"remove":{"path":"b.parquet","deletionTimestamp":1,"dataChange":true,"deletionVector":{"offset":3,"cardinality":2}}}',
+        '{"add":{"path":"c.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,'
+        '"deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":1,"sizeInBytes":40,"cardinality":2,"maxRowIndex":9}}}',
+    ],
+    "escapes, unicode, nulls, blank lines, other keys": [
+        '{"add":{"path":"d\\u00e9j\\u00e0\\/x y.parquet","partitionValues":{"p":null,"q":"\\"}{"},"size":1,'
+        '"modificationTime":1,"dataChange":false,"tags":{"t":null},"stats":null,"unknown":{"x":[1,2]}}}',
+        "",
+        '  { "cdc" : { "path" : "_change_data/c.parquet" , "partitionValues" : { } , "size" : 5 , "dataChange" : false } }',
+        '{"remove":{"path":"e.parquet","deletionTimestamp":5,"dataChange":true,"extendedFileMetadata":true,'
+        '"partitionValues":{"p":"1"},"size":9,"stats":"{\\"numRecords\\":3}","tags":{}},"add":{"path":"x"}}',
+        '{"commitInfo":{"timestamp":1,"operation":"WRITE","operationParameters":{}}}',
+    ],
+    "stats written as an object": [
+        '{"add":{"path":"f.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"stats":{"numRecords":1}}}',
+    ],
+    "map values that are not strings": [
+        '{"add":{"path":"g.parquet","partitionValues":{"p":1,"q":true},"size":1,"modificationTime":1,"dataChange":true}}',
+        '{"add":{"path":"h.parquet","partitionValues":{"p":{"q":"r"}},"size":1,"modificationTime":1,"dataChange":true}}',
+    ],
+    "a repeated key": [
+        '{"add":{"path":"i.parquet","path":"j.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}',
+    ],
+    "a whole number written as a float": [
+        '{"add":{"path":"k.parquet","partitionValues":{},"size":1.0,"modificationTime":1,"dataChange":true}}',
+    ],
+    "a fraction in an integer field": [
+        '{"add":{"path":"l.parquet","partitionValues":{},"size":1.5,"modificationTime":1,"dataChange":true}}',
+    ],
+    "an integer out of range": [
+        '{"add":{"path":"m.parquet","partitionValues":{},"size":123456789012345678901234,"modificationTime":1,"dataChange":true}}',
+        '{"remove":{"path":"n.parquet","deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":4294967296}}}',
+    ],
+    "a boolean written as a number": [
+        '{"add":{"path":"o.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":1}}',
+    ],
+    "no path": ['{"add":{"size":1,"partitionValues":{},"modificationTime":1,"dataChange":true}}'],
+    "an action that is not an object": ['{"add":["p.parquet"]}'],
+    "a malformed line of another action": [
+        '{"commitInfo":{"timestamp":1,',
+        '{"add":{"path":"q.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}',
+    ],
+}
+#: the cases `_parse_small` takes (the others are left to the vectorized parse)
+SMALL_TAKES = {
+    "DV written as {} or without a storage type",
+    "escapes, unicode, nulls, blank lines, other keys",
+    "a malformed line of another action",
+}
+
+
+@pytest.mark.parametrize("case", list(UNUSUAL_LINES))
+def test_small_commit_parse_of_unusual_lines(tmp_path, monkeypatch, case):
+    """Lines the small parse reads as pyarrow.json does (DVs written `{}`, escapes, nulls,
+    unknown keys, a second action key), and lines it leaves to the vectorized parse (stats as
+    an object, non-string map values, repeated keys, floats, out-of-range integers, malformed
+    lines): the file actions, or the error, equal the vectorized parse's."""
+    from deltaexplore.core.log.json_log import read_log_files
+    from deltaexplore.core.log.segment import list_log
+    from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
+
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / f"{0:020d}.json").write_text("\n".join(UNUSUAL_LINES[case]) + "\n")
+    table = dx.open_table(str(tmp_path))
+
+    def read():
+        return read_log_files(table.storage, [list_log(table.storage).commits[0]], [0])
+
+    for what, got, expected in _file_actions_both_ways(read, monkeypatch):
+        assert _same(got, expected), (case, what, got, expected)
+    taken = read()._parse_small(FILE_ACTION_FIELDS) is not None
+    assert taken == (case in SMALL_TAKES), case
+
+
 def _variant_table(root, parts: pa.StructArray, features: list[str]) -> None:
     schema = {
         "type": "struct",
