@@ -26,6 +26,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import take_rows
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.core.protocol.schema import StructField, to_arrow_type
 from deltaexplore.core.scan.data_file import row_counts
@@ -291,62 +292,76 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
     frame = pl.from_arrow(both)  # one chunk: a gather from a file's chunks costs ~4x more
     assert isinstance(frame, pl.DataFrame)
     names = list(frame.columns)
-    side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
-    hashed = _hashed_groups(frame, side, both) if names else None
+    hashed = _hashed_groups(frame, old.num_rows, both) if names else None
     if not names:
-        first, count = np.zeros(1, np.int64), np.array([int(side.sum())], np.int64)
+        first, count = np.zeros(1, np.int64), np.array([new.num_rows - old.num_rows], np.int64)
     elif hashed is not None:
         first, count = hashed
     else:
+        side = np.concatenate([np.full(old.num_rows, -1, np.int64), np.ones(new.num_rows, np.int64)])
         work = frame.with_columns(pl.Series("__side", side), pl.int_range(pl.len(), dtype=pl.Int64).alias("__row"))
         groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
         first, count = groups.get_column("__row").to_numpy(), groups.get_column("__side").to_numpy()
     keep = count != 0
     first, count = first[keep], count[keep]
     order = np.argsort(first, kind="stable")
-    rows = both.take(pa.array(first[order].astype(np.int64)))
+    rows = take_rows(both, first[order].astype(np.int64))  # batch by batch: no concatenation of `both`
     return rows.append_column(COUNT, pa.array(count[order].astype(np.int64)))
 
 
-def _hashed_groups(frame: pl.DataFrame, side: np.ndarray, table: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
+#: `_hashed_groups` sorts (hash, row) packed in one 64-bit word, the row in the low bits, for at
+#: most 2**`PACKED_ROW_BITS` rows (the hash keeps >= 40 bits: rows that differ rarely share
+#: them, and when they do the exactness check falls back); more rows: an argsort of the hashes
+PACKED_ROW_BITS = 24
+
+
+def _sorted_by_hash(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows in the order of their hashes, rows of one hash in increasing order; the hashes
+    in that order, maybe without their low bits)."""
+    n = len(hashes)
+    bits = max(1, (n - 1).bit_length())
+    if bits <= PACKED_ROW_BITS:
+        shift = np.uint64(bits)
+        keys = np.sort((hashes >> shift << shift) | np.arange(n, dtype=np.uint64))
+        return (keys & np.uint64((1 << bits) - 1)).astype(np.int64), keys >> shift
+    order = np.argsort(hashes, kind="stable")
+    return order, hashes[order]
+
+
+def _hashed_groups(frame: pl.DataFrame, older_rows: int, table: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     """(first row of each distinct row whose net count is not 0, that count), rows grouped by
-    a 64-bit hash of the whole row: the rows sorted by hash, each compared with the one before
-    it when their hashes are equal (`_differs_in_order`: column by column, no gather of whole
-    rows); None when two rows that differ share a hash, or a column cannot be hashed or
-    compared."""
+    a 64-bit hash of the whole row (the first `older_rows` rows count -1, the others +1): the
+    rows sorted by hash, each compared with the one before it when their hashes are equal
+    (`_differs`: column by column, only those pairs); None when two rows that differ share a
+    hash, or a column cannot be hashed or compared."""
     try:
         hashes = frame.hash_rows(seed=0).to_numpy()
     except pl.exceptions.PolarsError:
         return None
-    order = np.argsort(hashes)
-    sorted_hashes = hashes[order]
+    order, sorted_hashes = _sorted_by_hash(hashes)
     same = sorted_hashes[1:] == sorted_hashes[:-1]
     if same.any():
+        before, after = order[:-1][same], order[1:][same]
         for i, name in enumerate(frame.columns):
             try:
-                differs = _differs_in_order(table.column(i), frame.get_column(name), order, same)
+                differs = _differs(table.column(i), frame.get_column(name), before, after)
             except (pl.exceptions.PolarsError, pa.ArrowException):
                 return None
             if differs:
                 return None
     starts = np.flatnonzero(np.concatenate([[True], ~same]))
-    ends = np.append(starts[1:], len(order))
-    sums = np.cumsum(side[order])
-    count = sums[ends - 1] - np.where(starts > 0, sums[starts - 1], 0)
+    newer = np.add.reduceat(order >= older_rows, starts, dtype=np.int64)  # rows of the newer side per group
+    count = 2 * newer - np.diff(starts, append=len(order))
     keep = count != 0  # rows that cancel out need no first row
-    starts, ends = starts[keep], ends[keep]
-    # the smallest row number of each group left: one reduceat over (start, end) pairs
-    bounds = np.ravel(np.column_stack([starts, ends]))
-    first = np.minimum.reduceat(np.append(order, 0), bounds)[::2] if len(bounds) else np.zeros(0, np.int64)
-    return first, count[keep]
+    return order[starts[keep]], count[keep]  # rows of one hash are in increasing order
 
 
 _BITS = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
 
 
 def _compared_as(t: pa.DataType) -> pa.DataType | None:
-    """How `_differs_in_order` compares a column of type `t` with Arrow: as itself (booleans,
-    strings, binary), as the integers of its bits (numbers, dates, times), or None (polars)."""
+    """How `_differs` compares a column of type `t` with Arrow: as itself (booleans, strings,
+    binary), as the integers of its bits (numbers, dates, times), or None (polars)."""
     if pa.types.is_boolean(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
         return t
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
@@ -358,29 +373,25 @@ def _compared_as(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def _differs_in_order(column: pa.ChunkedArray, series: pl.Series, order: np.ndarray, same: np.ndarray) -> bool:
-    """Whether some row differs in this column from the row before it in `order` where `same`
-    (their hashes are equal). Numbers, dates and times compare as their bits (NaN equals NaN of
-    the same bits, -0.0 differs from 0.0: the exact fallback decides), booleans, strings and
-    binary as Arrow values after one take of the column; other types as polars values
-    (`ne_missing`)."""
-    n = len(order)
+def _differs(column: pa.ChunkedArray, series: pl.Series, before: np.ndarray, after: np.ndarray) -> bool:
+    """Whether row `before[i]` differs from row `after[i]` in this column for some i. Numbers,
+    dates and times compare as their bits (NaN equals NaN of the same bits, -0.0 differs from
+    0.0: the exact fallback decides), booleans, strings and binary as Arrow values; other
+    types as polars values (`ne_missing`)."""
     as_type = _compared_as(column.type)
     if as_type is None:
-        values = series.gather(pl.Series(order))
-        return bool((values.slice(1, n - 1).ne_missing(values.slice(0, n - 1)) & pl.Series(same)).any())
+        return bool(series.gather(pl.Series(before)).ne_missing(series.gather(pl.Series(after))).any())
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if as_type != arr.type:
+        arr = arr.view(as_type)
     if arr.null_count == 0 and as_type in _BITS.values():  # numpy gathers plain numbers ~5x faster
-        bits = arr.view(as_type).to_numpy(zero_copy_only=False)[order]
-        return bool(((bits[1:] != bits[:-1]) & same).any())
-    taken = arr.take(pa.array(order))
-    if as_type != taken.type:
-        taken = taken.view(as_type)
-    a, b = taken.slice(1), taken.slice(0, n - 1)
+        bits = arr.to_numpy(zero_copy_only=False)
+        return bool((bits[before] != bits[after]).any())
+    a, b = arr.take(pa.array(before)), arr.take(pa.array(after))
     equal = pc.equal(a, b)
-    if taken.null_count:
+    if arr.null_count:
         equal = pc.or_(pc.fill_null(equal, False), pc.and_(pc.is_null(a), pc.is_null(b)))
-    return bool((pc.invert(equal).to_numpy(zero_copy_only=False) & same).any())
+    return not pc.all(equal).as_py()
 
 
 def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str, str]) -> pa.Table:

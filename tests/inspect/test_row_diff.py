@@ -8,6 +8,7 @@ import math
 import warnings
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
@@ -386,3 +387,26 @@ def test_column_by_column_exactness_check_equals_the_group_by(monkeypatch):
             got = rd.net_rows(base, other)
         assert _net_counter(got) == _multiset_difference(base, other), column
         assert got.num_rows == 2, column
+
+
+def test_packed_hash_sort_equals_the_argsort(monkeypatch):
+    """The hashes sorted with the row packed in their low bits (`PACKED_ROW_BITS`) group rows
+    as an argsort of the whole hashes does; hashes equal but for those low bits (rows that
+    differ sharing the packed hash) still give the exact result, through the exactness check."""
+    import polars as pl
+
+    import deltaexplore.inspect.row_diff as rd
+
+    old = pa.concat_tables([_tricky(60), _tricky(7), _tricky(60)])
+    new = pa.concat_tables([_tricky(60).slice(5), _tricky(9), _tricky(30)])
+    expected = _multiset_difference(old, new)
+    packed = rd.net_rows(old, new)
+    with monkeypatch.context() as m:
+        m.setattr(rd, "PACKED_ROW_BITS", 0)
+        assert repr(rd.net_rows(old, new).to_pylist()) == repr(packed.to_pylist())  # NaN: compared as text
+    assert _net_counter(packed) == expected and packed.num_rows > 0
+    with monkeypatch.context() as m:  # every hash differs, but only in the bits the rows take
+        m.setattr(pl.DataFrame, "hash_rows", lambda self, seed=0: pl.Series("h", range(self.height), pl.UInt64))
+        assert _net_counter(rd.net_rows(old, new)) == expected
+    sorted_rows, _ = rd._sorted_by_hash(np.array([5, 3, 5, 1, 3, 5], np.uint64) << np.uint64(40))
+    assert sorted_rows.tolist() == [3, 1, 4, 0, 2, 5]  # rows of one hash in increasing order
