@@ -59,8 +59,28 @@ def resolve_versions(obj: Table | Snapshot, v1: int | None, v2: int | None) -> t
 # -- file changes ------------------------------------------------------------------------------
 
 
-def _side(snapshot: Snapshot, adds: pa.Table) -> pl.DataFrame:
+#: a file diff of at most this many actions and files is computed in Python (`_compare_small`):
+#: polars' fixed cost per frame and join dominates a commit of a handful of files
+SMALL_FILE_DIFF = 256
+
+
+def _side_table(snapshot: Snapshot, adds: pa.Table) -> pa.Table:
     """Per add: path, dv id, size, num_records, DV cardinality, partition key, mtime."""
+    return pa.table(
+        {
+            "path": combined(adds.column("path")).cast(pa.string()),
+            "dv": dv_ids(adds),
+            "size": combined(adds.column("size")).cast(pa.int64()),
+            "num_records": num_records(adds),
+            "card": dv_cardinality(adds),
+            "partition": partition_keys(snapshot, adds),
+            "mtime": combined(adds.column("modificationTime")).cast(pa.int64()),
+        }
+    )
+
+
+def _side(snapshot: Snapshot, adds: pa.Table) -> pl.DataFrame:
+    """`_side_table` as a polars frame."""
     if adds.num_rows == 0:
         return pl.DataFrame(
             schema={
@@ -73,18 +93,7 @@ def _side(snapshot: Snapshot, adds: pa.Table) -> pl.DataFrame:
                 "mtime": pl.Int64,
             }
         )
-    table = pa.table(
-        {
-            "path": combined(adds.column("path")).cast(pa.string()),
-            "dv": dv_ids(adds),
-            "size": combined(adds.column("size")).cast(pa.int64()),
-            "num_records": num_records(adds),
-            "card": dv_cardinality(adds),
-            "partition": partition_keys(snapshot, adds),
-            "mtime": combined(adds.column("modificationTime")).cast(pa.int64()),
-        }
-    )
-    frame = pl.from_arrow(table)
+    frame = pl.from_arrow(_side_table(snapshot, adds))
     assert isinstance(frame, pl.DataFrame)
     return frame
 
@@ -128,6 +137,84 @@ def _compare(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
     ).sort(["change", "path"])
 
 
+def _coalesce(new: dict[str, Any] | None, old: dict[str, Any] | None, name: str) -> Any:
+    """`pl.coalesce(name_after, name)` of two optional rows."""
+    value = None if new is None else new[name]
+    return old[name] if value is None and old is not None else value
+
+
+def _compare_small(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> pa.Table:
+    """`_to_arrow(_compare(before, after))` of a few `_side_table` rows, in Python."""
+    b = {r["path"]: r for r in before}  # the last row of a path, as `unique(keep="last")`
+    a = {r["path"]: r for r in after}
+
+    def minus(x: int | None, y: int | None) -> int | None:
+        return None if x is None or y is None else x - y
+
+    rows = []
+    for path in b.keys() | a.keys():
+        old, new = b.get(path), a.get(path)
+        if new is None:
+            change = "removed"
+        elif old is None:
+            change = "added"
+        elif old["dv"] == new["dv"]:
+            continue
+        else:
+            change = "dv_changed"
+        live_before = None if old is None else minus(old["num_records"], old["card"])
+        live_after = None if new is None else minus(new["num_records"], new["card"])
+        if change == "added":
+            delta = live_after
+        elif change == "removed":
+            delta = None if live_before is None else -live_before
+        else:
+            delta = minus(live_after, live_before)
+
+        rows.append(
+            {
+                "path": path,
+                "change": change,
+                "partition": _coalesce(new, old, "partition"),
+                "size": _coalesce(new, old, "size"),
+                "num_records": _coalesce(new, old, "num_records"),
+                "deleted_before": None if old is None else old["card"],
+                "deleted_after": None if new is None else new["card"],
+                "rows_delta": delta,
+                "dv_before": None if old is None else old["dv"],
+                "dv_after": None if new is None else new["dv"],
+                "modification_time": _coalesce(new, old, "mtime"),
+            }
+        )
+    rows.sort(key=lambda r: (r["change"], r["path"]))
+    cols: dict[str, Any] = {f.name: [r[f.name] for r in rows] for f in DIFF_FILES_SCHEMA}
+    cols["modification_time"] = pa.array(cols["modification_time"], pa.int64())
+    return conform(cols, DIFF_FILES_SCHEMA)
+
+
+def _incremental_small(
+    a: Snapshot, b: Snapshot, adds: pa.Table, removes: pa.Table
+) -> tuple[pa.Table, tuple[pa.Table, pa.Table]] | None:
+    """`_incremental`'s file changes and replayed adds for a few actions, in Python (None when
+    the paths they touch have more than `SMALL_FILE_DIFF` files at the older version)."""
+    latest: dict[tuple[str, str | None], tuple[int, int, bool]] = {}  # (path, dv) -> its last action
+    for table, is_add in ((adds, True), (removes, False)):
+        keys = zip(table.column("path").to_pylist(), dv_ids(table).to_pylist(), table.column("line").to_pylist())
+        for row, (path, dv, line) in enumerate(keys):
+            seen = latest.get((path, dv))
+            if seen is None or line > seen[0]:
+                latest[(path, dv)] = (line, row, is_add)
+    older_adds = a.add_actions_for(pa.array(sorted({path for path, _ in latest}), pa.string()))
+    if older_adds.num_rows > SMALL_FILE_DIFF:
+        return None
+    before = _side_table(a, older_adds).to_pylist()
+    survivors = [r for r in before if (r["path"], r["dv"]) not in latest]
+    newer_adds = take_rows(adds, sorted(row for _, row, is_add in latest.values() if is_add))
+    after = survivors + _side_table(b, newer_adds).to_pylist()
+    fields = [c for c in older_adds.column_names if c in newer_adds.column_names]
+    return _compare_small(before, after), (older_adds, newer_adds.select(fields))
+
+
 def _range_files(table: Table, lo: int, hi: int) -> list[Any] | None:
     listing = table.listing(refresh=False)
     versions = listing.commit_versions(lo + 1, hi)
@@ -136,16 +223,20 @@ def _range_files(table: Table, lo: int, hi: int) -> list[Any] | None:
     return [listing.commit(v) for v in versions]
 
 
-def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> tuple[pl.DataFrame, tuple[pa.Table, pa.Table]]:
+def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> tuple[pa.Table, tuple[pa.Table, pa.Table]]:
     """Apply the commits (lo, hi] to the paths they touch in the older state; with the add
-    actions replayed on the way (`Replayed`)."""
+    actions replayed on the way (`Replayed`). A few actions: in Python (`_incremental_small`)."""
     lo, hi = a.version, b.version
     lines = read_log_files(table.storage, files, list(range(lo + 1, hi + 1)))
     adds = lines.file_actions("add")
     removes = lines.file_actions("remove")
     if adds.num_rows + removes.num_rows == 0:
         empty = a.add_actions_for(pa.array([], pa.string()))
-        return _compare(_side(a, adds.slice(0, 0)), _side(b, adds.slice(0, 0))), (empty, empty)
+        return _to_arrow(_compare(_side(a, adds.slice(0, 0)), _side(b, adds.slice(0, 0)))), (empty, empty)
+    if adds.num_rows + removes.num_rows <= SMALL_FILE_DIFF:
+        small = _incremental_small(a, b, adds, removes)
+        if small is not None:
+            return small
     keys = pl.DataFrame(
         {
             "path": pl.from_arrow(pa.concat_arrays([combined(adds.column("path")), combined(removes.column("path"))])),
@@ -165,7 +256,7 @@ def _incremental(table: Table, a: Snapshot, b: Snapshot, files: list[Any]) -> tu
     newer_adds = take_rows(adds, added_rows)
     after = pl.concat([survivors, _side(b, newer_adds)], how="vertical")
     fields = [c for c in older_adds.column_names if c in newer_adds.column_names]
-    return _compare(before, after), (older_adds, newer_adds.select(fields))
+    return _to_arrow(_compare(before, after)), (older_adds, newer_adds.select(fields))
 
 
 def _full(a: Snapshot, b: Snapshot) -> pl.DataFrame:
@@ -199,15 +290,15 @@ def _compute(
         a = lenient_snapshot(table, lo)  # a version deltaexplore cannot read still has files and a protocol
         b = a if hi == lo else lenient_snapshot(table, hi)
         if lo == hi:
-            frame, method = _compare(_side(a, a.add_actions().slice(0, 0)), _side(a, a.add_actions().slice(0, 0))), "same version"
+            none = _side(a, a.add_actions().slice(0, 0))
+            changes, method = _to_arrow(_compare(none, none)), "same version"
         else:
             files = _range_files(table, lo, hi)
             if _use_incremental(a, b, files):
                 assert files is not None
-                (frame, replayed), method = _incremental(table, a, b, files), "incremental"
+                (changes, replayed), method = _incremental(table, a, b, files), "incremental"
             else:
-                frame, method = _full(a, b), "full"
-        changes = _to_arrow(frame)
+                changes, method = _to_arrow(_full(a, b)), "full"
         table_cache(table)["diff"] = (stamp, (changes, a, b, method, replayed))
     if v1 > v2:
         changes, a, b = _reverse(changes), b, a

@@ -92,13 +92,29 @@ def test_diff_defaults_and_namespace(history_table):
         diff_fn(table, -1, 2)
 
 
+def _assert_small_equals_polars(table, a, b, files) -> None:
+    """The file diff of a few actions computed in Python (`_incremental_small`) equals the
+    polars one: the changes (values, types, order) and the adds it replayed."""
+    import importlib
+
+    diff_module = importlib.import_module("deltaexplore.inspect.diff")  # the package exports a `diff` function
+
+    small = _incremental(table, a, b, files)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(diff_module, "SMALL_FILE_DIFF", -1)
+        polars = _incremental(table, a, b, files)
+    assert small[0].schema == polars[0].schema and small[0].equals(polars[0])
+    for got, want in zip(small[1], polars[1]):
+        assert got.schema == want.schema and got.equals(want)
+
+
 def test_incremental_equals_full(history_table):
     table, _ = history_table
     for lo, hi in [(0, 1), (0, 2), (0, 3), (1, 3), (2, 3)]:
         a, b = table.snapshot(lo), table.snapshot(hi)
-        frame, (older, newer) = _incremental(table, a, b, _range_files(table, lo, hi))
-        inc = _to_arrow(frame)
+        inc, (older, newer) = _incremental(table, a, b, _range_files(table, lo, hi))
         full = _to_arrow(_full(a, b))
+        _assert_small_equals_polars(table, a, b, _range_files(table, lo, hi))
         assert inc.to_pylist() == full.to_pylist(), (lo, hi)
         # the adds it replayed on the way (what the row diff reads): the older version's of every
         # touched path, and the newer version's of every path added or given another DV
@@ -157,8 +173,9 @@ def test_corpus_incremental_matches_full_replay(root, lo, hi):
         files = _range_files(table, lo, hi)
         if files is None:
             pytest.skip("commits of the range were cleaned up")
-        inc = _to_arrow(_incremental(table, a, b, files)[0]).to_pylist()
+        inc = _incremental(table, a, b, files)[0].to_pylist()
         full = _to_arrow(_full(a, b)).to_pylist()
+        _assert_small_equals_polars(table, a, b, files)
     assert [r["path"] for r in inc] == [r["path"] for r in full]
     for x, y in zip(inc, full):
         # a checkpoint written without JSON stats knows no row counts: the commits may
@@ -285,3 +302,31 @@ def test_diff_widening_nullability_partitioning_domains_txns(tmp_path):
     # and back again: every change reverses
     back = {(r["section"], r["change"], r["name"]) for r in diff_fn(dx.open_table(str(tmp_path)), 1, 0).to_pylist()}
     assert {("schema", "type_changed", "id"), ("schema", "nullability", "id"), ("domain_metadata", "added", "drop.me")} <= back
+
+
+def test_small_file_diff_takes_the_older_values_the_newer_add_lacks(tmp_path):
+    """A file re-added with a DV and without stats or partition values keeps its row count
+    from the older add (the polars path coalesces newer and older): both paths agree."""
+    from helpers import add, metadata, protocol, remove, write_commit
+
+    dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36, "cardinality": 2}
+    write_commit(
+        tmp_path,
+        0,
+        [
+            protocol(3, 7, ["deletionVectors"], ["deletionVectors"]),
+            metadata(),
+            add("a.parquet", 10, records=10),
+            add("b.parquet", 20),
+        ],
+    )
+    bare = {"add": {"path": "a.parquet", "size": 10, "modificationTime": 5, "dataChange": True, "deletionVector": dv}}
+    write_commit(tmp_path, 1, [remove("a.parquet"), bare, remove("b.parquet")])
+    table = dx.open_table(str(tmp_path))
+    a, b = table.snapshot(0), table.snapshot(1)
+    changes = _incremental(table, a, b, _range_files(table, 0, 1))[0].to_pylist()
+    assert [(r["path"], r["change"], r["num_records"], r["rows_delta"]) for r in changes] == [
+        ("a.parquet", "dv_changed", 10, None),
+        ("b.parquet", "removed", None, None),
+    ]
+    _assert_small_equals_polars(table, a, b, _range_files(table, 0, 1))
