@@ -215,8 +215,10 @@ class LogLines:
         plain = all(p.isascii() and p.isprintable() and '"' not in p and "\\" not in p for p in paths)
         if not plain or not paths or len(paths) > NAMING_PATHS or "add" in self._file_action_cache:
             return self
-        pattern = "|".join([_ESCAPED_PATH, *(re.sub(r"([.+*?()|\[\]{}^$\\])", r"\\\1", p) for p in paths)])
-        mask = pc.match_substring_regex(self.text, pattern)  # one pass over the text
+        pattern = "|".join(re.sub(r"([.+*?()|\[\]{}^$\\])", r"\\\1", p) for p in paths)
+        # two passes over the text: RE2 runs the paths' alternation and the escape pattern each
+        # faster than the one alternation of both (~1.0 against ~1.6 ms on 0.5 MB)
+        mask = pc.or_(pc.match_substring_regex(self.text, pattern), pc.match_substring_regex(self.text, _ESCAPED_PATH))
         keep = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
         if len(keep) == len(self.text):
             return self
