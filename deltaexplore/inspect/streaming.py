@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from deltaexplore.core.arrow import combined
 from deltaexplore.core.files import translate_map_keys
+from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.scan.partition_values import partition_keys, physical_partition_names
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.inspect.deletion_vectors import DEFAULT_PURGE_THRESHOLD, DV_COLUMNS, dv_files_of, dv_table, storage_names
@@ -166,8 +167,13 @@ class FilePass(ColumnLayouts):
     _dv_records: list[pa.Array] = field(default_factory=list)
     _bounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _file_list: list[pa.Table] = field(default_factory=list)
+    _dv_keys: list[pa.Table] = field(default_factory=list)
+    _partitions: pa.Table | None = None
     #: the layout columns whose bounds the pass keeps (resolved names)
     kept_columns: tuple[str, ...] = ()
+    #: the checkpoint's add rows the version's commits replaced (`Snapshot.iter_file_actions`),
+    #: kept with the file list: what stepping back from this version needs (`stepped_totals`)
+    superseded: list[pa.Table] = field(default_factory=list)
 
     # -- the pass ---------------------------------------------------------------------------
     def add(self, adds: pa.Table, columns: Sequence[str]) -> None:
@@ -175,6 +181,7 @@ class FilePass(ColumnLayouts):
         n = adds.num_rows
         if n == 0:
             return
+        self._partitions = None
         snap = self.snapshot
         threshold = small_file_threshold(snap, self.small_file_bytes)
         size = combined(adds.column("size")).cast(pa.int64())
@@ -248,6 +255,7 @@ class FilePass(ColumnLayouts):
                     }
                 )
             )
+            self._dv_keys.append(pa.table({"dv_id": dv_unique_id(dv), "dv_file": pc.is_valid(cardinality)}))
         if columns:
             for name, b in layout_columns_bounds(snap, adds, list(columns)).items():
                 self._bounds.setdefault(name, []).append(b)
@@ -257,6 +265,11 @@ class FilePass(ColumnLayouts):
     # -- what it counted ----------------------------------------------------------------------
     def partitions(self) -> pa.Table:
         """`inspect.partitions()` of the version (`PARTITIONS_SCHEMA`)."""
+        if self._partitions is None:
+            self._partitions = self._partition_table()
+        return self._partitions
+
+    def _partition_table(self) -> pa.Table:
         if self.files == 0:
             return finish_partitions(pa.table({}))
         sums = (
@@ -331,6 +344,16 @@ class FilePass(ColumnLayouts):
             return pa.schema(fields).empty_table()
         return pa.concat_tables(self._file_list).cast(pa.schema(fields))
 
+    def file_dvs(self) -> pa.Table:
+        """Per file of `file_list()` (same order): `dv_id`, its deletion vector's unique id
+        (null without one: with the path, the file's replay key), and `dv_file`, whether it
+        counts as a file with a deletion vector."""
+        if not self.keep_file_list:
+            raise InspectError("this streaming pass kept no file list: pass file_pass(keep_file_list=True)")
+        if not self._dv_keys:
+            return pa.table({"dv_id": pa.array([], pa.string()), "dv_file": pa.array([], pa.bool_())})
+        return pa.concat_tables(self._dv_keys)
+
     def layout_summary(self, columns: list[str] | None = None) -> pa.Table:
         """`inspect.layout_summary(columns)` of the version, from the bounds of the columns the
         pass was asked for (`LAYOUT_SUMMARY_SCHEMA`)."""
@@ -384,7 +407,7 @@ def file_pass(
     columns = list(layout_columns)
     out = FilePass(snap, small_file_bytes, keep_file_list=keep_file_list)
     out.kept_columns = tuple(resolved_column(snap, c) for c in columns)
-    for batch in snap.iter_file_actions("add", fields=_FIELDS):
+    for batch in snap.iter_file_actions("add", fields=_FIELDS, superseded=out.superseded if keep_file_list else None):
         out.add(batch, columns)
         if progress is not None:
             progress(out.batches, out.files)

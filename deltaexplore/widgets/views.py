@@ -30,6 +30,7 @@ from deltaexplore.inspect.layout import clustering_columns, resolved_column
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.inspect.snapshots import remember, snapshot_of
+from deltaexplore.inspect.stepped_totals import stepped_totals
 from deltaexplore.inspect.streaming import (
     FILE_LIST_COLUMNS,
     KERNEL_BYTES_PER_FILE,
@@ -401,6 +402,20 @@ class TableView:
             return made
         return fp
 
+    def _streamed_overview(self, snap: Snapshot) -> pa.Table:
+        """The overview of a streamed version: stepped from the pass kept of another version
+        and the commits in between when it can be (`inspect.stepped_totals`: a slider step
+        costs the commits between, not a pass over the log), else the version's own pass
+        (which counts rows too)."""
+        with self._pass_lock:
+            own = self._passes.get(snap.version)
+            kept = next(iter(self._passes.values()), None)
+        if own is None and isinstance(kept, FilePass) and self.engine(snap)["name"] == "streaming":
+            totals = stepped_totals(kept, snap)
+            if totals is not None:
+                return inspect.overview(snap, small_file_bytes=kept.small_file_bytes, totals=totals)
+        return self.file_pass(snap).overview()
+
     def _report_spark(self, fraction: float, message: str) -> None:
         if self.spark_progress is not None:
             self.spark_progress(fraction, message)
@@ -421,7 +436,7 @@ class TableView:
         if stage is None:
             stage = 2 if files_ready(snap) or _segment_bytes(snap) < EAGER_SEGMENT_BYTES else 1 if snap.files_loaded else 0
         if streaming and stage >= 1:
-            stage, metrics = 2, self.file_pass(snap).overview()  # the pass counts rows too
+            stage, metrics = 2, self._streamed_overview(snap)
         else:
             metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
         out: dict[str, Any] = {"version": snap.version, "stage": stage, "complete": stage >= 2, "metrics": to_ipc(metrics)}
