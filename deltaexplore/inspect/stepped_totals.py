@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import combined
+from deltaexplore.core.arrow import combined, take_rows
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.scan.partition_values import partition_keys, physical_partition_names
@@ -181,11 +181,9 @@ def _leaving(base: FilePass, paths: pa.ChunkedArray | pa.Array, touched: pa.Arra
     """The base's active files whose key is touched (with `_values`' columns), and the paths of
     those whose path is touched but not their key (a remove without the file's deletion vector
     leaves it active: such a path must not arrive under another key)."""
-    files = base.file_list()
-    at = pc.is_in(files.column("path"), value_set=pc.unique(combined(paths).cast(pa.string())))
-    rows = pa.array(np.flatnonzero(pc.fill_null(at, False).to_numpy(zero_copy_only=False)), pa.int64())
-    files = files.take(rows)
-    dvs = base.file_dvs().take(rows)
+    rows = base.rows_of(pc.unique(combined(paths)))
+    files = take_rows(base.file_list(), rows)
+    dvs = take_rows(base.file_dvs(), rows)
     keys = _keys(combined(files.column("path")), combined(dvs.column("dv_id")))
     hit = pc.is_in(keys, value_set=touched)
     staying = combined(files.column("path")).cast(pa.large_string()).filter(pc.invert(hit))

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltaexplore.core.arrow import combined
+from deltaexplore.core.arrow import combined, take_rows
 from deltaexplore.core.files import translate_map_keys
 from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.scan.partition_values import partition_keys, physical_partition_names
@@ -169,6 +169,8 @@ class FilePass(ColumnLayouts):
     _file_list: list[pa.Table] = field(default_factory=list)
     _dv_keys: list[pa.Table] = field(default_factory=list)
     _partitions: pa.Table | None = None
+    #: the file list's path hashes, sorted, and the rows they belong to (`rows_of`)
+    _path_index: tuple[np.ndarray, np.ndarray] | None = None
     #: the layout columns whose bounds the pass keeps (resolved names)
     kept_columns: tuple[str, ...] = ()
     #: the checkpoint's add rows the version's commits replaced (`Snapshot.iter_file_actions`),
@@ -181,7 +183,7 @@ class FilePass(ColumnLayouts):
         n = adds.num_rows
         if n == 0:
             return
-        self._partitions = None
+        self._partitions = self._path_index = None
         snap = self.snapshot
         threshold = small_file_threshold(snap, self.small_file_bytes)
         size = combined(adds.column("size")).cast(pa.int64())
@@ -342,7 +344,9 @@ class FilePass(ColumnLayouts):
         fields = [schema.field(c) for c in FILE_LIST_COLUMNS]
         if not self._file_list:
             return pa.schema(fields).empty_table()
-        return pa.concat_tables(self._file_list).cast(pa.schema(fields))
+        if len(self._file_list) > 1:  # joined once: a kept pass is read many times (steps, grids)
+            self._file_list = [pa.concat_tables(self._file_list)]
+        return self._file_list[0].cast(pa.schema(fields))
 
     def file_dvs(self) -> pa.Table:
         """Per file of `file_list()` (same order): `dv_id`, its deletion vector's unique id
@@ -353,6 +357,28 @@ class FilePass(ColumnLayouts):
         if not self._dv_keys:
             return pa.table({"dv_id": pa.array([], pa.string()), "dv_file": pa.array([], pa.bool_())})
         return pa.concat_tables(self._dv_keys)
+
+    def rows_of(self, paths: pa.Array) -> np.ndarray:
+        """The rows of `file_list()` whose path is one of `paths`, in increasing order: a lookup
+        in the list's path hashes (made once), each candidate's path then compared."""
+        if self._path_index is None:
+            hashes = pl.Series(combined(self.file_list().column("path")).cast(pa.large_string())).hash().to_numpy()
+            order = np.argsort(hashes, kind="stable")
+            self._path_index = (hashes[order], order)
+        ordered, rows = self._path_index
+        if len(paths) == 0 or len(rows) == 0:
+            return np.zeros(0, np.int64)
+        wanted = combined(paths).cast(pa.large_string())
+        asked = pl.Series(wanted).hash().to_numpy()
+        lo, hi = np.searchsorted(ordered, asked, "left"), np.searchsorted(ordered, asked, "right")
+        counts = hi - lo
+        starts = np.repeat(lo - np.r_[0, np.cumsum(counts)[:-1]], counts)
+        candidates = np.unique(rows[starts + np.arange(int(counts.sum()))])
+        if not len(candidates):
+            return candidates.astype(np.int64)
+        found = combined(take_rows(self.file_list().select(["path"]), candidates).column("path")).cast(pa.large_string())
+        same = pc.fill_null(pc.is_in(found, value_set=wanted), False).to_numpy(zero_copy_only=False)
+        return candidates[same].astype(np.int64)
 
     def layout_summary(self, columns: list[str] | None = None) -> pa.Table:
         """`inspect.layout_summary(columns)` of the version, from the bounds of the columns the
