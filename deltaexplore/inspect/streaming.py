@@ -169,8 +169,8 @@ class FilePass(ColumnLayouts):
     _file_list: list[pa.Table] = field(default_factory=list)
     _dv_keys: list[pa.Table] = field(default_factory=list)
     _partitions: pa.Table | None = None
-    #: the file list's path hashes, sorted, and the rows they belong to (`rows_of`)
-    _path_index: tuple[np.ndarray, np.ndarray] | None = None
+    #: the file list's path hashes (`rows_of`)
+    _path_hashes: pl.Series | None = None
     #: the layout columns whose bounds the pass keeps (resolved names)
     kept_columns: tuple[str, ...] = ()
     #: the checkpoint's add rows the version's commits replaced (`Snapshot.iter_file_actions`),
@@ -183,7 +183,7 @@ class FilePass(ColumnLayouts):
         n = adds.num_rows
         if n == 0:
             return
-        self._partitions = self._path_index = None
+        self._partitions = self._path_hashes = None
         snap = self.snapshot
         threshold = small_file_threshold(snap, self.small_file_bytes)
         size = combined(adds.column("size")).cast(pa.int64())
@@ -359,24 +359,19 @@ class FilePass(ColumnLayouts):
         return pa.concat_tables(self._dv_keys)
 
     def rows_of(self, paths: pa.Array) -> np.ndarray:
-        """The rows of `file_list()` whose path is one of `paths`, in increasing order: a lookup
-        in the list's path hashes (made once), each candidate's path then compared."""
-        if self._path_index is None:
-            hashes = pl.Series(combined(self.file_list().column("path")).cast(pa.large_string())).hash().to_numpy()
-            order = np.argsort(hashes, kind="stable")
-            self._path_index = (hashes[order], order)
-        ordered, rows = self._path_index
-        if len(paths) == 0 or len(rows) == 0:
+        """The rows of `file_list()` whose path is one of `paths`, in increasing order: their
+        hashes looked up among the list's path hashes (hashed once), each candidate's path then
+        compared."""
+        if self._path_hashes is None:
+            self._path_hashes = pl.Series(self.file_list().column("path")).hash()
+        if len(paths) == 0 or len(self._path_hashes) == 0:
             return np.zeros(0, np.int64)
-        wanted = combined(paths).cast(pa.large_string())
-        asked = pl.Series(wanted).hash().to_numpy()
-        lo, hi = np.searchsorted(ordered, asked, "left"), np.searchsorted(ordered, asked, "right")
-        counts = hi - lo
-        starts = np.repeat(lo - np.r_[0, np.cumsum(counts)[:-1]], counts)
-        candidates = np.unique(rows[starts + np.arange(int(counts.sum()))])
+        wanted = combined(paths).cast(pa.string())
+        hit = self._path_hashes.is_in(pl.Series(wanted).hash().implode()).to_numpy()
+        candidates = np.flatnonzero(hit)
         if not len(candidates):
             return candidates.astype(np.int64)
-        found = combined(take_rows(self.file_list().select(["path"]), candidates).column("path")).cast(pa.large_string())
+        found = combined(take_rows(self.file_list().select(["path"]), candidates).column("path")).cast(pa.string())
         same = pc.fill_null(pc.is_in(found, value_set=wanted), False).to_numpy(zero_copy_only=False)
         return candidates[same].astype(np.int64)
 
