@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import combined, take_rows
+from deltaexplore.core.arrow import combined, take_rows, text_buffers
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.scan.partition_values import partition_keys, physical_partition_names
@@ -53,10 +53,11 @@ MAX_STEP_BYTES = 64 << 20
 _SEP = pa.scalar("\x00", pa.large_string())
 
 
-def stepped_totals(base: FilePass, snap: Snapshot) -> FileTotals | None:
+def stepped_totals(base: FilePass, snap: Snapshot, *, max_bytes: int = MAX_STEP_BYTES) -> FileTotals | None:
     """`snap`'s file totals from the pass `base` of a neighbouring version (made with
     `keep_file_list=True`) and the commits in between (module docstring); None when the step
-    cannot be made this way."""
+    cannot be made this way, or would read more than `max_bytes` of JSON (the commits between;
+    going back, `snap`'s own commits too)."""
     before = base.snapshot
     if not base.keep_file_list:
         return None
@@ -68,7 +69,7 @@ def stepped_totals(base: FilePass, snap: Snapshot) -> FileTotals | None:
     if threshold != small_file_threshold(before, base.small_file_bytes):
         return None
     lo, hi = sorted((snap.version, before.version))
-    between = _commits(before if snap.version < before.version else snap, lo, hi)
+    between = _commits(before if snap.version < before.version else snap, lo, hi, max_bytes)
     if between is None:
         return None
     moved = _actions(snap, between, threshold)
@@ -76,7 +77,7 @@ def stepped_totals(base: FilePass, snap: Snapshot) -> FileTotals | None:
     if snap.version > before.version:
         arriving = _last_adds(moved)
     else:
-        if snap.checkpoint_version != before.checkpoint_version:
+        if snap.checkpoint_version != before.checkpoint_version or _text_bytes(snap.json_lines) > max_bytes:
             return None
         paths = pc.unique(moved.column("path"))
         own = _actions(snap, snap.json_lines, threshold, paths)
@@ -93,16 +94,22 @@ def stepped_totals(base: FilePass, snap: Snapshot) -> FileTotals | None:
     return _stepped(base.totals(), base.partitions(), leaving, arriving)
 
 
-def _commits(segment_of: Snapshot, lo: int, hi: int) -> LogLines | None:
-    """The lines of the commits lo+1..hi: a slice of `segment_of`'s lines when they hold them
-    (its checkpoint at or before `lo`), else read from the listing."""
+def _text_bytes(lines: LogLines) -> int:
+    offsets, _ = text_buffers(lines.text)
+    return int(offsets[-1] - offsets[0]) if len(offsets) else 0
+
+
+def _commits(segment_of: Snapshot, lo: int, hi: int, max_bytes: int) -> LogLines | None:
+    """The lines of the commits lo+1..hi (at most `max_bytes` of them): a slice of
+    `segment_of`'s lines when they hold them (its checkpoint at or before `lo`), else read from
+    the listing."""
     if segment_of.checkpoint_version is None or segment_of.checkpoint_version <= lo:
         lines = segment_of.json_lines.after(lo)
         if lines is not None and (not lines.files or lines.files[-1].end_version == hi):
-            return lines if int(pc.sum(pc.binary_length(lines.text)).as_py() or 0) <= MAX_STEP_BYTES else None
+            return lines if _text_bytes(lines) <= max_bytes else None
     listing = segment_of.listing
     files = [listing.commit(v) for v in range(lo + 1, hi + 1)]
-    if any(f is None for f in files) or sum(f.size for f in files if f is not None) > MAX_STEP_BYTES:
+    if any(f is None for f in files) or sum(f.size for f in files if f is not None) > max_bytes:
         return None
     return read_log_files(segment_of.storage, [f for f in files if f is not None], list(range(lo + 1, hi + 1)))
 

@@ -30,7 +30,7 @@ from deltaexplore.inspect.layout import clustering_columns, resolved_column
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.inspect.snapshots import remember, snapshot_of
-from deltaexplore.inspect.stepped_totals import stepped_totals
+from deltaexplore.inspect.stepped_totals import MAX_STEP_BYTES, stepped_totals
 from deltaexplore.inspect.streaming import (
     FILE_LIST_COLUMNS,
     KERNEL_BYTES_PER_FILE,
@@ -403,18 +403,27 @@ class TableView:
         return fp
 
     def _streamed_overview(self, snap: Snapshot) -> pa.Table:
-        """The overview of a streamed version: stepped from the pass kept of another version
-        and the commits in between when it can be (`inspect.stepped_totals`: a slider step
-        costs the commits between, not a pass over the log), else the version's own pass
-        (which counts rows too)."""
+        """The overview of a streamed version: from a pass kept when it tells it
+        (`_kept_overview`), else from the version's own pass (which counts rows too)."""
+        kept = self._kept_overview(snap)
+        return kept if kept is not None else self.file_pass(snap).overview()
+
+    def _kept_overview(self, snap: Snapshot, max_bytes: int = MAX_STEP_BYTES) -> pa.Table | None:
+        """The overview of a streamed version from the pass kept: the version's own, else one of
+        another version changed by the commits in between (`inspect.stepped_totals`: a slider
+        step costs those commits, not a pass over the log); None when there is no pass kept or
+        the step cannot be made (or would read more than `max_bytes` of JSON)."""
         with self._pass_lock:
             own = self._passes.get(snap.version)
             kept = next(iter(self._passes.values()), None)
-        if own is None and isinstance(kept, FilePass) and self.engine(snap)["name"] == "streaming":
-            totals = stepped_totals(kept, snap)
-            if totals is not None:
-                return inspect.overview(snap, small_file_bytes=kept.small_file_bytes, totals=totals)
-        return self.file_pass(snap).overview()
+        if isinstance(own, FilePass):
+            return own.overview()
+        if own is not None or not isinstance(kept, FilePass) or self.engine(snap)["name"] != "streaming":
+            return None
+        totals = stepped_totals(kept, snap, max_bytes=max_bytes)
+        if totals is None:
+            return None
+        return inspect.overview(snap, small_file_bytes=kept.small_file_bytes, totals=totals)
 
     def _report_spark(self, fraction: float, message: str) -> None:
         if self.spark_progress is not None:
@@ -433,12 +442,17 @@ class TableView:
         costs nothing more than what is done already."""
         snap = self.snap
         streaming = self._streaming(snap)
+        metrics = None
         if stage is None:
             stage = 2 if files_ready(snap) or _segment_bytes(snap) < EAGER_SEGMENT_BYTES else 1 if snap.files_loaded else 0
-        if streaming and stage >= 1:
-            stage, metrics = 2, self._streamed_overview(snap)
-        else:
-            metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
+            if streaming and stage < 2:  # a slider step: counted at once when a few commits tell it
+                metrics = self._kept_overview(snap, max_bytes=EAGER_SEGMENT_BYTES)
+                stage = 2 if metrics is not None else stage
+        if metrics is None:
+            if streaming and stage >= 1:
+                stage, metrics = 2, self._streamed_overview(snap)
+            else:
+                metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
         out: dict[str, Any] = {"version": snap.version, "stage": stage, "complete": stage >= 2, "metrics": to_ipc(metrics)}
         out["engine"] = self.engine(snap)
         try:
