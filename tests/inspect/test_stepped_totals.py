@@ -127,3 +127,36 @@ def test_no_step_where_it_cannot_be_told(tmp_path: Path) -> None:
     assert stepped_totals(base, table.snapshot(version=1)) is None  # before the checkpoint
     assert stepped_totals(file_pass(table.snapshot()), table.snapshot(version=2)) is None  # no file list
     assert stepped_totals(base, table.snapshot(version=2)) == file_pass(table.snapshot(version=2)).totals()
+
+
+def test_steps_forward_onto_commits_written_after_the_pass(tmp_path: Path) -> None:
+    """The pass is made, then the table is written while it is read (appends, a delete with
+    deletion vectors, a newer checkpoint, OPTIMIZE): steps forward onto each new version, and
+    back from the newest to the newer checkpoint's versions, equal a pass of that version."""
+    root = str(tmp_path / "t")
+    ops.write_table(
+        root,
+        pa.table({"id": pa.array(range(20), pa.int64()), "part": [f"p{i % 2}" for i in range(20)]}),
+        partition_by=["part"],
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    ops.checkpoint(root)
+    table = dx.open_table(root)
+    base = file_pass(table.snapshot(), keep_file_list=True)
+    first = base.snapshot.version
+    ops.write_table(root, pa.table({"id": pa.array([100, 101], pa.int64()), "part": ["p0", "p5"]}))
+    ops.delete(root, "id < 3")
+    ops.checkpoint(root)  # a newer checkpoint than the base's
+    ops.optimize(root)
+    ops.write_table(root, pa.table({"id": pa.array([200], pa.int64()), "part": ["p1"]}))
+    latest = table.snapshot().version  # the same Table, its listing refreshed
+    assert latest == first + 4
+    for version in range(first + 1, latest + 1):
+        snap = table.snapshot(version=version)
+        got = stepped_totals(base, snap)
+        assert got is not None and got == file_pass(snap).totals(), version
+    newest = file_pass(table.snapshot(), keep_file_list=True)
+    for version in range(first + 2, latest):  # back to the newer checkpoint's versions (2, 3)
+        snap = table.snapshot(version=version)
+        got = stepped_totals(newest, snap)
+        assert got is not None and got == file_pass(snap).totals(), version
