@@ -113,6 +113,16 @@ def test_a_step_back_over_an_optimize_uses_no_remove_field(tmp_path: Path) -> No
     got = stepped_totals(base, back)
     assert got == file_pass(back).totals()
     assert got is not None and got.files == 4 and got.rows == 40
+    # a pass over a replayed state (its slices) keeps the replaced checkpoint rows all the same,
+    # also when that state was moved there from another version
+    for replayed in (dx.open_table(root).snapshot(), dx.open_table(root).snapshot(version=latest - 1)):
+        replayed.add_actions()
+        moved = replayed.table.snapshot_from(replayed, latest) if replayed.version != latest else replayed
+        moved.add_actions()
+        assert moved.files_loaded
+        kept = file_pass(moved, keep_file_list=True)
+        assert sum(t.num_rows for t in kept.superseded) == 4
+        assert stepped_totals(kept, back) == got
 
 
 def test_no_step_where_it_cannot_be_told(tmp_path: Path) -> None:
