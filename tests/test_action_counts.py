@@ -1,0 +1,214 @@
+"""The compiled add/remove scanner of history (`core.log.action_counts`, `_count_kernel.c`)
+gives exactly what the ordinary parse gives (`LogLines.file_actions`): on every corpus log and
+on generated commits with odd lines (escapes, key orders, whitespace, unicode, missing stats or
+numRecords, extra fields, odd deletion vectors), whose unsure lines it leaves to that parse."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from helpers import commit_info, metadata, protocol, write_commit
+
+import deltaexplore as dx
+from deltaexplore.core.log import action_counts as ac
+from deltaexplore.core.log.json_log import read_log_files
+
+pytestmark = pytest.mark.skipif(ac.KERNEL is None, reason="the count kernel is not built (no C compiler)")
+
+
+def _lines(table: dx.Table):
+    versions = [v for v in table.versions() if table.listing().commit(v) is not None]
+    files = [table.listing().commit(v) for v in versions]
+    return read_log_files(table.storage, [f for f in files if f is not None], versions)
+
+
+def _both(lines, kind: str, monkeypatch) -> tuple[ac.ActionCounts, ac.ActionCounts]:
+    scanned = ac.action_counts(lines, kind)
+    with monkeypatch.context() as m:
+        m.setattr(ac, "KERNEL", None)
+        parsed = ac.action_counts(lines, kind)
+    return scanned, parsed
+
+
+def _assert_equal(a: ac.ActionCounts, b: ac.ActionCounts, where: object) -> None:
+    for name, x, y in zip(ac.ActionCounts._fields, a, b):
+        assert x.dtype == y.dtype and np.array_equal(x, y), (where, name)
+
+
+def _history_both(path: str, monkeypatch) -> tuple[pa.Table, pa.Table]:
+    scanned = dx.open_table(path).history()
+    with monkeypatch.context() as m:
+        m.setattr(ac, "KERNEL", None)
+        parsed = dx.open_table(path).history()
+    return scanned, parsed
+
+
+def test_the_scanner_counts_what_the_parse_counts_on_every_corpus_log(corpus, monkeypatch):
+    from corpus_paths import corpus_catalog
+
+    checked = read = 0
+    for row in corpus_catalog():
+        path = str(corpus / row["table_root"])
+        try:
+            table = dx.open_table(path)
+            lines = _lines(table)
+        except dx.DeltaExploreError:
+            continue
+        for kind in ("add", "remove"):
+            try:
+                scanned, parsed = _both(lines, kind, monkeypatch)
+            except dx.DeltaExploreError as exc:  # a bad log fails the same way on both paths
+                with monkeypatch.context() as m:
+                    m.setattr(ac, "KERNEL", None)
+                    with pytest.raises(type(exc)):
+                        ac.action_counts(lines, kind)
+                continue
+            _assert_equal(scanned, parsed, (row["table_root"], kind))
+            read += len(scanned.version)
+        try:
+            got, want = _history_both(path, monkeypatch)
+        except dx.DeltaExploreError:
+            continue
+        assert got.equals(want), row["table_root"]
+        checked += 1
+    assert checked > 100 and read > 1000
+
+
+def _flags(lines, kind: str) -> np.ndarray:
+    from deltaexplore.core.arrow import text_buffers
+
+    idx = lines.where(kind)
+    offsets, data = text_buffers(lines.text)
+    n = len(idx)
+    flags = np.zeros(n, np.uint8)
+    out = [np.zeros(n, np.int64) for _ in range(3)]
+    ac.KERNEL.scan(data, np.ascontiguousarray(offsets[idx]), np.ascontiguousarray(offsets[idx + 1]), flags, *out)
+    return flags
+
+
+def _stats(rng: random.Random) -> object:
+    n = rng.choice([0, 7, 123456789, -3])
+    choices = [
+        {"numRecords": n, "minValues": {"a": 1}, "maxValues": {"a": 9}, "nullCount": {"a": 0}},
+        {"minValues": {"numRecords": 99}, "numRecords": n},
+        {"minValues": {"s": 'q"uo\\te'}, "numRecords": n},
+        {"minValues": {"s": "line\nbreak é ✓"}, "numRecords": n},
+        {"tightBounds": True},
+        {"numRecords": None, "maxValues": {}},
+        {"numRecords": 10**19},
+        {"numRecords": 12345678901234567},
+        {"numRecords": 1.5},
+        {},
+    ]
+    doc = rng.choice(choices)
+    text = json.dumps(doc, separators=rng.choice([(",", ":"), (", ", ": "), (",", " : ")]), ensure_ascii=rng.random() < 0.5)
+    return rng.choice([text, text, text, None, "not json", '{"numRecords" :\t4}'])
+
+
+def _dv(rng: random.Random) -> object:
+    full = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36, "cardinality": rng.randint(0, 9)}
+    return rng.choice(
+        [
+            None,
+            full,
+            {k: v for k, v in full.items() if k != "cardinality"},
+            {**full, "offset": None, "extra": [1, {"x": "}"}]},
+            {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "sizeInBytes": 40, "cardinality": 6},
+            {},
+        ]
+    )
+
+
+def _action(rng: random.Random, i: int) -> str:
+    body: dict[str, object] = {
+        "path": rng.choice([f"p{i}.parquet", f"d=é/p{i}.parquet", f'we"ird\\{i}.parquet', f"sp ace/%20{i}✓.parquet"]),
+        "partitionValues": rng.choice([{}, {"d": "é"}, {"d": None, "e": "x}"}]),
+        "size": rng.choice([100 + i, 0, None, 10**15]),
+        "modificationTime": 1_700_000_000_000,
+        "dataChange": rng.random() < 0.8,
+    }
+    if rng.random() < 0.85:
+        body["stats"] = _stats(rng)
+    if rng.random() < 0.3:
+        body["deletionVector"] = _dv(rng)
+    if rng.random() < 0.2:
+        body["tags"] = {"INSERTION_TIME": "1", "odd": "[{\"]"}
+    if rng.random() < 0.2:
+        body["baseRowId"] = i
+        body["clusteringProvider"] = None
+        body["nested"] = [[1, 2.5e3, -0.0], {"a": [True, False, None]}]
+    if rng.random() < 0.1:
+        del body["size"]
+    keys = list(body)
+    rng.shuffle(keys)
+    kind = rng.choice(["add", "add", "remove"])
+    if kind == "remove":
+        body.pop("modificationTime", None)
+        body["deletionTimestamp"] = 1_700_000_000_000
+        keys = list(body)
+        rng.shuffle(keys)
+    sep = rng.choice([(",", ":"), (", ", ": "), (" ,\t", " :  ")])
+    inner = json.dumps({k: body[k] for k in keys}, separators=sep, ensure_ascii=rng.random() < 0.5)
+    tail = ',"extra":{"x":1}' if rng.random() < 0.05 else ""
+    if rng.random() < 0.1:
+        return f'  {{ "{kind}" :\t{inner}{tail} }} '
+    return f'{{"{kind}":{inner}{tail}}}'
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_odd_lines_count_the_same_on_both_paths(tmp_path, monkeypatch, seed):
+    rng = random.Random(seed)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    i = 0
+    for version in range(1, 13):
+        lines = [json.dumps(commit_info())]
+        for _ in range(rng.randint(0, 40)):
+            lines.append(_action(rng, i))
+            i += 1
+        (tmp_path / "_delta_log" / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
+    log = _lines(dx.open_table(str(tmp_path)))
+    for kind in ("add", "remove"):
+        scanned, parsed = _both(log, kind, monkeypatch)
+        _assert_equal(scanned, parsed, (seed, kind))
+        flags = _flags(log, kind)
+        assert (flags != 0).any() and (flags == 0).any()  # both the scanner and the parse had lines
+    got, want = _history_both(str(tmp_path), monkeypatch)
+    assert got.equals(want)
+
+
+def test_the_scanner_reads_plain_lines_and_leaves_the_unsure_ones(tmp_path):
+    """Which lines the scanner reads itself (flag bit 0) and what it reads from them."""
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    dv = '{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":3,"cardinality":4}'
+    lines = [
+        '{"add":{"path":"a","size":10,"stats":"{\\"numRecords\\":7}","dataChange":true}}',  # read
+        '{"add":{"stats":"{\\"x\\":1, \\"numRecords\\" : 8}","deletionVector":' + dv + ',"size":5,"path":"b\\u00e9"}}',
+        '{"add":{"path":"c","size":null}}',  # read: no size, no stats
+        '{"add":{"path":"d","size":1.0}}',  # a size that is not an integer: the parse
+        '{"add":{"path":"e","size":1,"stats":"{\\"numRecords\\":1,\\"s\\":\\"\\\\n\\"}"}}',  # an escape in stats
+        '{"add":{"path":"f","size":1,"size":2}}',  # a repeated key
+        '{"add":{"path":"g","size":1,"deletionVector":{}}}',  # an empty DV
+        '{"add":{"path":"h","size":1},"more":1}',  # another top-level key
+        '{"add":{"p\\u0061th":"i","size":1}}',  # an escaped key
+        '{"add":{"path":"j","size":1,"stats":"{\\"numRecords\\":123456789012345678}"}}',  # 18 digits
+    ]
+    (tmp_path / "_delta_log" / f"{1:020d}.json").write_text("\n".join(lines) + "\n")
+    log = _lines(dx.open_table(str(tmp_path)))
+    flags = _flags(log, "add")
+    assert list(flags & 1) == [1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert list(flags[:3]) == [1 | 2 | 4, 1 | 2 | 4 | 8, 1]
+    counts = ac.action_counts(log, "add")
+    assert list(counts.size[:3]) == [10, 5, 0] and list(counts.rows[:2]) == [7, 4]
+
+
+def test_a_bad_line_fails_alike_with_the_scanner(tmp_path, monkeypatch):
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    (tmp_path / "_delta_log" / f"{1:020d}.json").write_text('{"add":{"path":"a","size":1}}\n{"add":{"size":3}}\n')
+    for kernel in (ac.KERNEL, None):
+        monkeypatch.setattr(ac, "KERNEL", kernel)
+        with pytest.raises(dx.InvalidLogError, match=r"00000000000000000001.json:2: 'add' action without a string 'path'"):
+            dx.open_table(str(tmp_path)).history()
