@@ -1,6 +1,7 @@
 """Build hooks: the stats search kernel of `deltaexplore.core.scan.stats_search` and the
-add/remove scanner of `deltaexplore.core.log.action_counts` (the compiled parts), the explorer's front end (`frontend/`, bundled into `deltaexplore/widgets/static/`)
-and the JupyterLab extension (`extension/`, built into `extension/build/deltaexplore-jupyterlab`
+add/remove scanner of `deltaexplore.core.scan.action_counts` (the compiled parts), the
+explorer's front end (`frontend/`, bundled into `deltaexplore/widgets/static/`) and the
+JupyterLab extension (`extension/`, built into `extension/build/deltaexplore-jupyterlab`
 and installed as `share/jupyter/labextensions/deltaexplore-jupyterlab`, with its server
 extension enabled by `etc/jupyter/jupyter_server_config.d/deltaexplore.json`).
 
@@ -178,8 +179,8 @@ setup(
             optional=True,
         ),
         Extension(
-            "deltaexplore.core.log._count_kernel",
-            ["deltaexplore/core/log/_count_kernel.c"],
+            "deltaexplore.core.scan._count_kernel",
+            ["deltaexplore/core/scan/_count_kernel.c"],
             extra_compile_args=["-O3"],
             optional=True,
         ),

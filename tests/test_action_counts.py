@@ -1,4 +1,4 @@
-"""The compiled add/remove scanner of history (`core.log.action_counts`, `_count_kernel.c`)
+"""The compiled add/remove scanner of history (`core.scan.action_counts`, `_count_kernel.c`)
 gives exactly what the ordinary parse gives (`LogLines.file_actions`): on every corpus log and
 on generated commits with odd lines (escapes, key orders, whitespace, unicode, missing stats or
 numRecords, extra fields, odd deletion vectors), whose unsure lines it leaves to that parse."""
@@ -14,10 +14,44 @@ import pytest
 from helpers import commit_info, metadata, protocol, write_commit
 
 import deltaexplore as dx
-from deltaexplore.core.log import action_counts as ac
 from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.scan import action_counts as ac
 
 pytestmark = pytest.mark.skipif(ac.KERNEL is None, reason="the count kernel is not built (no C compiler)")
+
+
+@pytest.fixture(scope="module", params=["built", "portable"])
+def compiled(request, tmp_path_factory):
+    """The kernel as installed (SSE2 on x86-64), and compiled again without SSE2 (the byte
+    loops other CPUs run)."""
+    if request.param == "built":
+        return ac.KERNEL
+    import importlib.util
+    import shutil
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    cc = sysconfig.get_config_var("CC")
+    cc = shutil.which(cc.split()[0] if cc else "cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    source = Path(ac.__file__).with_name("_count_kernel.c")
+    out = tmp_path_factory.mktemp("portable") / ("_count_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
+    include = sysconfig.get_paths()["include"]
+    subprocess.run([cc, "-O2", "-U__SSE2__", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(out)], check=True)
+    spec = importlib.util.spec_from_file_location("_count_kernel", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def kernel(compiled, monkeypatch):
+    """`action_counts` run with the `compiled` kernel."""
+    monkeypatch.setattr(ac, "KERNEL", compiled)
+    return compiled
 
 
 def _lines(table: dx.Table):
@@ -47,7 +81,7 @@ def _history_both(path: str, monkeypatch) -> tuple[pa.Table, pa.Table]:
     return scanned, parsed
 
 
-def test_the_scanner_counts_what_the_parse_counts_on_every_corpus_log(corpus, monkeypatch):
+def test_the_scanner_counts_what_the_parse_counts_on_every_corpus_log(corpus, monkeypatch, kernel):
     from corpus_paths import corpus_catalog
 
     checked = read = 0
@@ -110,14 +144,25 @@ def _stats(rng: random.Random) -> object:
 
 
 def _dv(rng: random.Random) -> object:
-    full = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36, "cardinality": rng.randint(0, 9)}
+    full = {
+        "storageType": "u",
+        "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+        "offset": 1,
+        "sizeInBytes": 36,
+        "cardinality": rng.randint(0, 9),
+    }
     return rng.choice(
         [
             None,
             full,
             {k: v for k, v in full.items() if k != "cardinality"},
             {**full, "offset": None, "extra": [1, {"x": "}"}]},
-            {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "sizeInBytes": 40, "cardinality": 6},
+            {
+                "storageType": "i",
+                "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+                "sizeInBytes": 40,
+                "cardinality": 6,
+            },
             {},
         ]
     )
@@ -136,7 +181,7 @@ def _action(rng: random.Random, i: int) -> str:
     if rng.random() < 0.3:
         body["deletionVector"] = _dv(rng)
     if rng.random() < 0.2:
-        body["tags"] = {"INSERTION_TIME": "1", "odd": "[{\"]"}
+        body["tags"] = {"INSERTION_TIME": "1", "odd": '[{"]'}
     if rng.random() < 0.2:
         body["baseRowId"] = i
         body["clusteringProvider"] = None
@@ -160,7 +205,7 @@ def _action(rng: random.Random, i: int) -> str:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_odd_lines_count_the_same_on_both_paths(tmp_path, monkeypatch, seed):
+def test_odd_lines_count_the_same_on_both_paths(tmp_path, monkeypatch, seed, kernel):
     rng = random.Random(seed)
     write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
     i = 0
@@ -180,7 +225,7 @@ def test_odd_lines_count_the_same_on_both_paths(tmp_path, monkeypatch, seed):
     assert got.equals(want)
 
 
-def test_the_scanner_reads_plain_lines_and_leaves_the_unsure_ones(tmp_path):
+def test_the_scanner_reads_plain_lines_and_leaves_the_unsure_ones(tmp_path, kernel):
     """Which lines the scanner reads itself (flag bit 0) and what it reads from them."""
     write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
     dv = '{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":3,"cardinality":4}'
@@ -208,7 +253,7 @@ def test_the_scanner_reads_plain_lines_and_leaves_the_unsure_ones(tmp_path):
 def test_a_bad_line_fails_alike_with_the_scanner(tmp_path, monkeypatch):
     write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
     (tmp_path / "_delta_log" / f"{1:020d}.json").write_text('{"add":{"path":"a","size":1}}\n{"add":{"size":3}}\n')
-    for kernel in (ac.KERNEL, None):
-        monkeypatch.setattr(ac, "KERNEL", kernel)
+    for compiled in (ac.KERNEL, None):
+        monkeypatch.setattr(ac, "KERNEL", compiled)
         with pytest.raises(dx.InvalidLogError, match=r"00000000000000000001.json:2: 'add' action without a string 'path'"):
             dx.open_table(str(tmp_path)).history()

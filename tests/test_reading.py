@@ -458,8 +458,8 @@ def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
     back like the full parse does (a bad add fails with the file and line)."""
     from corpus_paths import corpus_catalog
 
-    from deltaexplore.core.history import COUNT_FIELDS
     from deltaexplore.core.log.json_log import read_log_files
+    from deltaexplore.core.scan.action_counts import COUNT_FIELDS
 
     checked = 0
     for row in corpus_catalog():

@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from deltaexplore.core.log.action_counts import COUNT_FIELDS, ActionCounts, action_counts
 from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.log.segment import LogListing
 from deltaexplore.core.log.state import read_log
 from deltaexplore.core.log.timestamps import CommitClock, IctConfig, ict_config
 from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
+from deltaexplore.core.scan.action_counts import COUNT_FIELDS, ActionCounts, action_counts
 from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
 from deltaexplore.storage import Storage
 
@@ -233,7 +232,9 @@ def read_history(
     return pa.table(data, schema=HISTORY_SCHEMA)
 
 
-def _action_counts(adds: ActionCounts, removes: ActionCounts, cdc_versions: np.ndarray, order: np.ndarray, n: int) -> dict[str, pa.Array]:
+def _action_counts(
+    adds: ActionCounts, removes: ActionCounts, cdc_versions: np.ndarray, order: np.ndarray, n: int
+) -> dict[str, pa.Array]:
     av, rv = adds.version, removes.version
     files_added = _group_sum(av, None, order, n)
     files_removed = _group_sum(rv, None, order, n)

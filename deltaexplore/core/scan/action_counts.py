@@ -20,7 +20,7 @@ from deltaexplore.core.log.json_log import LogLines
 from deltaexplore.core.scan.stats import num_records
 
 try:  # the compiled scanner: setup.py builds it where a C compiler exists
-    from deltaexplore.core.log import _count_kernel as _compiled_kernel
+    from deltaexplore.core.scan import _count_kernel as _compiled_kernel
 except ImportError:  # pragma: no cover - depends on the install
     _compiled_kernel = None  # type: ignore[assignment]
 
@@ -56,7 +56,7 @@ def action_counts(lines: LogLines, kind: str) -> ActionCounts:
     n = len(idx)
     flags = np.zeros(n, np.uint8)
     size, records, card = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-    KERNEL.scan(data, starts, ends, flags, size, records, card)
+    KERNEL.scan(data.data, starts.data, ends.data, flags.data, size.data, records.data, card.data)
     known_rows = (flags & 4) != 0
     out = ActionCounts(
         lines.version[idx],

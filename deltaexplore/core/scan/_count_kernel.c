@@ -1,6 +1,6 @@
 /*
  * The counts history needs from add/remove lines, read straight off the commit text: the
- * compiled path of `core.log.action_counts` (built by setup.py where a C compiler exists).
+ * compiled path of `core.scan.action_counts` (built by setup.py where a C compiler exists).
  *
  * `scan` walks each line once with a strict JSON reader. A line it follows is
  * `{"add"|"remove": {...}}` (one top-level key) whose action has a string `path` and whose
@@ -413,12 +413,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, starts, ends, flags, size, records, cardinality): the counts of each add/remove line "
-     "(see core.log.action_counts)."},
+     "(see core.scan.action_counts)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_count_kernel", "Compiled add/remove counts of deltaexplore.core.log.action_counts.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_count_kernel", "Compiled add/remove counts of deltaexplore.core.scan.action_counts.", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
