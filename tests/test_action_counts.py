@@ -257,3 +257,41 @@ def test_a_bad_line_fails_alike_with_the_scanner(tmp_path, monkeypatch):
         monkeypatch.setattr(ac, "KERNEL", compiled)
         with pytest.raises(dx.InvalidLogError, match=r"00000000000000000001.json:2: 'add' action without a string 'path'"):
             dx.open_table(str(tmp_path)).history()
+
+
+_BASE_LINES = [
+    b'{"add":{"path":"a","size":10,"stats":"{\\"numRecords\\":7,\\"minValues\\":{\\"a\\":\\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\"}}",'
+    b'"deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":3,"cardinality":4},'
+    b'"tags":{"a":[1,2,{"b":null}]}}}',
+    b'{"remove":{"path":"b\\u00e9","size":null,"stats":null}}',
+    b'{"add":{"size":123,"path":"p","stats":"{\\"x\\":1, \\"numRecords\\" : -12}"}}',
+]
+
+
+def test_a_mutated_line_the_scanner_reads_is_json_with_the_values_it_read(kernel):
+    """Lines with random bytes changed: every line the scanner reads is valid JSON (`json.loads`)
+    and what it read is what Python reads from it (numRecords by the regex of `num_records`)."""
+    import re
+
+    rng = random.Random(7)
+    accepted = 0
+    for _ in range(20_000):
+        line = bytearray(rng.choice(_BASE_LINES))
+        for _ in range(rng.randint(0, 3)):
+            line[rng.randrange(len(line))] = rng.choice(b'"\\{}[],:0123456789 \tu-e.')
+        flags = np.zeros(1, np.uint8)
+        size, records, card = (np.zeros(1, np.int64) for _ in range(3))
+        data = np.frombuffer(bytes(line), np.uint8)
+        kernel.scan(data, np.array([0], np.int64), np.array([len(line)], np.int64), flags, size, records, card)
+        if not flags[0]:
+            continue
+        accepted += 1
+        ((_, body),) = json.loads(bytes(line)).items()
+        assert isinstance(body["path"], str)
+        assert bool(flags[0] & 2) == (body.get("size") is not None) and (not flags[0] & 2 or body["size"] == size[0])
+        stats = body.get("stats")
+        found = re.search(r'"numRecords"\s*:\s*(-?\d+)', stats) if isinstance(stats, str) else None
+        assert bool(flags[0] & 4) == (found is not None) and (found is None or int(found.group(1)) == records[0])
+        dv = body.get("deletionVector")
+        assert bool(flags[0] & 8) == (dv is not None) and (dv is None or card[0] == (dv.get("cardinality") or 0))
+    assert accepted > 1000
