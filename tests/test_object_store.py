@@ -428,3 +428,94 @@ def test_every_corpus_table_on_an_object_store_equals_local(corpus):
         finally:
             fs.rm(f"/{name}", recursive=True)
     assert not differ
+
+
+# -- many reads at once on S3 (`S3Client.get_many`: one thread on asyncio) ---------------------
+@pytest.mark.s3
+def test_s3_read_many_equals_one_read_at_a_time_within_the_bound(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    storage = dx.open_table(f"s3://lake/{rel}", storage_options={**options, "max_concurrency": 4}).storage
+    names = sorted(p.name for p in (corpus / rel / "_delta_log").glob("*.json"))
+    paths = [f"_delta_log/{n}" for n in names]
+    faults.reset()
+    faults.latency_s = LATENCY_S
+    many = storage.read_many(paths)
+    assert many == [(corpus / rel / p).read_bytes() for p in paths]
+    assert faults.max_in_flight == 4  # four connections kept alive, never more requests at once
+    assert sum(1 for r in faults.requests if r[0] == "GET") == len(paths)  # one request per file
+
+
+@pytest.mark.s3
+def test_s3_read_many_retries_what_failed_for_now_and_types_the_rest(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    storage = dx.open_table(f"s3://lake/{rel}", storage_options=options).storage
+    paths = [f"_delta_log/{i:020d}.json" for i in range(6)]
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def first_attempt_fails(method: str, path: str, query: str) -> bool:
+        with lock:
+            if path in seen:
+                return False
+            seen.add(path)
+            return True
+
+    faults.fail = first_attempt_fails
+    assert storage.read_many(paths) == [(corpus / rel / p).read_bytes() for p in paths]
+    assert sum(1 for r in faults.requests if r[4]) == len(paths)  # each failed once (503), then answered
+    faults.fail = None
+    with pytest.raises(FileNotFoundError) as missing:
+        storage.read_many([*paths, "_delta_log/00000000000000099999.json"])
+    assert missing.value.filename == "_delta_log/00000000000000099999.json"
+    faults.fail = lambda method, path, query: True  # 503 on every attempt: retried, then a StorageError
+    with pytest.raises(StorageError, match="SlowDown"):
+        storage.read_many(paths[:2])
+
+
+def test_http_exchange_reads_every_body_framing():
+    import asyncio
+
+    from deltaexplore.storage.s3_requests import _exchange
+
+    class Writer:
+        def __init__(self) -> None:
+            self.sent = b""
+
+        def write(self, data: bytes) -> None:
+            self.sent += data
+
+        async def drain(self) -> None:
+            return None
+
+    async def answer(raw: bytes) -> tuple[int, str, bytes, bool, bytes]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        writer = Writer()
+        status, reason, body, keep = await _exchange(reader, writer, b"GET / HTTP/1.1\r\n\r\n")  # type: ignore[arg-type]
+        return status, reason, body, keep, await reader.read()
+
+    length = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT"
+    assert asyncio.run(answer(length)) == (200, "OK", b"hello", True, b"NEXT")  # the next answer left unread
+    chunked = b"HTTP/1.1 206 Partial Content\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n3\r\n wo\r\n0\r\nT: 1\r\n\r\n"
+    assert asyncio.run(answer(chunked)) == (206, "Partial Content", b"hello wo", True, b"")
+    closing = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n<Error/>"
+    assert asyncio.run(answer(closing)) == (404, "Not Found", b"<Error/>", False, b"")
+    old = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    assert asyncio.run(answer(old))[3] is False  # HTTP/1.0: the connection is not kept
+
+
+@pytest.mark.s3
+def test_s3_read_many_inside_a_running_event_loop(s3, faults, corpus):
+    """A notebook kernel's thread runs an event loop: the reads run on their own."""
+    import asyncio
+
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+
+    async def open_in_loop() -> list:
+        return _files(dx.open_table(f"s3://lake/{rel}", storage_options=options).snapshot())
+
+    assert asyncio.run(open_in_loop()) == _files(dx.open_table(str(corpus / rel)).snapshot())
