@@ -272,13 +272,15 @@ def main() -> int:
             "",
             "The same open as the first cell of a fresh IPython kernel (kernel start not counted; peak includes the kernel):",
             "",
-            "| table | in a kernel | fresh process | kernel vs process | peak MB (kernel / process) |",
-            "|---|---|---|---|---|",
+            "| table | in a kernel | fresh process | kernel vs process | CPU s (kernel / process) | CPU, kernel vs process "
+            "| peak MB (kernel / process) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for name in args.tables.split(","):
             k, dx_ = by[(name, "kernel")], by[(name, "deltaexplore")]
             lines.append(
                 f"| {name} | {k['median_s']:.2f} s | {dx_['median_s']:.2f} s | {k['median_s'] / dx_['median_s']:.2f}x | "
+                f"{k['cpu_median_s']:.2f} / {dx_['cpu_median_s']:.2f} | {k['cpu_median_s'] / dx_['cpu_median_s']:.2f}x | "
                 f"{k['peak_mb']:.0f} / {dx_['peak_mb']:.0f} |"
             )
     (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n")
