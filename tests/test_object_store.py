@@ -519,3 +519,57 @@ def test_s3_read_many_inside_a_running_event_loop(s3, faults, corpus):
         return _files(dx.open_table(f"s3://lake/{rel}", storage_options=options).snapshot())
 
     assert asyncio.run(open_in_loop()) == _files(dx.open_table(str(corpus / rel)).snapshot())
+
+
+def test_s3_get_many_reconnects_when_a_kept_alive_connection_was_closed():
+    """A server that closes each connection after one answer without saying so: the next read
+    on that connection fails and is sent again on a new one; a lasting failure is handed back."""
+    import asyncio
+    import socket
+
+    from deltaexplore.storage.s3_requests import S3Client
+
+    served: list[str] = []
+    ready = threading.Event()
+    box: dict = {}
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        target = head.split(" ")[1]
+        served.append(target)
+        if target.endswith("/missing"):
+            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        else:
+            body = target.encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()  # keep-alive promised (HTTP/1.1, no Connection: close), then broken
+
+    def serve() -> None:
+        async def main() -> None:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            server = await asyncio.start_server(handle, sock=sock)
+            box["port"] = sock.getsockname()[1]
+            box["stop"] = asyncio.get_running_loop().create_future()
+            ready.set()
+            async with server:
+                await box["stop"]
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    try:
+        client = S3Client(endpoint=f"http://127.0.0.1:{box['port']}", region="us-east-1", credentials=None)
+        keys = [f"t/{i}" for i in range(6)] + ["t/missing"]
+        got = client.get_many("lake", keys, max_in_flight=2)
+        assert got[:6] == [f"/lake/t/{i}".encode() for i in range(6)]
+        assert isinstance(got[6], FileNotFoundError)
+        assert len(served) == 7  # each key answered once: the broken connections were replaced
+    finally:
+        loop_stop = box.get("stop")
+        if loop_stop is not None:
+            loop_stop.get_loop().call_soon_threadsafe(loop_stop.set_result, None)
+        thread.join(5)
