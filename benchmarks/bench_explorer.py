@@ -59,15 +59,19 @@ TOKEN = "deltaexplore-bench"
 READING_MS = 8000
 TABS = ["History", "Files", "Layout", "Deletion vectors", "Diff", "Log health", "Maintenance", "Overview"]
 
+# a chart drawn: its marks in SVG, or its canvas once Vega ran (specs of many rows, chart.ts)
+DRAWN = ".dxe-chart svg g.role-mark > [aria-roledescription], .dxe-chart[data-drawn=canvas]"
 # what "drawn" means per tab (page-side check, run on animation frames)
 READY = {
     "Overview": "p => p.querySelectorAll('.dxe-card').length >= 6",
-    "History": "p => p.querySelector('.ag-row') && p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]')",
-    "Files": "p => p.querySelectorAll('.dxe-chart svg g.role-mark > [aria-roledescription]').length && [...p.querySelectorAll('.dxe-grid-count')].some(c => / files$/.test(c.textContent)) && p.querySelector('[aria-label=files] .ag-row')",
-    "Layout": "p => p.querySelectorAll('.dxe-chart svg g.role-mark > [aria-roledescription]').length && p.querySelector('.ag-row')",
+    "History": "p => p.querySelector('.ag-row') && p.querySelector('" + DRAWN + "')",
+    "Files": "p => p.querySelectorAll('"
+    + DRAWN
+    + "').length && [...p.querySelectorAll('.dxe-grid-count')].some(c => / files$/.test(c.textContent)) && p.querySelector('[aria-label=files] .ag-row')",
+    "Layout": "p => p.querySelectorAll('" + DRAWN + "').length && p.querySelector('.ag-row')",
     "Deletion vectors": "p => p.querySelectorAll('.dxe-card').length >= 5",
     "Diff": "p => p.querySelector('.dxe-diff-result:not([hidden]) .dxe-card') && p.querySelector('[aria-label=changes] .ag-row')",
-    "Log health": "p => p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]') && p.querySelector('.ag-row')",
+    "Log health": "p => p.querySelector('" + DRAWN + "') && p.querySelector('.ag-row')",
     "Maintenance": "p => p.querySelectorAll('.dxe-op-card').length >= 4",
 }
 
