@@ -290,21 +290,21 @@ class TableView:
             self.pause()
             return self.health(snap)
 
-        # the history first (usually prepared already: `prepare_history`); replayed: the cheap
-        # tabs first (under a second each at 1M files), then this version's layout tab and the
-        # previous version (seconds each); streamed: the layout next (about a second from the
-        # pass's bounds), the files cost a fraction of a second. A tab opened while its job
-        # still waits computes it at once
+        # in the order of their cost (a tab opened while its job still waits computes it at
+        # once): the history (usually prepared already: `prepare_history`), the files (a
+        # fraction of a second at 1M files, sorts included: a click on Files behind the
+        # layout's job paid both and sorted its million rows for the first window), then
+        # replayed: the log health (under a second), this version's layout tab and the
+        # previous version (seconds each); streamed: the layout (about a second from the
+        # overview pass's bounds)
         jobs: dict[tuple[Any, str], Callable[[], Any]] = {}
         jobs[(self.listing.latest_version, "history")] = self._history_job
-        column = self.default_layout_column()
-        if column and engine == "streaming":
-            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
         jobs[(snap.version, "files")] = files
+        column = self.default_layout_column()
         if engine == "local":
             jobs[(snap.version, "health")] = health
-            if column:
-                jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
+        if column:
+            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
         with self._preparing:
             for key, job in jobs.items():
                 if key not in self._prepared and key not in self._taken:
