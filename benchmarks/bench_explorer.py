@@ -28,7 +28,12 @@ one after the other from the moment the overview appears (while the background p
 runs), each timed from the click until the shown tab's visible text stopped changing for 1 s
 (`_quiet`: nothing busy either; the end is its last change), with the longest main-thread task meanwhile; then one
 slider step back from the overview, timed the same way (targets: a tab <= 0.5 s, no task over
-200 ms, a step <= 10% of a warm open); written to `benchmarks/results/explorer-early.md`.
+200 ms, a step <= 10% of a warm open); written to `benchmarks/results/explorer-early.md`, with
+the explorer's own measures (`dxe:*`: `data:<trait>` from the click until the tab's data came,
+`grid:`, `grid-fit:`, `grid-refit:`, `chart-*:`) and the long animation frames in the JSON.
+
+A chart counts as drawn with its marks in SVG or, for a spec of many rows, its canvas once Vega
+ran (`DRAWN`).
 
 Targets (issue 13): first render <= 1.2x an open; tab switches <= 0.5 s (layout and diff <= 1x
 an open); one version back <= 1x an open; no long task over 200 ms in those interactions.
