@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # the install is redone when what it builds from changes (the compiled stats kernel included)
-INSTALL_INPUTS := pyproject.toml setup.py deltaexplore/core/scan/_stats_kernel.c
+INSTALL_INPUTS := pyproject.toml setup.py deltaexplore/core/scan/_stats_kernel.c deltaexplore/core/scan/_count_kernel.c
 STAMP  := $(VENV)/.installed-$(shell cat $(INSTALL_INPUTS) | cksum | cut -d' ' -f1)
 
 .PHONY: setup setup-ui setup-extension extension frontend demo lab summary test test-fast lint typecheck bench corpus clean

@@ -1,12 +1,13 @@
-"""Build hooks: the stats search kernel of `deltaexplore.core.scan.stats_search` (the one
-compiled part), the explorer's front end (`frontend/`, bundled into `deltaexplore/widgets/static/`)
-and the JupyterLab extension (`extension/`, built into `extension/build/deltaexplore-jupyterlab`
+"""Build hooks: the stats search kernel of `deltaexplore.core.scan.stats_search` and the
+add/remove scanner of `deltaexplore.core.scan.action_counts` (the compiled parts), the
+explorer's front end (`frontend/`, bundled into `deltaexplore/widgets/static/`) and the
+JupyterLab extension (`extension/`, built into `extension/build/deltaexplore-jupyterlab`
 and installed as `share/jupyter/labextensions/deltaexplore-jupyterlab`, with its server
 extension enabled by `etc/jupyter/jupyter_server_config.d/deltaexplore.json`).
 
-Everything else is configured in pyproject.toml. The C extension is optional: without a C
-compiler the package installs all the same and `stats_search` uses its numpy/polars path (same
-results). Both front ends are built with Node.js and npm when missing or older than their
+Everything else is configured in pyproject.toml. The C extensions are optional: without a C
+compiler the package installs all the same and `stats_search` uses its numpy/polars path,
+`action_counts` the Arrow parse (same results). Both front ends are built with Node.js and npm when missing or older than their
 sources, by every wheel and sdist build (`build_py`, `sdist`); an sdist carries both built
 bundles and no front-end sources, so installing from it needs no Node.js. A source checkout
 built without Node.js fails here with a message saying so (or, with
@@ -176,6 +177,12 @@ setup(
             ["deltaexplore/core/scan/_stats_kernel.c"],
             extra_compile_args=["-O3"],
             optional=True,
-        )
+        ),
+        Extension(
+            "deltaexplore.core.scan._count_kernel",
+            ["deltaexplore/core/scan/_count_kernel.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
     ],
 )

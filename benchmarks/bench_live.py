@@ -17,7 +17,15 @@ metadata only), in one process, the steps interleaved run by run:
   `table.snapshot_from(base, v).add_actions()` on the same `Table` holding only `base`;
 * the timeline of every version: `table.inspect.timeline()` on a fresh `Table`;
 * full history with derived counts: `table.history()` on a fresh `Table` (files, bytes and rows
-  added and removed per commit).
+  added and removed per commit);
+* the explorer's slider, kernel side: a warm open (`TableView` of the latest version and its
+  counted overview: past the streaming threshold, one streaming pass) and then one step back
+  (`set_version(latest - 1)` and the counted overview: the counts stepped from the pass kept,
+  `inspect.stepped_totals`), ten back and one forward again; the browser's part is
+  `bench_explorer.py --early`'s.
+
+`--work DIR` puts the runs' hard-linked copies in DIR (same file system as TABLE; default:
+TABLE's parent directory).
 
 Timings on this machine are noisy: ratios are within one run.
 """
@@ -102,8 +110,33 @@ def one_run(table_dir: Path, work: Path) -> dict[str, float]:
     out["timeline of every version"], tl = _timed(fresh.inspect.timeline)
     out["versions in the timeline"] = tl.num_rows
     out["full history with derived counts"], _ = _timed(dx.open_table(str(copy)).history)
+    _explorer_steps(copy, out)
     shutil.rmtree(copy)
     return out
+
+
+def _explorer_steps(copy: Path, out: dict[str, float]) -> None:
+    """The explorer's slider on the kernel side (module docstring): a warm open, then steps."""
+    import deltaexplore as dx
+    from deltaexplore.widgets.views import TableView
+
+    dx.open_table(str(copy)).snapshot()  # imports and the page cache warm, as in an open explorer
+    out["explorer warm open (kernel)"], view = _timed(lambda: _counted(TableView(dx.open_table(str(copy)))))
+    latest = view.version
+    for label, version in (
+        ("explorer slider step back (kernel)", latest - 1),
+        ("explorer slider ten back (kernel)", latest - 11),
+        ("explorer slider step forward (kernel)", latest - 10),
+    ):
+        out[label], _ = _timed(lambda version=version: _counted(view, version))
+
+
+def _counted(view: Any, version: int | None = None) -> Any:
+    """`view` moved to `version` (when given) with its overview counted (stage 2)."""
+    if version is not None:
+        view.set_version(version)
+    view.overview(stage=2)
+    return view
 
 
 def main() -> None:
@@ -111,6 +144,7 @@ def main() -> None:
     ap.add_argument("table", nargs="?", default=str(DEFAULT))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results" / "live.md"))
+    ap.add_argument("--work", help="where the runs' hard-linked copies go (default: TABLE's parent)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a single run in this process (JSON out)
     args = ap.parse_args()
     table_dir = Path(args.table)
@@ -121,7 +155,7 @@ def main() -> None:
         subprocess.run([sys.executable, str(GEN), str(table_dir), *GEN_ARGS], check=True)
     runs = []
     for _ in range(args.runs):  # each run in a fresh process: nothing cached from the one before
-        with tempfile.TemporaryDirectory(prefix="bench-live-", dir=table_dir.parent) as work:
+        with tempfile.TemporaryDirectory(prefix="bench-live-", dir=args.work or table_dir.parent) as work:
             done = subprocess.run(
                 [sys.executable, __file__, str(table_dir), "--one", work], check=True, capture_output=True, text=True, cwd=ROOT
             )
@@ -136,6 +170,11 @@ def main() -> None:
         "timeline of every version": "≤ 2",
         "full history with derived counts": "≤ 0.5",
     }
+    explorer = [
+        "explorer slider step back (kernel)",
+        "explorer slider ten back (kernel)",
+        "explorer slider step forward (kernel)",
+    ]
     lines = [
         "# A live table on the same `Table` (`benchmarks/bench_live.py`)",
         "",
@@ -151,6 +190,19 @@ def main() -> None:
         values = [r[step] for r in runs]
         med = statistics.median(values)
         lines.append(f"| {step} | {med:.3f} | {', '.join(f'{x:.2f}' for x in values)} | {med / cold:.3f} | {target} |")
+    warm = statistics.median(r["explorer warm open (kernel)"] for r in runs)
+    lines += [
+        "",
+        f"The explorer's slider, kernel side (x its warm open: `TableView` + counted overview, median {warm:.2f} s):",
+        "",
+        "| step | median s | runs (s) | x warm open | target (issue 23) |",
+        "|---|---|---|---|---|",
+    ]
+    for step in ["explorer warm open (kernel)", *explorer]:
+        values = [r[step] for r in runs]
+        med = statistics.median(values)
+        target = "1" if "warm open" in step else "≤ 0.10 (with the browser's part)"
+        lines.append(f"| {step} | {med:.3f} | {', '.join(f'{x:.2f}' for x in values)} | {med / warm:.3f} | {target} |")
     lines.append("")
     Path(args.out).write_text("\n".join(lines))
     (Path(args.out).with_suffix(".json")).write_text(json.dumps({"cold_open_s": cold, "runs": runs}, indent=1))

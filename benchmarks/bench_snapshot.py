@@ -101,11 +101,11 @@ ROWS += t.num_rows
 RUNNER = """
 import resource, sys, time
 PATH = sys.argv[1]
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 {code}
-elapsed = time.perf_counter() - t0
+elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
 peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(f"RESULT {{elapsed}} {{peak_kb}} {{ROWS}}")
+print(f"RESULT {{elapsed}} {{peak_kb}} {{ROWS}} {{cpu}}")
 """
 
 
@@ -141,25 +141,26 @@ def compile_checkout(python: str) -> None:
     subprocess.run([python, "-m", "compileall", "-q", str(ROOT / "deltaexplore")], check=True, env=contender_env())
 
 
-def run_once(contender: str, path: Path, python: str = sys.executable) -> tuple[float, float, int]:
+def run_once(contender: str, path: Path, python: str = sys.executable) -> tuple[float, float, int, float]:
+    """(wall seconds, peak MB, rows, CPU seconds of the process: all its threads)."""
     code = RUNNER.format(code=CONTENDERS[contender])
     out = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True, check=True, env=contender_env())
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
-    _, elapsed, peak_kb, rows = line.split()
-    return float(elapsed), int(peak_kb) / 1024, int(rows)
+    _, elapsed, peak_kb, rows, cpu = line.split()
+    return float(elapsed), int(peak_kb) / 1024, int(rows), float(cpu)
 
 
 KERNEL_RUNNER = """
 import resource, time
 PATH = {path!r}
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 {code}
-elapsed = time.perf_counter() - t0
-print(f"RESULT {{elapsed}} {{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}} {{ROWS}}")
+elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(f"RESULT {{elapsed}} {{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}} {{ROWS}} {{cpu}}")
 """
 
 
-def run_in_kernel(path: Path, python: str = sys.executable) -> tuple[float, float, int]:
+def run_in_kernel(path: Path, python: str = sys.executable) -> tuple[float, float, int, float]:
     """deltaexplore's open as the first cell of a fresh IPython kernel (its start not counted):
     what a notebook user waits for on the first open."""
     km, kc = _kernel_for(python)
@@ -175,8 +176,8 @@ def run_in_kernel(path: Path, python: str = sys.executable) -> tuple[float, floa
         code = KERNEL_RUNNER.format(path=str(path), code=CONTENDERS["deltaexplore"])
         kc.execute_interactive(code, output_hook=hook, timeout=600)
         line = next(line for line in "".join(out).splitlines() if line.startswith("RESULT"))
-        _, elapsed, peak_kb, rows = line.split()
-        return float(elapsed), int(peak_kb) / 1024, int(rows)
+        _, elapsed, peak_kb, rows, cpu = line.split()
+        return float(elapsed), int(peak_kb) / 1024, int(rows), float(cpu)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -213,7 +214,7 @@ def main() -> int:
     for name in args.tables.split(","):
         path = ensure_table(name, Path(args.dir))
         contenders = [*CONTENDERS, *(["kernel"] if args.kernel else [])]
-        measured: dict[str, list[tuple[float, float, int]]] = {c: [] for c in contenders}
+        measured: dict[str, list[tuple[float, float, int, float]]] = {c: [] for c in contenders}
         for _ in range(args.runs):
             for contender in CONTENDERS:
                 measured[contender].append(run_once(contender, path, python))
@@ -228,12 +229,15 @@ def main() -> int:
                 "contender": contender,
                 "median_s": statistics.median(times),
                 "min_s": min(times),
+                "cpu_median_s": statistics.median(m[3] for m in measured[contender]),
                 "peak_mb": max(peaks),
                 "rows": rows,
+                "table_dir": path.resolve().name,
             }
             results.append(row)
             print(
                 f"{name:8} {contender:12} median {row['median_s']:7.2f}s  min {row['min_s']:7.2f}s  "
+                f"cpu {row['cpu_median_s']:7.2f}s  "
                 f"peak {row['peak_mb']:8.0f} MB  rows {rows}",
                 flush=True,
             )
@@ -244,18 +248,23 @@ def main() -> int:
     lines = [
         "# Snapshot loading (`snapshot().files()`)",
         "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores, median of {args.runs} interleaved runs, "
-        f"each in a fresh process (import included, from bytecode compiled once as pip does), in {environment}.",
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.0f}), "
+        f"median of {args.runs} interleaved runs, "
+        f"each in a fresh process (import included, from bytecode compiled once as pip does), in {environment}. "
+        "Wall seconds, then the process's CPU seconds (all its threads: what a loaded machine blurs least).",
         "",
-        "| table | deltaexplore | delta-rs | pyarrow alone | vs delta-rs | vs pyarrow | peak MB (dx / delta-rs) |",
-        "|---|---|---|---|---|---|---|",
+        "| table | deltaexplore | delta-rs | pyarrow alone | vs delta-rs | vs pyarrow | CPU s (dx / delta-rs) | CPU vs delta-rs "
+        "| peak MB (dx / delta-rs) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     by = {(r["table"], r["contender"]): r for r in results}
     for name in args.tables.split(","):
         dx_, rs, pa_ = by[(name, "deltaexplore")], by[(name, "delta-rs")], by[(name, "pyarrow")]
+        label = name if dx_["table_dir"] == name else f"{name} (`{dx_['table_dir']}`)"
         lines.append(
-            f"| {name} | {dx_['median_s']:.2f} s | {rs['median_s']:.2f} s | {pa_['median_s']:.2f} s | "
+            f"| {label} | {dx_['median_s']:.2f} s | {rs['median_s']:.2f} s | {pa_['median_s']:.2f} s | "
             f"{dx_['median_s'] / rs['median_s']:.2f}x | {dx_['median_s'] / pa_['median_s']:.2f}x | "
+            f"{dx_['cpu_median_s']:.2f} / {rs['cpu_median_s']:.2f} | {dx_['cpu_median_s'] / rs['cpu_median_s']:.2f}x | "
             f"{dx_['peak_mb']:.0f} / {rs['peak_mb']:.0f} |"
         )
     if args.kernel:
@@ -263,13 +272,15 @@ def main() -> int:
             "",
             "The same open as the first cell of a fresh IPython kernel (kernel start not counted; peak includes the kernel):",
             "",
-            "| table | in a kernel | fresh process | kernel vs process | peak MB (kernel / process) |",
-            "|---|---|---|---|---|",
+            "| table | in a kernel | fresh process | kernel vs process | CPU s (kernel / process) | CPU, kernel vs process "
+            "| peak MB (kernel / process) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for name in args.tables.split(","):
             k, dx_ = by[(name, "kernel")], by[(name, "deltaexplore")]
             lines.append(
                 f"| {name} | {k['median_s']:.2f} s | {dx_['median_s']:.2f} s | {k['median_s'] / dx_['median_s']:.2f}x | "
+                f"{k['cpu_median_s']:.2f} / {dx_['cpu_median_s']:.2f} | {k['cpu_median_s'] / dx_['cpu_median_s']:.2f}x | "
                 f"{k['peak_mb']:.0f} / {dx_['peak_mb']:.0f} |"
             )
     (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n")

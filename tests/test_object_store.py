@@ -428,3 +428,148 @@ def test_every_corpus_table_on_an_object_store_equals_local(corpus):
         finally:
             fs.rm(f"/{name}", recursive=True)
     assert not differ
+
+
+# -- many reads at once on S3 (`S3Client.get_many`: one thread on asyncio) ---------------------
+@pytest.mark.s3
+def test_s3_read_many_equals_one_read_at_a_time_within_the_bound(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    storage = dx.open_table(f"s3://lake/{rel}", storage_options={**options, "max_concurrency": 4}).storage
+    names = sorted(p.name for p in (corpus / rel / "_delta_log").glob("*.json"))
+    paths = [f"_delta_log/{n}" for n in names]
+    faults.reset()
+    faults.latency_s = LATENCY_S
+    many = storage.read_many(paths)
+    assert many == [(corpus / rel / p).read_bytes() for p in paths]
+    assert faults.max_in_flight == 4  # four connections kept alive, never more requests at once
+    assert sum(1 for r in faults.requests if r[0] == "GET") == len(paths)  # one request per file
+
+
+@pytest.mark.s3
+def test_s3_read_many_retries_what_failed_for_now_and_types_the_rest(s3, faults, corpus):
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    storage = dx.open_table(f"s3://lake/{rel}", storage_options=options).storage
+    paths = [f"_delta_log/{i:020d}.json" for i in range(6)]
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def first_attempt_fails(method: str, path: str, query: str) -> bool:
+        with lock:
+            if path in seen:
+                return False
+            seen.add(path)
+            return True
+
+    faults.fail = first_attempt_fails
+    assert storage.read_many(paths) == [(corpus / rel / p).read_bytes() for p in paths]
+    assert sum(1 for r in faults.requests if r[4]) == len(paths)  # each failed once (503), then answered
+    faults.fail = None
+    with pytest.raises(FileNotFoundError) as missing:
+        storage.read_many([*paths, "_delta_log/00000000000000099999.json"])
+    assert missing.value.filename == "_delta_log/00000000000000099999.json"
+    faults.fail = lambda method, path, query: True  # 503 on every attempt: retried, then a StorageError
+    with pytest.raises(StorageError, match="SlowDown"):
+        storage.read_many(paths[:2])
+
+
+def test_http_exchange_reads_every_body_framing():
+    import asyncio
+
+    from deltaexplore.storage.s3_requests import _exchange
+
+    class Writer:
+        def __init__(self) -> None:
+            self.sent = b""
+
+        def write(self, data: bytes) -> None:
+            self.sent += data
+
+        async def drain(self) -> None:
+            return None
+
+    async def answer(raw: bytes) -> tuple[int, str, bytes, bool, bytes]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        writer = Writer()
+        status, reason, body, keep = await _exchange(reader, writer, b"GET / HTTP/1.1\r\n\r\n")  # type: ignore[arg-type]
+        return status, reason, body, keep, await reader.read()
+
+    length = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT"
+    assert asyncio.run(answer(length)) == (200, "OK", b"hello", True, b"NEXT")  # the next answer left unread
+    chunked = b"HTTP/1.1 206 Partial Content\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n3\r\n wo\r\n0\r\nT: 1\r\n\r\n"
+    assert asyncio.run(answer(chunked)) == (206, "Partial Content", b"hello wo", True, b"")
+    closing = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n<Error/>"
+    assert asyncio.run(answer(closing)) == (404, "Not Found", b"<Error/>", False, b"")
+    old = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    assert asyncio.run(answer(old))[3] is False  # HTTP/1.0: the connection is not kept
+
+
+@pytest.mark.s3
+def test_s3_read_many_inside_a_running_event_loop(s3, faults, corpus):
+    """A notebook kernel's thread runs an event loop: the reads run on their own."""
+    import asyncio
+
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+
+    async def open_in_loop() -> list:
+        return _files(dx.open_table(f"s3://lake/{rel}", storage_options=options).snapshot())
+
+    assert asyncio.run(open_in_loop()) == _files(dx.open_table(str(corpus / rel)).snapshot())
+
+
+def test_s3_get_many_reconnects_when_a_kept_alive_connection_was_closed():
+    """A server that closes each connection after one answer without saying so: the next read
+    on that connection fails and is sent again on a new one; a lasting failure is handed back."""
+    import asyncio
+    import socket
+
+    from deltaexplore.storage.s3_requests import S3Client
+
+    served: list[str] = []
+    ready = threading.Event()
+    box: dict = {}
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        target = head.split(" ")[1]
+        served.append(target)
+        if target.endswith("/missing"):
+            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        else:
+            body = target.encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()  # keep-alive promised (HTTP/1.1, no Connection: close), then broken
+
+    def serve() -> None:
+        async def main() -> None:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            server = await asyncio.start_server(handle, sock=sock)
+            box["port"] = sock.getsockname()[1]
+            box["stop"] = asyncio.get_running_loop().create_future()
+            ready.set()
+            async with server:
+                await box["stop"]
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    try:
+        client = S3Client(endpoint=f"http://127.0.0.1:{box['port']}", region="us-east-1", credentials=None)
+        keys = [f"t/{i}" for i in range(6)] + ["t/missing"]
+        got = client.get_many("lake", keys, max_in_flight=2)
+        assert got[:6] == [f"/lake/t/{i}".encode() for i in range(6)]
+        assert isinstance(got[6], FileNotFoundError)
+        assert len(served) == 7  # each key answered once: the broken connections were replaced
+    finally:
+        loop_stop = box.get("stop")
+        if loop_stop is not None:
+            loop_stop.get_loop().call_soon_threadsafe(loop_stop.set_result, None)
+        thread.join(5)

@@ -348,6 +348,62 @@ def test_num_records_from_any_position_and_out_of_range(tmp_path):
     assert files.column("num_records").to_pylist() == [12, 34, None, None, 999999999999999999]
 
 
+def _records_by_python(text: str | None) -> int | None:
+    """numRecords of one stats text as `num_records` defines it, by Python's `re` one text at a time."""
+    import re
+
+    if text is None:
+        return None
+    lead = re.match(r'\{"numRecords":([0-9]{1,19})(?![0-9])', text)
+    if lead and int(lead.group(1)) < 2**63:
+        return int(lead.group(1))
+    found = re.search(r'"numRecords"\s*:\s*(-?[0-9]+)', text)
+    return int(found.group(1)) if found and len(found.group(1).lstrip("-")) <= 18 else None
+
+
+def test_num_records_equals_a_python_reading_of_each_stats_text(corpus):
+    """The anchored match over whole columns (and the regex for the rest) against one text at a
+    time: on every corpus table with JSON stats, and on the edges of the numbers."""
+    from deltaexplore.core.scan.stats import num_records
+
+    edges = [
+        '{"numRecords":12,"minValues":{}}',
+        '{"numRecords":0}',
+        '{"numRecords":9223372036854775807}',  # 19 digits, the largest int64
+        '{"numRecords":9223372036854775808}',  # one more: no count
+        '{"numRecords":12345678901234567890}',  # 20 digits
+        '{"numRecords":-5,"minValues":{}}',
+        '{"numRecords" : 7}',
+        '{"numRecords":12.5}',
+        '{"numRecords":}',
+        '{"numRecords":',
+        '{"minValues":{},"numRecords":34}',
+        "",
+        None,
+        '{"numRecórds":1,"numRecords":3}',
+    ]
+    texts = pa.array(edges, pa.string())
+    want = [_records_by_python(t) for t in edges]
+    assert num_records(pa.table({"stats": texts})).to_pylist() == want
+    import numpy as np
+
+    rows = np.array([1, 3, 5, 10, 13])
+    assert num_records(pa.table({"stats": texts}), rows).to_pylist() == [want[i] for i in rows]
+    checked = 0
+    for log in sorted(corpus.rglob("_delta_log")):
+        try:
+            adds = dx.open_table(str(log.parent)).snapshot().add_actions()
+        except dx.DeltaExploreError:
+            continue
+        stats = adds.column("stats").to_pylist()
+        got = num_records(adds).to_pylist()
+        for text, count in zip(stats, got, strict=True):
+            if text is not None:  # without a text the count comes from stats_parsed
+                assert count == _records_by_python(text), (str(log), text)
+                checked += 1
+    assert checked > 500
+
+
 @pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
 def test_json_file_action_rows_equal_a_filter(typ):
     """File-action fields are cut out of the one JSON parse of all lines without copying text
@@ -458,8 +514,8 @@ def test_file_action_subsets_equal_the_full_parse(corpus, tmp_path):
     back like the full parse does (a bad add fails with the file and line)."""
     from corpus_paths import corpus_catalog
 
-    from deltaexplore.core.history import COUNT_FIELDS
     from deltaexplore.core.log.json_log import read_log_files
+    from deltaexplore.core.scan.action_counts import COUNT_FIELDS
 
     checked = 0
     for row in corpus_catalog():

@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltaexplore.core.log.json_log import read_log_files
 from deltaexplore.core.log.segment import LogListing
 from deltaexplore.core.log.state import read_log
 from deltaexplore.core.log.timestamps import CommitClock, IctConfig, ict_config
 from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
-from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.scan.action_counts import COUNT_FIELDS, ActionCounts, action_counts
 from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
 from deltaexplore.storage import Storage
 
@@ -130,9 +129,6 @@ def _latest_ict_config(storage: Storage, listing: LogListing) -> IctConfig | Non
         return None
 
 
-COUNT_FIELDS = ("size", "stats", "deletionVector")
-
-
 def read_protocols(storage: Storage, listing: LogListing, versions: list[int]) -> dict[int, Protocol]:
     """The protocol action of each commit of `versions` that has one (the last, if a commit
     repeats it). Whole commits are read: a protocol action may stand anywhere in one."""
@@ -195,8 +191,8 @@ def read_history(
     timestamps = [clock.timestamp(v) for v in versions]
 
     # the counts need sizes, numRecords and DV cardinalities only (not partition values or tags)
-    adds = lines.file_actions("add", COUNT_FIELDS)
-    removes = lines.file_actions("remove", COUNT_FIELDS)
+    adds = action_counts(lines, "add")
+    removes = action_counts(lines, "remove")
     cdc_idx = lines.where("cdc")
     cols = _action_counts(adds, removes, lines.version[cdc_idx], np.asarray(versions, dtype=np.int64), n)
 
@@ -236,44 +232,20 @@ def read_history(
     return pa.table(data, schema=HISTORY_SCHEMA)
 
 
-def _action_counts(adds: pa.Table, removes: pa.Table, cdc_versions: np.ndarray, order: np.ndarray, n: int) -> dict[str, pa.Array]:
-    av = adds.column("version").to_numpy()
-    rv = removes.column("version").to_numpy()
-    a_size = pc.fill_null(adds.column("size"), 0).to_numpy()
-    r_size_col = removes.column("size")
-    r_size = pc.fill_null(r_size_col, 0).to_numpy()
-
-    def live_rows(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        records = num_records(t)
-        dv = t.column("deletionVector").combine_chunks()
-        deleted = (
-            pc.fill_null(dv.field("cardinality"), 0)
-            if len(dv) and dv.null_count < len(dv)
-            else pa.array(np.zeros(len(dv), np.int64))
-        )
-        deleted = pc.if_else(pc.is_valid(dv), deleted, 0) if len(dv) else deleted
-        live = pc.subtract(records, deleted)
-        known = pc.is_valid(live).to_numpy(zero_copy_only=False)
-        return pc.fill_null(live, 0).to_numpy(zero_copy_only=False).astype(np.int64), known
-
-    a_rows, a_known = live_rows(adds)
-    r_rows, r_known = live_rows(removes)
-    a_dv = (
-        pc.is_valid(adds.column("deletionVector").combine_chunks()).to_numpy(zero_copy_only=False)
-        if adds.num_rows
-        else np.zeros(0, bool)
-    )
-
+def _action_counts(
+    adds: ActionCounts, removes: ActionCounts, cdc_versions: np.ndarray, order: np.ndarray, n: int
+) -> dict[str, pa.Array]:
+    av, rv = adds.version, removes.version
     files_added = _group_sum(av, None, order, n)
     files_removed = _group_sum(rv, None, order, n)
-    bytes_added = _group_sum(av, a_size, order, n)
-    bytes_removed = _group_sum(rv, r_size, order, n)
-    rows_added = _group_sum(av, a_rows, order, n)
-    rows_removed = _group_sum(rv, r_rows, order, n)
-    unknown_a = _group_sum(av, (~a_known).astype(np.int64), order, n)
-    unknown_r = _group_sum(rv, (~r_known).astype(np.int64), order, n)
-    r_size_unknown = _group_sum(rv, pc.is_null(r_size_col).to_numpy(zero_copy_only=False).astype(np.int64), order, n)
-    dv_added = _group_sum(av, a_dv.astype(np.int64), order, n)
+    bytes_added = _group_sum(av, adds.size, order, n)
+    bytes_removed = _group_sum(rv, removes.size, order, n)
+    rows_added = _group_sum(av, adds.rows, order, n)
+    rows_removed = _group_sum(rv, removes.rows, order, n)
+    unknown_a = _group_sum(av, (~adds.rows_known).astype(np.int64), order, n)
+    unknown_r = _group_sum(rv, (~removes.rows_known).astype(np.int64), order, n)
+    r_size_unknown = _group_sum(rv, (~removes.size_known).astype(np.int64), order, n)
+    dv_added = _group_sum(av, adds.dv.astype(np.int64), order, n)
     cdc = _group_sum(cdc_versions, None, order, n)
     return {
         "files_added": pa.array(files_added, pa.int64()),

@@ -26,8 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltaexplore.core.arrow import combined
+from deltaexplore.core.arrow import combined, take_rows
 from deltaexplore.core.files import translate_map_keys
+from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.scan.partition_values import partition_keys, physical_partition_names
 from deltaexplore.core.scan.stats import num_records
 from deltaexplore.inspect.deletion_vectors import DEFAULT_PURGE_THRESHOLD, DV_COLUMNS, dv_files_of, dv_table, storage_names
@@ -166,8 +167,15 @@ class FilePass(ColumnLayouts):
     _dv_records: list[pa.Array] = field(default_factory=list)
     _bounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _file_list: list[pa.Table] = field(default_factory=list)
+    _dv_keys: list[pa.Table] = field(default_factory=list)
+    _partitions: pa.Table | None = None
+    #: the file list's path hashes (`rows_of`)
+    _path_hashes: pl.Series | None = None
     #: the layout columns whose bounds the pass keeps (resolved names)
     kept_columns: tuple[str, ...] = ()
+    #: the checkpoint's add rows the version's commits replaced (`Snapshot.iter_file_actions`),
+    #: kept with the file list: what stepping back from this version needs (`stepped_totals`)
+    superseded: list[pa.Table] = field(default_factory=list)
 
     # -- the pass ---------------------------------------------------------------------------
     def add(self, adds: pa.Table, columns: Sequence[str]) -> None:
@@ -175,6 +183,7 @@ class FilePass(ColumnLayouts):
         n = adds.num_rows
         if n == 0:
             return
+        self._partitions = self._path_hashes = None
         snap = self.snapshot
         threshold = small_file_threshold(snap, self.small_file_bytes)
         size = combined(adds.column("size")).cast(pa.int64())
@@ -248,6 +257,7 @@ class FilePass(ColumnLayouts):
                     }
                 )
             )
+            self._dv_keys.append(pa.table({"dv_id": dv_unique_id(dv), "dv_file": pc.is_valid(cardinality)}))
         if columns:
             for name, b in layout_columns_bounds(snap, adds, list(columns)).items():
                 self._bounds.setdefault(name, []).append(b)
@@ -257,6 +267,11 @@ class FilePass(ColumnLayouts):
     # -- what it counted ----------------------------------------------------------------------
     def partitions(self) -> pa.Table:
         """`inspect.partitions()` of the version (`PARTITIONS_SCHEMA`)."""
+        if self._partitions is None:
+            self._partitions = self._partition_table()
+        return self._partitions
+
+    def _partition_table(self) -> pa.Table:
         if self.files == 0:
             return finish_partitions(pa.table({}))
         sums = (
@@ -329,7 +344,36 @@ class FilePass(ColumnLayouts):
         fields = [schema.field(c) for c in FILE_LIST_COLUMNS]
         if not self._file_list:
             return pa.schema(fields).empty_table()
-        return pa.concat_tables(self._file_list).cast(pa.schema(fields))
+        if len(self._file_list) > 1:  # joined once: a kept pass is read many times (steps, grids)
+            self._file_list = [pa.concat_tables(self._file_list)]
+        return self._file_list[0].cast(pa.schema(fields))
+
+    def file_dvs(self) -> pa.Table:
+        """Per file of `file_list()` (same order): `dv_id`, its deletion vector's unique id
+        (null without one: with the path, the file's replay key), and `dv_file`, whether it
+        counts as a file with a deletion vector."""
+        if not self.keep_file_list:
+            raise InspectError("this streaming pass kept no file list: pass file_pass(keep_file_list=True)")
+        if not self._dv_keys:
+            return pa.table({"dv_id": pa.array([], pa.string()), "dv_file": pa.array([], pa.bool_())})
+        return pa.concat_tables(self._dv_keys)
+
+    def rows_of(self, paths: pa.Array) -> np.ndarray:
+        """The rows of `file_list()` whose path is one of `paths`, in increasing order: their
+        hashes looked up among the list's path hashes (hashed once), each candidate's path then
+        compared."""
+        if self._path_hashes is None:
+            self._path_hashes = pl.Series(self.file_list().column("path")).hash()
+        if len(paths) == 0 or len(self._path_hashes) == 0:
+            return np.zeros(0, np.int64)
+        wanted = combined(paths).cast(pa.string())
+        hit = self._path_hashes.is_in(pl.Series(wanted).hash().implode()).to_numpy()
+        candidates = np.flatnonzero(hit)
+        if not len(candidates):
+            return candidates.astype(np.int64)
+        found = combined(take_rows(self.file_list().select(["path"]), candidates).column("path")).cast(pa.string())
+        same = pc.fill_null(pc.is_in(found, value_set=wanted), False).to_numpy(zero_copy_only=False)
+        return candidates[same].astype(np.int64)
 
     def layout_summary(self, columns: list[str] | None = None) -> pa.Table:
         """`inspect.layout_summary(columns)` of the version, from the bounds of the columns the
@@ -384,7 +428,7 @@ def file_pass(
     columns = list(layout_columns)
     out = FilePass(snap, small_file_bytes, keep_file_list=keep_file_list)
     out.kept_columns = tuple(resolved_column(snap, c) for c in columns)
-    for batch in snap.iter_file_actions("add", fields=_FIELDS):
+    for batch in snap.iter_file_actions("add", fields=_FIELDS, superseded=out.superseded if keep_file_list else None):
         out.add(batch, columns)
         if progress is not None:
             progress(out.batches, out.files)

@@ -174,9 +174,18 @@ class Storage(ABC):
         """`read_bytes` of each path, in order, `max_concurrency` requests at a time.
 
         Raises:
-            FileNotFoundError / StorageError: as `read_bytes`, once every read has ended.
+            FileNotFoundError: a file does not exist (its `filename` is the path asked for).
+            StorageError: as `read_bytes`, once every read has ended.
         """
-        return map_bounded(self.read_bytes, paths, self.max_concurrency)
+
+        def read(path: str) -> bytes:
+            try:
+                return self.read_bytes(path)
+            except FileNotFoundError as exc:
+                exc.filename = path
+                raise
+
+        return map_bounded(read, paths, self.max_concurrency)
 
     @abstractmethod
     def head(self, path: str) -> FileInfo | None:

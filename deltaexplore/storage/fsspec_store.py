@@ -27,7 +27,7 @@ from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_ta
 from deltaexplore.storage.concurrency import DEFAULT_MAX_CONCURRENCY, in_background, map_bounded
 from deltaexplore.storage.credentials import redact, secret_values
 from deltaexplore.storage.local import LocalStorage, walk_local
-from deltaexplore.storage.retries import with_retries
+from deltaexplore.storage.retries import is_transient, with_retries
 from deltaexplore.storage.s3_requests import S3Client, s3_client_for
 
 __all__ = ["FsspecStorage"]
@@ -354,6 +354,39 @@ class FsspecStorage(Storage):
             raise FileNotFoundError(f"no such file: {self.scheme}://{full}") from exc
         except Exception as exc:  # noqa: BLE001 - drivers raise anything: re-raised typed, credentials cut out
             raise self._error(f"cannot read {self.scheme}://{full}", exc, full) from self._cause(exc)
+
+    def read_many(self, paths: list[str]) -> list[bytes]:
+        """`read_bytes` of each path, in order, `max_concurrency` requests at a time; on S3
+        (`storage.s3_requests`) from one thread on asyncio, a read that failed for now
+        (`retries.is_transient`) then repeated as `read_bytes` repeats it."""
+        if self._s3 is None or len(paths) <= 1:
+            return super().read_many(paths)
+        s3 = self._s3
+        fulls = [self._full(p) for p in paths]
+        by_bucket: dict[str, list[int]] = {}
+        for i, full in enumerate(fulls):
+            by_bucket.setdefault(full.partition("/")[0], []).append(i)
+        out: list[bytes | Exception] = [b""] * len(paths)
+        for bucket, rows in by_bucket.items():
+            try:
+                got = s3.get_many(bucket, [fulls[i].partition("/")[2] for i in rows], self.max_concurrency)
+            except Exception as exc:  # noqa: BLE001 - the event loop failing: each read as `read_bytes` does it
+                got = [exc] * len(rows)
+            for i, value in zip(rows, got, strict=True):
+                out[i] = value
+        failures = [(i, v) for i, v in enumerate(out) if isinstance(v, Exception)]
+        retried = map_bounded(lambda i: self.read_bytes(paths[i]), [i for i, v in failures if is_transient(v)], 8)
+        for i, data in zip([i for i, v in failures if is_transient(v)], retried, strict=True):
+            out[i] = data
+        for i, value in failures:
+            if is_transient(value):
+                continue
+            if isinstance(value, FileNotFoundError):
+                missing = FileNotFoundError(f"no such file: {self.scheme}://{fulls[i]}")
+                missing.filename = paths[i]
+                raise missing from value
+            raise self._error(f"cannot read {self.scheme}://{fulls[i]}", value, fulls[i]) from self._cause(value)
+        return [v for v in out if isinstance(v, bytes)]
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         full = self._full(path)

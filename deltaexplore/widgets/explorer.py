@@ -238,11 +238,14 @@ class Explorer(anywidget.AnyWidget):
 
     def _show_overview(self, data: dict[str, Any]) -> None:
         """Set the overview; a complete one starts first the background work it allows
-        (`TableView.prepare`), so that a `prefetch` the browser sends on
-        seeing it complete finds the jobs (comm messages may be handled on another thread than
-        the one that sets this: ipykernel's subshells)."""
-        if data.get("complete") and data.get("version") == self.view.version:
-            self.view.prepare()
+        (`TableView.prepare`), a first one the history's (`prepare_history`), so that a
+        `prefetch` the browser sends on seeing it finds the jobs (comm messages may be handled
+        on another thread than the one that sets this: ipykernel's subshells)."""
+        if data.get("version") == self.view.version:
+            if data.get("complete"):
+                self.view.prepare()
+            else:
+                self.view.prepare_history()  # needs no counts: ready before they are
         self.overview_data = data
 
     def _complete_overview(self, version: Any = None) -> None:

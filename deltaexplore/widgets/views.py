@@ -30,6 +30,7 @@ from deltaexplore.inspect.layout import clustering_columns, resolved_column
 from deltaexplore.inspect.layout_density import file_positions
 from deltaexplore.inspect.row_diff import read_summary
 from deltaexplore.inspect.snapshots import remember, snapshot_of
+from deltaexplore.inspect.stepped_totals import MAX_STEP_BYTES, stepped_totals
 from deltaexplore.inspect.streaming import (
     FILE_LIST_COLUMNS,
     KERNEL_BYTES_PER_FILE,
@@ -152,6 +153,8 @@ class TableView:
         self.snap: Snapshot = _open(table, version)
         self._pending: tuple[int, Future[Snapshot]] | None = None
         self._prepared: dict[tuple[Any, str], Future[Any]] = {}
+        #: keys whose prepared result a tab took: not prepared again
+        self._taken: set[tuple[Any, str]] = set()
         #: `prepare` may be called from the kernel's main thread and a subshell's
         self._preparing = threading.Lock()
         #: work ahead of the user, which gives way to the user's requests (`user()`)
@@ -173,6 +176,7 @@ class TableView:
             self.snap = new
             for key in [k for k in self._prepared if k[1] != "history" and k[0] != new.version]:
                 self._prepared.pop(key).cancel()  # the version left: its tabs are not asked for
+            self._taken = {k for k in self._taken if k[1] == "history"}  # a version's tabs: prepared again on a return
             # queued or running jobs of versions the user left stop (at their next pause)
             self.background.cancel(lambda key: not isinstance(key, tuple) or key[1] == "history" or key[0] == new.version)
             if self._pending is not None and self._pending[0] != new.version:
@@ -228,6 +232,31 @@ class TableView:
 
             self._pending = (version, self._background(build, (version, "snapshot")))
 
+    def _preparing_allowed(self, snap: Snapshot) -> str | None:
+        """The engine of `snap` when work may be prepared ahead for it, else None (turned off, a
+        small table answers every tab at once, Spark, or a replay too big to make ahead)."""
+        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
+            return None
+        engine = self.engine(snap)["name"]
+        if engine == "spark" or (engine == "local" and snap.num_files > PREFETCH_MAX_FILES):
+            return None
+        return engine
+
+    def _history_job(self) -> tuple[dict[str, Any], RowSource]:
+        self.pause()
+        return self.history()
+
+    def prepare_history(self) -> None:
+        """Prepare the history in the background as soon as the first view is shown, before its
+        counts are done (it needs none of them; under half a second for 1,101 commits): History
+        is the tab opened first, and a click on it then finds it ready."""
+        if self._preparing_allowed(self.snap) is None:
+            return
+        key = (self.listing.latest_version, "history")
+        with self._preparing:
+            if key not in self._prepared and key not in self._taken:
+                self._prepared[key] = self._background(self._history_job, key)
+
     def prepare(self) -> None:
         """Once the first view is complete: prepare in the background what the user is likely to
         ask next: the previous version (the slider's step back, the diff's default pair), the
@@ -238,10 +267,8 @@ class TableView:
         default column's layout, history and files are prepared (all three from the overview's
         pass, which kept that column's bounds: `_pass_columns`); on Spark nothing is."""
         snap = self.snap
-        if os.environ.get("DELTAEXPLORE_PREFETCH") == "0" or _segment_bytes(snap) < EAGER_SEGMENT_BYTES:
-            return  # a small table answers every tab at once: nothing worth preparing
-        engine = self.engine(snap)["name"]
-        if engine == "spark" or (engine == "local" and snap.num_files > PREFETCH_MAX_FILES):
+        engine = self._preparing_allowed(snap)
+        if engine is None:
             return
 
         # with the grids' default orders: their first window, asked for on the kernel's main
@@ -264,27 +291,24 @@ class TableView:
             self.pause()
             return self.health(snap)
 
-        def history() -> tuple[dict[str, Any], RowSource]:
-            self.pause()
-            return self.history()
-
-        # replayed: the cheap tabs first (under a second each at 1M files), then this version's
-        # layout tab and the previous version (seconds each); streamed: the layout first (about
-        # a second from the pass's bounds), the other two cost a fraction of a second. A tab
-        # opened while its job still waits computes it at once
+        # in the order of their cost (a tab opened while its job still waits computes it at
+        # once): the history (usually prepared already: `prepare_history`), the files (a
+        # fraction of a second at 1M files, sorts included: a click on Files behind the
+        # layout's job paid both and sorted its million rows for the first window), then
+        # replayed: the log health (under a second), this version's layout tab and the
+        # previous version (seconds each); streamed: the layout (about a second from the
+        # overview pass's bounds)
         jobs: dict[tuple[Any, str], Callable[[], Any]] = {}
-        column = self.default_layout_column()
-        if column and engine == "streaming":
-            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
-        jobs[(self.listing.latest_version, "history")] = history
+        jobs[(self.listing.latest_version, "history")] = self._history_job
         jobs[(snap.version, "files")] = files
+        column = self.default_layout_column()
         if engine == "local":
             jobs[(snap.version, "health")] = health
-            if column:
-                jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
+        if column:
+            jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
         with self._preparing:
             for key, job in jobs.items():
-                if key not in self._prepared:
+                if key not in self._prepared and key not in self._taken:
                     self._prepared[key] = self._background(job, key)
             if engine == "local":
                 self.prefetch(snap.version - 1)
@@ -306,6 +330,7 @@ class TableView:
         future = self._prepared.pop(key, None)
         if future is None or future.cancel():
             return None
+        self._taken.add(key)
         try:
             return self.background.result(future)
         except Exception:  # noqa: BLE001 - computed again by the caller, where the error reaches the user
@@ -401,6 +426,29 @@ class TableView:
             return made
         return fp
 
+    def _streamed_overview(self, snap: Snapshot) -> pa.Table:
+        """The overview of a streamed version: from a pass kept when it tells it
+        (`_kept_overview`), else from the version's own pass (which counts rows too)."""
+        kept = self._kept_overview(snap)
+        return kept if kept is not None else self.file_pass(snap).overview()
+
+    def _kept_overview(self, snap: Snapshot, max_bytes: int = MAX_STEP_BYTES) -> pa.Table | None:
+        """The overview of a streamed version from the pass kept: the version's own, else one of
+        another version changed by the commits in between (`inspect.stepped_totals`: a slider
+        step costs those commits, not a pass over the log); None when there is no pass kept or
+        the step cannot be made (or would read more than `max_bytes` of JSON)."""
+        with self._pass_lock:
+            own = self._passes.get(snap.version)
+            kept = next(iter(self._passes.values()), None)
+        if isinstance(own, FilePass):
+            return own.overview()
+        if own is not None or not isinstance(kept, FilePass) or self.engine(snap)["name"] != "streaming":
+            return None
+        totals = stepped_totals(kept, snap, max_bytes=max_bytes)
+        if totals is None:
+            return None
+        return inspect.overview(snap, small_file_bytes=kept.small_file_bytes, totals=totals)
+
     def _report_spark(self, fraction: float, message: str) -> None:
         if self.spark_progress is not None:
             self.spark_progress(fraction, message)
@@ -418,12 +466,17 @@ class TableView:
         costs nothing more than what is done already."""
         snap = self.snap
         streaming = self._streaming(snap)
+        metrics = None
         if stage is None:
             stage = 2 if files_ready(snap) or _segment_bytes(snap) < EAGER_SEGMENT_BYTES else 1 if snap.files_loaded else 0
-        if streaming and stage >= 1:
-            stage, metrics = 2, self.file_pass(snap).overview()  # the pass counts rows too
-        else:
-            metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
+            if streaming and stage < 2:  # a slider step: counted at once when a few commits tell it
+                metrics = self._kept_overview(snap, max_bytes=EAGER_SEGMENT_BYTES)
+                stage = 2 if metrics is not None else stage
+        if metrics is None:
+            if streaming and stage >= 1:
+                stage, metrics = 2, self._streamed_overview(snap)
+            else:
+                metrics = inspect.overview(snap, files=stage >= 1, rows=stage >= 2)
         out: dict[str, Any] = {"version": snap.version, "stage": stage, "complete": stage >= 2, "metrics": to_ipc(metrics)}
         out["engine"] = self.engine(snap)
         try:

@@ -1,6 +1,10 @@
 // Charts: the `deltaexplore.viz` Vega-Lite specs (sent by the kernel as `chart.to_dict()`),
-// compiled to Vega with the bundled Vega-Lite and drawn by a bundled Vega view in SVG (no CDN:
-// no loader is ever asked for a URL), themed from JupyterLab's variables.
+// compiled to Vega with the bundled Vega-Lite and drawn by a bundled Vega view (no CDN: no
+// loader is ever asked for a URL), themed from JupyterLab's variables. In SVG, but a spec of
+// more than `CANVAS_ROWS` rows on a canvas: SVG costs an element per mark, and the history of
+// 1,101 commits took 250-680 ms to draw and its style and layout on every show of the tab.
+// Tooltips, clicks and brushes work alike on both; the chart's element says which was drawn
+// once it is (`data-drawn`: svg | canvas).
 //
 // Three steps, each a task of its own: compiling Vega-Lite to Vega, parsing the Vega spec into
 // a dataflow description, and running the view (which draws it). The first two depend only on
@@ -158,6 +162,23 @@ export function tooltipHandler(rootClass: string) {
   };
 }
 
+/** A spec of more rows than this is drawn on a canvas. */
+export const CANVAS_ROWS = 600;
+
+/** The rows a spec carries inline (its datasets and inline values, at any depth). */
+export function specRows(spec: unknown): number {
+  if (!spec || typeof spec !== 'object') return 0;
+  if (Array.isArray(spec)) return spec.reduce((n: number, x) => n + specRows(x), 0);
+  const o = spec as Record<string, unknown>;
+  let n = 0;
+  for (const [k, v] of Object.entries(o)) {
+    if (k === 'datasets' && v && typeof v === 'object') n += Object.values(v).reduce((m: number, d) => m + (Array.isArray(d) ? d.length : 0), 0);
+    else if (k === 'values' && Array.isArray(v)) n += v.length;
+    else if (k === 'data' || k === 'layer' || k === 'vconcat' || k === 'hconcat' || k === 'concat' || k === 'spec') n += specRows(v);
+  }
+  return n;
+}
+
 function responsive(spec: Record<string, unknown>, height?: number): Record<string, unknown> {
   const out: Record<string, unknown> = { ...spec };
   const single = 'mark' in out || 'layer' in out;
@@ -199,6 +220,7 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
   const draw = async () => {
     const mine = ++token;
     finalize();
+    delete el.dataset.drawn;
     if (!current) {
       el.replaceChildren();
       return;
@@ -224,11 +246,13 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
         const start = performance.now();
         const target = h('div', { class: 'dxe-chart-canvas' });
         el.replaceChildren(target);
-        const view = new View(ready.runtime, { loader: noLoader, renderer: 'svg' });
+        const renderer = specRows(spec) > CANVAS_ROWS ? 'canvas' : 'svg';
+        const view = new View(ready.runtime, { loader: noLoader, renderer });
         view.tooltip(tooltipHandler(rootClass) as any);
         view.hover();
         try {
           await view.initialize(target).runAsync();
+          el.dataset.drawn = renderer;
         } catch (err) {
           view.finalize();
           throw err;

@@ -131,6 +131,23 @@ export interface SourceInfo {
   fields?: FieldInfo[];
 }
 
+/** A source's first window of rows, fetched before its grid is created. */
+interface FirstWindow {
+  rows: Row[];
+  total: number;
+  /** the window's end (the grid's block size) */
+  end: number;
+}
+
+/** A diagnostic measure from `start` to now (the benchmark reads them). */
+function mark(name: string, start: number): void {
+  try {
+    performance.measure(`dxe:${name}`, { start, end: performance.now() });
+  } catch {
+    // a diagnostic only
+  }
+}
+
 export interface Filter {
   text?: string;
   ranges?: Record<string, [number, number]>;
@@ -160,6 +177,12 @@ function download(bytes: Uint8Array | ArrayBuffer | DataView, filename: string, 
 
 const ROW_PX = 30;
 const HEADER_PX = 32;
+/** AG Grid's selection column (checkboxes), by default */
+const SELECTION_PX = 50;
+
+/** The fonts and paddings of the last grid measured on the page: a grid about to be created
+ * decides its columns with them (every grid has the same theme). */
+let pageFonts: Fonts | null = null;
 const NUMERIC = new Set(['bytes', 'count', 'version', 'number', 'ratio', 'duration_ms']);
 
 /** Chips of a JSON value that fit `width` px (the rest counted in a "+N" chip; all of them in
@@ -434,29 +457,58 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     };
   })();
 
-  /** Re-decide the columns for the grid's width and the rows seen; apply what changed. */
-  const fit = () => {
-    if (!api || !specs.length) return;
+  /** The room the columns share: the grid's width less borders, the vertical scrollbar's strip
+   * (when the rows overflow) and the selection column; null while the grid has no width (a
+   * hidden panel). Before AG Grid is created, the strip and the selection column are AG Grid's
+   * defaults (the system scrollbar, 50 px). */
+  const roomFor = (total: number): number | null => {
     const width = gridEl.clientWidth;
-    if (!width) return;
-    fonts = fontsOf(gridEl);
-    const total = mode === 'source' ? source?.total ?? 0 : api.getDisplayedRowCount();
+    if (!width) return null;
     const height = gridEl.clientHeight || fitHeight(total);
     // the vertical scrollbar's strip (AG Grid's own, also when the system's scrollbars overlay):
     // the body is that much narrower than the header
     const strip = gridEl.querySelector('.ag-body-vertical-scroll') as HTMLElement | null;
     const overflows = HEADER_PX + total * ROW_PX > height - 2 || (strip !== null && strip.offsetWidth > 0 && !strip.classList.contains('ag-hidden'));
     const vertical = overflows ? Math.max(strip?.offsetWidth ?? 0, scrollbar(), 16) : 0;
-    const selection = api.getColumn('ag-Grid-SelectionColumn')?.getActualWidth() ?? 0;
-    const room = width - 2 - vertical - selection;
+    const selection = api ? api.getColumn('ag-Grid-SelectionColumn')?.getActualWidth() ?? 0 : opts.selection === 'multiple' ? SELECTION_PX : 0;
+    return width - 2 - vertical - selection;
+  };
+
+  /** The columns' decisions for the room and the rows seen (null: no room known yet). */
+  const decideFor = (total: number): Map<string, Decision> | null => {
+    const room = roomFor(total);
+    if (room === null || !fonts) return null;
     // columns a tab hides by default count as hidden by the user until the chooser shows them
     const chosen = new Map(choice);
     for (const sp of specs) if (opts.options?.[sp.name]?.hide && !chosen.has(sp.name)) chosen.set(sp.name, false);
-    const next = decide(specs, widths, fonts, room, chosen, resized, mode === 'rows');
+    return decide(specs, widths, fonts, room, chosen, resized, mode === 'rows');
+  };
+
+  /** Decide the columns before AG Grid exists, from the first rows: the grid is created with
+   * its final column definitions (a second definition re-drew every cell, forcing style and
+   * layout: 150-840 ms at 1M files). */
+  const decideFirst = (first: Row[], total: number) => {
+    specs = columnSpecs();
+    fonts = fonts ?? pageFonts ?? fontsOf(gridEl);
+    widths.observe(specs, first, fonts);
+    const next = decideFor(total);
+    if (next) decisions = next;
+  };
+
+  /** Re-decide the columns for the grid's width and the rows seen; apply what changed. */
+  const fit = () => {
+    if (!api || !specs.length) return;
+    if (!gridEl.clientWidth) return;
+    fonts = fontsOf(gridEl);
+    pageFonts = fonts;
+    const total = mode === 'source' ? source?.total ?? 0 : api.getDisplayedRowCount();
+    const next = decideFor(total);
+    if (!next) return;
     const changed = specs.filter((sp) => JSON.stringify(next.get(sp.name)) !== JSON.stringify(decisions.get(sp.name)));
     const shownKey = specs.map((sp) => `${sp.name}:${next.get(sp.name)?.hide ? 0 : 1}`).join(',');
     if (shownKey !== chooserKey) drawChooser(next, shownKey);
     if (!changed.length) return;
+    if (decisions.size) mark(`grid-refit:${opts.label}:${changed.map((sp) => sp.name).join(',')}`, performance.now());
     decisions = next;
     api.setGridOption('columnDefs', specs.map((sp) => columnDef(sp, opts.options?.[sp.name] ?? {}, decisions.get(sp.name), fonts)));
     api.refreshCells({ force: true, columns: changed.map((sp) => sp.name) });
@@ -571,23 +623,30 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     return out;
   };
 
-  const datasource = (info: SourceInfo, gen: number): IDatasource => ({
+  /** `first`: the first window, asked for before the grid was created (served once, when the
+   * grid asks for it with no sort). */
+  const datasource = (info: SourceInfo, gen: number, first: FirstWindow | null = null): IDatasource => ({
     getRows: (p: IGetRowsParams) => {
       if (!opts.rpc) {
         p.failCallback();
         return;
       }
       const sort = p.sortModel.map((s) => [s.colId, s.sort]);
+      if (first && p.startRow === 0 && p.endRow === first.end && !sort.length) {
+        const { rows: firstRows, total } = first;
+        first = null;
+        status.textContent = '';
+        measure(`rows-draw:${opts.label}`, () => p.successCallback(firstRows, total));
+        setCount(total, filter.text || filter.ranges ? info.total : undefined);
+        return;
+      }
+      first = null;
       status.textContent = 'loading…';
       const asked = performance.now();
       opts.rpc
         .request('rows', { source: info.id, start: p.startRow, end: p.endRow, sort, filter })
         .then((reply) => {
-          try {
-            performance.measure(`dxe:rows-wait:${opts.label}`, { start: asked, end: performance.now() });
-          } catch {
-            // a diagnostic only
-          }
+          mark(`rows-wait:${opts.label}`, asked);
           // a reply to a replaced datasource (the filter changed meanwhile) is dropped, but AG
           // Grid still counts its block as loading (2 at most: maxConcurrentDatasourceRequests)
           // until a callback says it finished; unreleased, two stale replies stopped every later
@@ -628,27 +687,51 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     if (mode === 'rows' && rows) {
       const shown = applyClientFilter(rows.rows);
       gridEl.style.height = `${fitHeight(shown.length)}px`;
+      decideFirst(shown.slice(0, 500), shown.length);
       api = createGrid(gridEl, { ...baseOptions(), rowModelType: 'clientSide', rowData: shown });
       const all = outOf ?? rows.rows.length;
       setCount(shown.length, shown.length !== all ? all : undefined);
-      observeRows(shown.slice(0, 500));
+      queueFit();
     } else if (mode === 'source' && source) {
       gridEl.style.height = `${fitHeight(source.total)}px`;
-      const o: GridOptions = {
-        ...baseOptions(),
-        rowModelType: 'infinite',
-        cacheBlockSize: Number(opts.rpc?.model.get('page_size')) || 200,
-        maxBlocksInCache: 20,
-        infiniteInitialRowCount: Math.min(source.total, 200),
-        blockLoadDebounceMillis: 60,
-        // a fast scroll over a long source draws where it stops, not every row on the way
-        // (each intermediate draw was a 60-100 ms task at 1M files)
-        debounceVerticalScrollbar: true,
-        datasource: datasource(source, generation),
-      };
-      api = createGrid(gridEl, o);
       setCount(source.total);
-      queueFit();
+      const info = source;
+      const mine = generation;
+      const block = Number(opts.rpc?.model.get('page_size')) || 200;
+      const create = (first: FirstWindow | null) => {
+        if (mine !== generation) return;
+        measure(`grid:${opts.label}`, () => {
+          if (first) decideFirst(first.rows, info.total);
+          const o: GridOptions = {
+            ...baseOptions(),
+            rowModelType: 'infinite',
+            cacheBlockSize: block,
+            maxBlocksInCache: 20,
+            infiniteInitialRowCount: Math.min(info.total, block),
+            blockLoadDebounceMillis: 60,
+            // a fast scroll over a long source draws where it stops, not every row on the way
+            // (each intermediate draw was a 60-100 ms task at 1M files)
+            debounceVerticalScrollbar: true,
+            datasource: datasource(info, mine, first),
+          };
+          api = createGrid(gridEl, o);
+        });
+        queueFit();
+      };
+      // the first window is asked for before the grid exists: its columns are decided from it
+      if (!opts.rpc || !info.total) create(null);
+      else {
+        status.textContent = 'loading…';
+        const asked = performance.now();
+        opts.rpc
+          .request('rows', { source: info.id, start: 0, end: block, sort: [], filter })
+          .then((reply) => {
+            mark(`rows-wait:${opts.label}`, asked);
+            const decoded = measure(`rows-decode:${opts.label}`, () => decode(reply.buffers[0]));
+            later(() => create(decoded ? { rows: decoded.rows, total: Number(reply.content.total), end: block } : null));
+          })
+          .catch(() => later(() => create(null)));
+      }
     } else {
       gridEl.style.height = '';
       setCount(null);

@@ -228,7 +228,10 @@ def _tab(page, explorer, name: str):
         panel.get_by_text("files to rewrite").wait_for(timeout=60_000)
     for chart in panel.locator(".dxe-chart").all():
         if chart.is_visible():
-            chart.locator("svg g.role-mark").first.wait_for(state="attached", timeout=60_000)
+            # drawn: in SVG (its text checked below), or on a canvas (a spec of more than 600
+            # rows, chart.ts: the big table's log sizes, a point per version and series)
+            chart.and_(panel.locator(".dxe-chart[data-drawn]")).wait_for(state="attached", timeout=60_000)
+            chart.locator("svg g.role-mark, canvas").first.wait_for(state="attached", timeout=60_000)
     for grid in panel.locator(".dxe-grid-wrap").all():
         if grid.is_visible() and not grid.get_by_text(re.compile(r"^0 ")).count():
             grid.locator(".ag-row, .ag-overlay-no-rows-center").first.wait_for(state="attached", timeout=60_000)

@@ -141,7 +141,9 @@ def test_a_click_waits_for_no_background_work_and_a_version_left_drops_its_jobs(
     assert blocker_started.wait(WAIT)
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])  # queues the next tabs
     w._counting.result(WAIT)  # counted on the jobs thread
-    queued = dict(view._prepared)
+    # the history was queued with the first view (before the blocker); the rest behind it
+    queued = {key: f for key, f in view._prepared.items() if key[1] != "history"}
+    assert (view.listing.latest_version, "history") in view._prepared
     assert queued and all(not f.done() for f in queued.values())
     w.tab = "files"  # the user's click: computed at once, not behind the queue
     assert w.files_data["files"]["total"] == dx.open_table(sales).snapshot().num_files
@@ -192,6 +194,41 @@ def test_a_tab_clicked_while_the_overview_counts_is_answered_at_once(sales, monk
     w.close()
 
 
+def test_the_history_is_prepared_with_the_first_view_before_the_counts(sales, monkeypatch):
+    """History needs none of the overview's counts: it is prepared as soon as the first view
+    is shown, sent when the browser asks (`prefetch`) before the counts are done, and never
+    computed twice (the full preparation, once the counts are done, does not queue it again)."""
+    from deltaexplore.widgets import views
+
+    _as_a_big_table(monkeypatch)
+    real = views.inspect.commit_infos
+    made: list[int] = []
+
+    def counted(*args, **kwargs):
+        if len(args) == 1 and not kwargs:  # the whole history (not one commit's info)
+            made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(views.inspect, "commit_infos", counted)
+    w = explore(sales)
+    view = w.view
+    key = (7, "history")
+    assert w.overview_data["stage"] == 0 and key in view._prepared  # queued with the first view
+    view._prepared[key].result(WAIT)
+    sent: list[dict] = []
+    monkeypatch.setattr(w, "send", lambda content, buffers=None: sent.append(content))
+    w._on_custom_msg(w, {"type": "prefetch", "req": 1, "version": 7, "tabs": ["history"]}, [])
+    assert sent[-1]["states"] == {"history": "sent"} and w.overview_data["stage"] == 0  # before the counts
+    expected = dx.open_table(sales).history()
+    assert w.history_data["source"]["total"] == expected.num_rows
+    w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
+    w._counting.result(WAIT)
+    assert w.overview_data["complete"] and key not in view._prepared  # not queued a second time
+    w.tab = "history"  # sent already: shown as it is
+    assert w.history_data["source"]["total"] == expected.num_rows and made == [1]
+    w.close()
+
+
 def test_the_explorer_draws_every_chart_without_importing_altair(sales):
     """The explorer's charts are the viz specs as plain Vega-Lite dicts: no tab waits for
     altair's import (3-6 s on a cold kernel; History and Files clicked early waited for it)."""
@@ -219,7 +256,7 @@ w.close()
     w.close()
 
 
-def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(sales, monkeypatch):
+def test_a_streamed_table_prepares_its_layout_from_the_overviews_one_pass(sales, monkeypatch):
     from deltaexplore.widgets import views
 
     _as_a_big_table(monkeypatch)
@@ -239,8 +276,9 @@ def test_a_streamed_table_prepares_its_layout_first_from_the_overviews_one_pass(
         w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
         w._counting.result(WAIT)  # counted on the jobs thread
         assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
-        # never a replay ahead of the user (no previous version, no health); the layout first
-        assert list(view._prepared) == [key, (7, "history"), (7, "files")]
+        # never a replay ahead of the user (no previous version, no health); the history was
+        # queued with the first view, then the files (a fraction of a second), the layout
+        assert list(view._prepared) == [(7, "history"), (7, "files"), key]
         assert view._pending is None
         prepared = view._prepared[key]
         threading.Event().wait(0.2)

@@ -102,3 +102,24 @@ def test_spark_threshold_estimated_from_the_free_memory(generated, monkeypatch):
     monkeypatch.setattr(views, "available_memory", lambda: None)
     unknown = views.TableView(dx.open_table(generated), spark=session, streaming_files=60_000)
     assert unknown.spark_files == 60_000 and "the free memory is unknown" in unknown.engine()["reason"]
+
+
+def test_a_slider_step_on_a_streamed_table_is_counted_from_the_pass_kept(generated, monkeypatch):
+    """One and two versions back and forward again: the overview's counts are the kept pass's
+    changed by the commits between (`inspect.stepped_totals`), equal to the replayed view's of
+    that version, and no new pass is made for them."""
+    streamed = views.TableView(dx.open_table(generated), streaming_files=0)
+    latest = streamed.version
+    streamed.overview(stage=2)
+    assert list(streamed._passes) == [latest]
+    passes = []
+    monkeypatch.setattr(views, "file_pass", lambda *a, **k: passes.append(a) or pytest.fail("a pass was made for a step"))
+    for version in (latest - 1, latest - 2, latest - 1, latest):
+        streamed.set_version(version)
+        got = streamed.overview()  # the first view of the version: its counts come at once
+        assert got["stage"] == 2 and got["complete"]
+        assert _ipc(got["metrics"]).equals(_ipc(streamed.overview(stage=2)["metrics"]))
+        want = views.TableView(dx.open_table(generated), version=version, streaming_files=10**12).overview(stage=2)
+        assert got["version"] == version and got["engine"]["name"] == "streaming"
+        assert _ipc(got["metrics"]).equals(_ipc(want["metrics"])), version
+    assert list(streamed._passes) == [latest] and not passes

@@ -334,9 +334,11 @@ def _iter_file_actions_from_parquet(
     *,
     sidecar: bool,
     fields: tuple[str, ...] | None,
+    superseded: list[pa.Table] | None = None,
 ) -> Iterator[pa.Table]:
     """`_file_actions_from_parquet` one batch of `FILE_BATCH_ROWS` rows at a time (only the
-    `fields` asked for): a batch is shaped and handed over before the next is decoded."""
+    `fields` asked for): a batch is shaped and handed over before the next is decoded. The rows
+    `exclude` drops go to `superseded` when given."""
     pf = _parquet_file(storage, path)
     found = _action_columns(pf, path, kind, extra, sidecar=sidecar, fields=fields)
     if found is None or pf.metadata.num_rows == 0:
@@ -352,7 +354,7 @@ def _iter_file_actions_from_parquet(
             batch.validate(full=True)  # parquet hands over strings unchecked: no invalid UTF-8 passes
         except _READ_ERRORS as exc:
             raise InvalidCheckpointError(f"checkpoint file {path} cannot be read: {exc}", path=path) from exc
-        out = _shape_actions(pa.Table.from_batches([batch]), path, kind, struct_type, wanted, extra, exclude, fields)
+        out = _shape_actions(pa.Table.from_batches([batch]), path, kind, struct_type, wanted, extra, exclude, fields, superseded)
         del batch
         if out.num_rows:
             yield out
@@ -608,22 +610,26 @@ class CheckpointReader:
         fields: tuple[str, ...] | None = None,
         extra: tuple[str, ...] = (),
         exclude: Callable[[pa.Table], pa.Array | None] | None = None,
+        superseded: list[pa.Table] | None = None,
     ) -> Iterator[pa.Table]:
         """`file_actions(kind)` in batches of at most `FILE_BATCH_ROWS` rows, parts and
         sidecars one after the other, only `fields` of `FILE_ACTION_FIELDS[kind]` (and path,
         deletionVector) when given: a pass over a checkpoint of millions of actions holds one
-        batch (what a streaming inspection reads). Empty batches are not yielded."""
+        batch (what a streaming inspection reads). Empty batches are not yielded. The rows
+        `exclude` drops are appended to `superseded` when given (same columns)."""
         if self.is_json:
             t = self._lines().file_actions(kind).drop_columns(["version", "line"])
             t = t.select(_field_names(kind, fields) + [e for e in extra if e in t.column_names])
             dropped = exclude(t) if exclude is not None and t.num_rows else None
+            if dropped is not None and superseded is not None:
+                superseded.append(t.filter(dropped))
             t = t.filter(pc.invert(dropped)) if dropped is not None else t
             for start in range(0, t.num_rows, FILE_BATCH_ROWS):
                 yield t.slice(start, FILE_BATCH_ROWS)
         sources, sidecar_paths = self._parquet_sources()
         for path in sources:
             yield from _iter_file_actions_from_parquet(
-                self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths, fields=fields
+                self.storage, path, kind, extra, exclude, sidecar=path in sidecar_paths, fields=fields, superseded=superseded
             )
 
     def schema_of(self, kind: str) -> pa.DataType | None:

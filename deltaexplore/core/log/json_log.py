@@ -30,7 +30,6 @@ from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
-from deltaexplore.storage.concurrency import map_bounded
 
 __all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
 
@@ -53,7 +52,13 @@ _ESCAPED_PATH = r'"path"\s*:\s*"[^"]*\\'
 def _read_all(storage: Storage, files: Sequence[LogFile]) -> list[bytes]:
     if len(files) <= 4 or storage.local_root is not None:  # local reads: threads only add overhead
         return [_read_one(storage, f) for f in files]
-    return map_bounded(lambda f: _read_one(storage, f), files, storage.max_concurrency)
+    stored = [f for f in files if f.inline is None]
+    try:
+        data = iter(storage.read_many([f.path for f in stored]))
+    except FileNotFoundError as exc:
+        gone = exc.filename if isinstance(exc.filename, str) else None
+        raise InvalidLogError(f"log file {gone or '?'} disappeared while reading the table: {exc}", path=gone) from exc
+    return [f.inline if f.inline is not None else next(data) for f in files]
 
 
 def _read_one(storage: Storage, f: LogFile) -> bytes:

@@ -463,16 +463,25 @@ class TableState:
             ck = self._reader.file_actions("add", extra=("stats_parsed",), exclude=superseded_by(adds, removes), paths=paths)
         return reconcile(ck, adds, removes, want="add")
 
-    def iter_file_actions(self, kind: str = "add", *, fields: tuple[str, ...] | None = None) -> Iterator[pa.Table]:
+    def iter_file_actions(
+        self, kind: str = "add", *, fields: tuple[str, ...] | None = None, superseded: list[pa.Table] | None = None
+    ) -> Iterator[pa.Table]:
         """The replayed `kind` ('add': active files, 'remove': tombstones) actions in batches,
         in `add_actions()`'s order, never all at once: the checkpoint's batches (only `fields`
         of the action, and path and deletionVector, when given; `stats_parsed` where the
         checkpoint has it) less what the JSON commits supersede, then the JSON survivors. What
         a streaming pass over a huge table reads: it holds one checkpoint batch and the JSON
-        commits after the checkpoint. Slices of the replayed table when it is cached."""
+        commits after the checkpoint. Slices of the replayed table when it is cached.
+
+        `superseded` (adds only) gets the checkpoint's rows that the commits replaced (removed,
+        or re-added with another deletion vector), with the same columns: what going back from
+        this version needs of the checkpoint (`inspect.stepped_totals`)."""
         cached = self._files.adds if kind == "add" and self._files is not None else None
         if cached is not None:
             names = [c for c in cached.column_names if fields is None or c in {"path", "deletionVector", "stats_parsed", *fields}]
+            if superseded is not None and self._files is not None and self._files.before.num_rows:
+                before = self._files.before
+                superseded.append(before.select([c for c in names if c in before.column_names]))
             for start in range(0, cached.num_rows, FILE_BATCH_ROWS):
                 yield cached.select(names).slice(start, FILE_BATCH_ROWS)
             return
@@ -480,7 +489,13 @@ class TableState:
         removes = self._lines.file_actions("remove")
         if self._reader is not None:
             extra = ("stats_parsed",) if kind == "add" else ()
-            yield from self._reader.iter_file_actions(kind, fields=fields, extra=extra, exclude=superseded_by(adds, removes))
+            yield from self._reader.iter_file_actions(
+                kind,
+                fields=fields,
+                extra=extra,
+                exclude=superseded_by(adds, removes),
+                superseded=superseded if kind == "add" else None,
+            )
         json_part = reconcile(None, adds, removes, want=kind)
         if fields is not None:
             json_part = json_part.select([c for c in json_part.column_names if c in {"path", "deletionVector", *fields}])

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import put_rows, text_buffers
+from deltaexplore.core.arrow import put_rows
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import leaf_paths
 from deltaexplore.core.scan import stats_search
@@ -30,14 +30,16 @@ from deltaexplore.errors import ColumnNotFoundError
 
 __all__ = ["Bounds", "column_bounds", "column_limit", "file_stats", "num_records"]
 
-_LEAD = np.frombuffer(b'{"numRecords":', dtype=np.uint8)
+#: a stats text that starts with numRecords (writers put it first): its digits, not one more
+_LEADING_RE = r'^\{"numRecords":(?P<n>[0-9]{1,19})(?:[^0-9]|$)'
+_INT64_MAX = "9223372036854775807"  # compared as text with 19 digits
 
 
 def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
     """numRecords of each add (or of the adds at `rows`, increasing indices).
 
-    Writers almost always put numRecords first: those are read with numpy straight from the
-    stats text (one gather per byte position, nothing copied); other documents through a regex;
+    Writers almost always put numRecords first: those are read by an anchored match at the
+    start of the stats text; other documents through a regex;
     adds without JSON stats from `stats_parsed`. Null where no count is known (or it does not
     fit an int64).
     """
@@ -76,40 +78,20 @@ def _chunk_records(stats: pa.Array, rows: np.ndarray | None) -> pa.Array:
 
 
 def _leading_records(stats: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """numRecords of the stats texts that start with `{"numRecords":<digits>` (values, found)."""
+    """numRecords of the stats texts that start with `{"numRecords":<digits>` (values, found):
+    one anchored RE2 match per text (it stops at the first byte that differs), at most 19
+    digits that fit an int64 (more digits are left to the regex reader, which refuses them)."""
     m = len(stats) if rows is None else len(rows)
     values = np.zeros(m, dtype=np.int64)
     found = np.zeros(m, dtype=bool)
-    if m == 0 or stats.null_count == len(stats) or stats.buffers()[2] is None or stats.buffers()[2].size == 0:
+    if m == 0 or stats.null_count == len(stats):
         return values, found
-    offsets, data = text_buffers(stats)
-    starts, ends = offsets[:-1], offsets[1:]
-    if rows is not None:
-        starts, ends = starts[rows], ends[rows]
-    active = (ends - starts) > len(_LEAD)
-    if stats.null_count:
-        valid = pc.is_valid(stats).to_numpy(zero_copy_only=False)
-        active &= valid if rows is None else valid[rows]
-    last = len(data) - 1
-    for k, byte in enumerate(_LEAD):
-        active &= data[np.minimum(starts + k, last)] == byte
-    picked = np.flatnonzero(active)
-    starts, ends = starts[picked], ends[picked]
-    number = np.zeros(len(picked), dtype=np.int64)
-    digits = np.zeros(len(picked), dtype=np.int64)
-    going = np.ones(len(picked), dtype=bool)
-    for k in range(len(_LEAD), len(_LEAD) + 19):
-        pos = starts + k
-        d = data[np.minimum(pos, last)].astype(np.int64) - 48
-        going &= (pos < ends) & (d >= 0) & (d <= 9)
-        if not going.any():
-            break
-        number = np.where(going, number * 10 + d, number)
-        digits += going
-    # A number still going after 19 digits is not trusted: leave it to the regex.
-    ok = (digits > 0) & ~going
-    found[picked[ok]] = True
-    values[picked[ok]] = number[ok]
+    texts = stats if rows is None else stats.take(pa.array(rows, pa.int64()))
+    digits = pc.struct_field(pc.extract_regex(texts, _LEADING_RE), "n")
+    fits = pc.or_(pc.less_equal(pc.utf8_length(digits), 18), pc.less_equal(digits, _INT64_MAX))
+    counts = pc.cast(pc.if_else(fits, digits, pa.scalar(None, digits.type)), pa.int64())
+    found = pc.is_valid(counts).to_numpy(zero_copy_only=False)
+    values = pc.fill_null(counts, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     return values, found
 
 

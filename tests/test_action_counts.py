@@ -1,0 +1,297 @@
+"""The compiled add/remove scanner of history (`core.scan.action_counts`, `_count_kernel.c`)
+gives exactly what the ordinary parse gives (`LogLines.file_actions`): on every corpus log and
+on generated commits with odd lines (escapes, key orders, whitespace, unicode, missing stats or
+numRecords, extra fields, odd deletion vectors), whose unsure lines it leaves to that parse."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from helpers import commit_info, metadata, protocol, write_commit
+
+import deltaexplore as dx
+from deltaexplore.core.log.json_log import read_log_files
+from deltaexplore.core.scan import action_counts as ac
+
+pytestmark = pytest.mark.skipif(ac.KERNEL is None, reason="the count kernel is not built (no C compiler)")
+
+
+@pytest.fixture(scope="module", params=["built", "portable"])
+def compiled(request, tmp_path_factory):
+    """The kernel as installed (SSE2 on x86-64), and compiled again without SSE2 (the byte
+    loops other CPUs run)."""
+    if request.param == "built":
+        return ac.KERNEL
+    import importlib.util
+    import shutil
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    cc = sysconfig.get_config_var("CC")
+    cc = shutil.which(cc.split()[0] if cc else "cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    source = Path(ac.__file__).with_name("_count_kernel.c")
+    out = tmp_path_factory.mktemp("portable") / ("_count_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
+    include = sysconfig.get_paths()["include"]
+    subprocess.run([cc, "-O2", "-U__SSE2__", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(out)], check=True)
+    spec = importlib.util.spec_from_file_location("_count_kernel", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def kernel(compiled, monkeypatch):
+    """`action_counts` run with the `compiled` kernel."""
+    monkeypatch.setattr(ac, "KERNEL", compiled)
+    return compiled
+
+
+def _lines(table: dx.Table):
+    versions = [v for v in table.versions() if table.listing().commit(v) is not None]
+    files = [table.listing().commit(v) for v in versions]
+    return read_log_files(table.storage, [f for f in files if f is not None], versions)
+
+
+def _both(lines, kind: str, monkeypatch) -> tuple[ac.ActionCounts, ac.ActionCounts]:
+    scanned = ac.action_counts(lines, kind)
+    with monkeypatch.context() as m:
+        m.setattr(ac, "KERNEL", None)
+        parsed = ac.action_counts(lines, kind)
+    return scanned, parsed
+
+
+def _assert_equal(a: ac.ActionCounts, b: ac.ActionCounts, where: object) -> None:
+    for name, x, y in zip(ac.ActionCounts._fields, a, b):
+        assert x.dtype == y.dtype and np.array_equal(x, y), (where, name)
+
+
+def _history_both(path: str, monkeypatch) -> tuple[pa.Table, pa.Table]:
+    scanned = dx.open_table(path).history()
+    with monkeypatch.context() as m:
+        m.setattr(ac, "KERNEL", None)
+        parsed = dx.open_table(path).history()
+    return scanned, parsed
+
+
+def test_the_scanner_counts_what_the_parse_counts_on_every_corpus_log(corpus, monkeypatch, kernel):
+    from corpus_paths import corpus_catalog
+
+    checked = read = 0
+    for row in corpus_catalog():
+        path = str(corpus / row["table_root"])
+        try:
+            table = dx.open_table(path)
+            lines = _lines(table)
+        except dx.DeltaExploreError:
+            continue
+        for kind in ("add", "remove"):
+            try:
+                scanned, parsed = _both(lines, kind, monkeypatch)
+            except dx.DeltaExploreError as exc:  # a bad log fails the same way on both paths
+                with monkeypatch.context() as m:
+                    m.setattr(ac, "KERNEL", None)
+                    with pytest.raises(type(exc)):
+                        ac.action_counts(lines, kind)
+                continue
+            _assert_equal(scanned, parsed, (row["table_root"], kind))
+            read += len(scanned.version)
+        try:
+            got, want = _history_both(path, monkeypatch)
+        except dx.DeltaExploreError:
+            continue
+        assert got.equals(want), row["table_root"]
+        checked += 1
+    assert checked > 100 and read > 1000
+
+
+def _flags(lines, kind: str) -> np.ndarray:
+    from deltaexplore.core.arrow import text_buffers
+
+    idx = lines.where(kind)
+    offsets, data = text_buffers(lines.text)
+    n = len(idx)
+    flags = np.zeros(n, np.uint8)
+    out = [np.zeros(n, np.int64) for _ in range(3)]
+    ac.KERNEL.scan(data, np.ascontiguousarray(offsets[idx]), np.ascontiguousarray(offsets[idx + 1]), flags, *out)
+    return flags
+
+
+def _stats(rng: random.Random) -> object:
+    n = rng.choice([0, 7, 123456789, -3])
+    choices = [
+        {"numRecords": n, "minValues": {"a": 1}, "maxValues": {"a": 9}, "nullCount": {"a": 0}},
+        {"minValues": {"numRecords": 99}, "numRecords": n},
+        {"minValues": {"s": 'q"uo\\te'}, "numRecords": n},
+        {"minValues": {"s": "line\nbreak é ✓"}, "numRecords": n},
+        {"tightBounds": True},
+        {"numRecords": None, "maxValues": {}},
+        {"numRecords": 10**19},
+        {"numRecords": 12345678901234567},
+        {"numRecords": 1.5},
+        {},
+    ]
+    doc = rng.choice(choices)
+    text = json.dumps(doc, separators=rng.choice([(",", ":"), (", ", ": "), (",", " : ")]), ensure_ascii=rng.random() < 0.5)
+    return rng.choice([text, text, text, None, "not json", '{"numRecords" :\t4}'])
+
+
+def _dv(rng: random.Random) -> object:
+    full = {
+        "storageType": "u",
+        "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+        "offset": 1,
+        "sizeInBytes": 36,
+        "cardinality": rng.randint(0, 9),
+    }
+    return rng.choice(
+        [
+            None,
+            full,
+            {k: v for k, v in full.items() if k != "cardinality"},
+            {**full, "offset": None, "extra": [1, {"x": "}"}]},
+            {
+                "storageType": "i",
+                "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+                "sizeInBytes": 40,
+                "cardinality": 6,
+            },
+            {},
+        ]
+    )
+
+
+def _action(rng: random.Random, i: int) -> str:
+    body: dict[str, object] = {
+        "path": rng.choice([f"p{i}.parquet", f"d=é/p{i}.parquet", f'we"ird\\{i}.parquet', f"sp ace/%20{i}✓.parquet"]),
+        "partitionValues": rng.choice([{}, {"d": "é"}, {"d": None, "e": "x}"}]),
+        "size": rng.choice([100 + i, 0, None, 10**15]),
+        "modificationTime": 1_700_000_000_000,
+        "dataChange": rng.random() < 0.8,
+    }
+    if rng.random() < 0.85:
+        body["stats"] = _stats(rng)
+    if rng.random() < 0.3:
+        body["deletionVector"] = _dv(rng)
+    if rng.random() < 0.2:
+        body["tags"] = {"INSERTION_TIME": "1", "odd": '[{"]'}
+    if rng.random() < 0.2:
+        body["baseRowId"] = i
+        body["clusteringProvider"] = None
+        body["nested"] = [[1, 2.5e3, -0.0], {"a": [True, False, None]}]
+    if rng.random() < 0.1:
+        del body["size"]
+    keys = list(body)
+    rng.shuffle(keys)
+    kind = rng.choice(["add", "add", "remove"])
+    if kind == "remove":
+        body.pop("modificationTime", None)
+        body["deletionTimestamp"] = 1_700_000_000_000
+        keys = list(body)
+        rng.shuffle(keys)
+    sep = rng.choice([(",", ":"), (", ", ": "), (" ,\t", " :  ")])
+    inner = json.dumps({k: body[k] for k in keys}, separators=sep, ensure_ascii=rng.random() < 0.5)
+    tail = ',"extra":{"x":1}' if rng.random() < 0.05 else ""
+    if rng.random() < 0.1:
+        return f'  {{ "{kind}" :\t{inner}{tail} }} '
+    return f'{{"{kind}":{inner}{tail}}}'
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_odd_lines_count_the_same_on_both_paths(tmp_path, monkeypatch, seed, kernel):
+    rng = random.Random(seed)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    i = 0
+    for version in range(1, 13):
+        lines = [json.dumps(commit_info())]
+        for _ in range(rng.randint(0, 40)):
+            lines.append(_action(rng, i))
+            i += 1
+        (tmp_path / "_delta_log" / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
+    log = _lines(dx.open_table(str(tmp_path)))
+    for kind in ("add", "remove"):
+        scanned, parsed = _both(log, kind, monkeypatch)
+        _assert_equal(scanned, parsed, (seed, kind))
+        flags = _flags(log, kind)
+        assert (flags != 0).any() and (flags == 0).any()  # both the scanner and the parse had lines
+    got, want = _history_both(str(tmp_path), monkeypatch)
+    assert got.equals(want)
+
+
+def test_the_scanner_reads_plain_lines_and_leaves_the_unsure_ones(tmp_path, kernel):
+    """Which lines the scanner reads itself (flag bit 0) and what it reads from them."""
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    dv = '{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":3,"cardinality":4}'
+    lines = [
+        '{"add":{"path":"a","size":10,"stats":"{\\"numRecords\\":7}","dataChange":true}}',  # read
+        '{"add":{"stats":"{\\"x\\":1, \\"numRecords\\" : 8}","deletionVector":' + dv + ',"size":5,"path":"b\\u00e9"}}',
+        '{"add":{"path":"c","size":null}}',  # read: no size, no stats
+        '{"add":{"path":"d","size":1.0}}',  # a size that is not an integer: the parse
+        '{"add":{"path":"e","size":1,"stats":"{\\"numRecords\\":1,\\"s\\":\\"\\\\n\\"}"}}',  # an escape in stats
+        '{"add":{"path":"f","size":1,"size":2}}',  # a repeated key
+        '{"add":{"path":"g","size":1,"deletionVector":{}}}',  # an empty DV
+        '{"add":{"path":"h","size":1},"more":1}',  # another top-level key
+        '{"add":{"p\\u0061th":"i","size":1}}',  # an escaped key
+        '{"add":{"path":"j","size":1,"stats":"{\\"numRecords\\":123456789012345678}"}}',  # 18 digits
+    ]
+    (tmp_path / "_delta_log" / f"{1:020d}.json").write_text("\n".join(lines) + "\n")
+    log = _lines(dx.open_table(str(tmp_path)))
+    flags = _flags(log, "add")
+    assert list(flags & 1) == [1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert list(flags[:3]) == [1 | 2 | 4, 1 | 2 | 4 | 8, 1]
+    counts = ac.action_counts(log, "add")
+    assert list(counts.size[:3]) == [10, 5, 0] and list(counts.rows[:2]) == [7, 4]
+
+
+def test_a_bad_line_fails_alike_with_the_scanner(tmp_path, monkeypatch):
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    (tmp_path / "_delta_log" / f"{1:020d}.json").write_text('{"add":{"path":"a","size":1}}\n{"add":{"size":3}}\n')
+    for compiled in (ac.KERNEL, None):
+        monkeypatch.setattr(ac, "KERNEL", compiled)
+        with pytest.raises(dx.InvalidLogError, match=r"00000000000000000001.json:2: 'add' action without a string 'path'"):
+            dx.open_table(str(tmp_path)).history()
+
+
+_BASE_LINES = [
+    b'{"add":{"path":"a","size":10,"stats":"{\\"numRecords\\":7,\\"minValues\\":{\\"a\\":\\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\"}}",'
+    b'"deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":3,"cardinality":4},'
+    b'"tags":{"a":[1,2,{"b":null}]}}}',
+    b'{"remove":{"path":"b\\u00e9","size":null,"stats":null}}',
+    b'{"add":{"size":123,"path":"p","stats":"{\\"x\\":1, \\"numRecords\\" : -12}"}}',
+]
+
+
+def test_a_mutated_line_the_scanner_reads_is_json_with_the_values_it_read(kernel):
+    """Lines with random bytes changed: every line the scanner reads is valid JSON (`json.loads`)
+    and what it read is what Python reads from it (numRecords by the regex of `num_records`)."""
+    import re
+
+    rng = random.Random(7)
+    accepted = 0
+    for _ in range(20_000):
+        line = bytearray(rng.choice(_BASE_LINES))
+        for _ in range(rng.randint(0, 3)):
+            line[rng.randrange(len(line))] = rng.choice(b'"\\{}[],:0123456789 \tu-e.')
+        flags = np.zeros(1, np.uint8)
+        size, records, card = (np.zeros(1, np.int64) for _ in range(3))
+        data = np.frombuffer(bytes(line), np.uint8)
+        kernel.scan(data, np.array([0], np.int64), np.array([len(line)], np.int64), flags, size, records, card)
+        if not flags[0]:
+            continue
+        accepted += 1
+        ((_, body),) = json.loads(bytes(line)).items()
+        assert isinstance(body["path"], str)
+        assert bool(flags[0] & 2) == (body.get("size") is not None) and (not flags[0] & 2 or body["size"] == size[0])
+        stats = body.get("stats")
+        found = re.search(r'"numRecords"\s*:\s*(-?\d+)', stats) if isinstance(stats, str) else None
+        assert bool(flags[0] & 4) == (found is not None) and (found is None or int(found.group(1)) == records[0])
+        dv = body.get("deletionVector")
+        assert bool(flags[0] & 8) == (dv is not None) and (dv is None or card[0] == (dv.get("cardinality") or 0))
+    assert accepted > 1000
