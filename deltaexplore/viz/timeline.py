@@ -36,6 +36,9 @@ TIMELINE_METRICS = {
     "overlap_depth_max": ("max overlap depth", ",d"),
 }
 
+#: the metrics that are whole numbers (their axes tick at whole values only)
+WHOLE_METRICS = frozenset(TIMELINE_METRICS) - {"small_file_share", "dv_deleted_ratio", "overlap_depth_mean"}
+
 
 def _timeline(data: Any) -> Any:
     return timeline(data)
@@ -77,7 +80,9 @@ def timeline_spec(data: Any, *, metric: str = "files", max_points: int = MAX_POI
         mark={"type": "line", "interpolate": "step-after", "point": {"filled": True, "size": 18}},
         encoding={
             "x": channel("version:Q", axis=count_axis(format="d")),
-            "y": channel(f"{metric}:Q", title=title, axis=spaced_axis(format=fmt)),
+            "y": channel(
+                f"{metric}:Q", title=title, axis=count_axis(format=fmt) if metric in WHOLE_METRICS else spaced_axis(format=fmt)
+            ),
             "tooltip": [
                 channel("version:Q", format="d"),
                 channel(f"{metric}:Q", title=title, format=fmt),

@@ -505,3 +505,19 @@ def test_timeline_chart(hist, tmp_path):
     with pytest.raises(viz.VizError):
         viz.timeline_chart(tl, metric="nope")
     assert viz.to_svg(viz.timeline_chart(tl)).startswith("<svg")
+
+
+def test_a_timeline_of_constant_counts_labels_each_whole_value_once(tmp_path):
+    """Every version with one file (and a few rows): the count axes label whole values only,
+    none twice (fractions were labelled "1, 1, 1, 0, 0, 0")."""
+    from deltaexplore.core import operations as ops
+
+    root = str(tmp_path / "constant")
+    for i in range(6):
+        ops.write_table(root, pa.table({"id": pa.array([i], pa.int64())}), mode="overwrite")
+    tl = dx.open_table(root).inspect.timeline()
+    assert set(tl.column("files").to_pylist()) == {1}
+    for metric in ("files", "rows", "partitions", "tombstones"):
+        y_labels = _axis_labels(viz.to_svg(viz.timeline_chart(tl, metric=metric)))[1]
+        assert y_labels and len(set(y_labels)) == len(y_labels), (metric, y_labels)
+        assert all(float(x.replace(",", "")) == int(float(x.replace(",", ""))) for x in y_labels), (metric, y_labels)
