@@ -474,6 +474,16 @@ def test_s3_read_many_retries_what_failed_for_now_and_types_the_rest(s3, faults,
         storage.read_many(paths[:2])
 
 
+def _run(coroutine):  # type: ignore[no-untyped-def]
+    """`asyncio.run(coroutine)` on a thread of its own: this worker's thread may already run an
+    event loop (Playwright's sync API, a kernel), where `asyncio.run` refuses to start."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def test_http_exchange_reads_every_body_framing():
     import asyncio
 
@@ -498,19 +508,18 @@ def test_http_exchange_reads_every_body_framing():
         return status, reason, body, keep, await reader.read()
 
     length = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT"
-    assert asyncio.run(answer(length)) == (200, "OK", b"hello", True, b"NEXT")  # the next answer left unread
+    assert _run(answer(length)) == (200, "OK", b"hello", True, b"NEXT")  # the next answer left unread
     chunked = b"HTTP/1.1 206 Partial Content\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n3\r\n wo\r\n0\r\nT: 1\r\n\r\n"
-    assert asyncio.run(answer(chunked)) == (206, "Partial Content", b"hello wo", True, b"")
+    assert _run(answer(chunked)) == (206, "Partial Content", b"hello wo", True, b"")
     closing = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n<Error/>"
-    assert asyncio.run(answer(closing)) == (404, "Not Found", b"<Error/>", False, b"")
+    assert _run(answer(closing)) == (404, "Not Found", b"<Error/>", False, b"")
     old = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"
-    assert asyncio.run(answer(old))[3] is False  # HTTP/1.0: the connection is not kept
+    assert _run(answer(old))[3] is False  # HTTP/1.0: the connection is not kept
 
 
 @pytest.mark.s3
 def test_s3_read_many_inside_a_running_event_loop(s3, faults, corpus):
     """A notebook kernel's thread runs an event loop: the reads run on their own."""
-    import asyncio
 
     _, options = s3
     rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
@@ -518,7 +527,7 @@ def test_s3_read_many_inside_a_running_event_loop(s3, faults, corpus):
     async def open_in_loop() -> list:
         return _files(dx.open_table(f"s3://lake/{rel}", storage_options=options).snapshot())
 
-    assert asyncio.run(open_in_loop()) == _files(dx.open_table(str(corpus / rel)).snapshot())
+    assert _run(open_in_loop()) == _files(dx.open_table(str(corpus / rel)).snapshot())
 
 
 def test_s3_get_many_reconnects_when_a_kept_alive_connection_was_closed():
