@@ -227,16 +227,21 @@ class LogLines:
         keep = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
         if len(keep) == len(self.text):
             return self
+        return self.take(keep)
+
+    def take(self, rows: np.ndarray) -> LogLines:
+        """The lines at `rows` (increasing positions) as their own `LogLines`, each keeping its
+        file, version, line number and replay order."""
         order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
-        rows = pa.array(keep, pa.int64())
+        at = pa.array(rows, pa.int64())
         return LogLines(
             self.files,
-            self.text.take(rows),
-            self.version[keep],
-            self.file_index[keep],
-            self.line_number[keep],
-            self.kind.take(rows),
-            order[keep],
+            self.text.take(at),
+            self.version[rows],
+            self.file_index[rows],
+            self.line_number[rows],
+            self.kind.take(at),
+            order[rows],
         )
 
     def file_actions(self, kind: str, columns: Sequence[str] | None = None) -> pa.Table:

@@ -33,6 +33,14 @@ static inline void ws(Cur *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n')) c->p++;
 }
 
+/* after an object's or array's item: 1 at a ',' (another item follows), 2 at `close` (the
+ * container ended), 0 at anything else; whitespace before and the mark itself are consumed */
+static inline int next_item(Cur *c, uint8_t close) {
+    ws(c);
+    if (c->p < c->end && (*c->p == ',' || *c->p == close)) return *c->p++ == ',' ? 1 : 2;
+    return 0;
+}
+
 static inline int hexd(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 /* a string at c->p (the opening quote); sets [*s, *e) to its raw inside and *esc to 0 (no
@@ -164,16 +172,8 @@ static int skip(Cur *c, int depth) {
             c->p++;
             ws(c);
             if (!skip(c, depth + 1)) return 0;
-            ws(c);
-            if (c->p < c->end && *c->p == ',') {
-                c->p++;
-                continue;
-            }
-            if (c->p < c->end && *c->p == '}') {
-                c->p++;
-                return 1;
-            }
-            return 0;
+            int next = next_item(c, '}');
+            if (next != 1) return next == 2;
         }
     case '[':
         c->p++;
@@ -185,16 +185,8 @@ static int skip(Cur *c, int depth) {
         for (;;) {
             ws(c);
             if (!skip(c, depth + 1)) return 0;
-            ws(c);
-            if (c->p < c->end && *c->p == ',') {
-                c->p++;
-                continue;
-            }
-            if (c->p < c->end && *c->p == ']') {
-                c->p++;
-                return 1;
-            }
-            return 0;
+            int next = next_item(c, ']');
+            if (next != 1) return next == 2;
         }
     default:
         return number(c, &integer, &digits);
@@ -287,16 +279,8 @@ static int dv_object(Cur *c, int64_t *card) {
         } else if (!skip(c, 1)) {
             return 0;
         }
-        ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (c->p < c->end && *c->p == '}') {
-            c->p++;
-            return (seen & 1) ? 1 : 0;
-        }
-        return 0;
+        int next = next_item(c, '}');
+        if (next != 1) return next == 2 && (seen & 1);
     }
 }
 
@@ -358,16 +342,9 @@ static uint8_t scan_line(const uint8_t *p, const uint8_t *end, int64_t *size, in
         } else if (!skip(&c, 1)) {
             return 0;
         }
-        ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        if (c.p < c.end && *c.p == '}') {
-            c.p++;
-            break;
-        }
-        return 0;
+        int next = next_item(&c, '}');
+        if (next == 2) break;
+        if (next != 1) return 0;
     }
     if (!(seen & 1)) return 0;
     ws(&c);

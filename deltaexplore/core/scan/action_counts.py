@@ -68,25 +68,10 @@ def action_counts(lines: LogLines, kind: str) -> ActionCounts:
     )
     redo = np.flatnonzero(flags == 0)
     if len(redo):
-        parsed = _parsed_counts(_subset(lines, idx[redo]), kind)
+        parsed = _parsed_counts(lines.take(idx[redo]), kind)
         for mine, theirs in zip(out, parsed):
             mine[redo] = theirs
     return out
-
-
-def _subset(lines: LogLines, rows: np.ndarray) -> LogLines:
-    """The lines at `rows` (increasing) as their own `LogLines`, for the ordinary parse."""
-    take = pa.array(rows, pa.int64())
-    order = lines.order if lines.order is not None else np.arange(len(lines.text), dtype=np.int64)
-    return LogLines(
-        lines.files,
-        lines.text.take(take),
-        lines.version[rows],
-        lines.file_index[rows],
-        lines.line_number[rows],
-        lines.kind.take(take),
-        order[rows],
-    )
 
 
 def _parsed_counts(lines: LogLines, kind: str) -> ActionCounts:
