@@ -22,7 +22,10 @@ const MAX_LISTED = 3000;
 interface Picker {
   el: HTMLElement;
   value: number;
-  setVersions(lo: number, hi: number, label: (v: number) => string): void;
+  /** List versions lo..hi labelled by `label`; `like`: a picker already listing them (its
+   * options are copied, not made again: 1,101 labels of a time and an operation each). */
+  setVersions(lo: number, hi: number, label: (v: number) => string, like?: Picker): void;
+  options(): HTMLOptionElement[];
 }
 
 function versionPicker(name: string, onChange: () => void): Picker {
@@ -50,7 +53,7 @@ function versionPicker(name: string, onChange: () => void): Picker {
       box.value = String(v);
       about.textContent = label(v);
     },
-    setVersions(lo, hi, text) {
+    setVersions(lo, hi, text, like) {
       label = text;
       listed = hi - lo + 1 <= MAX_LISTED;
       select.hidden = !listed;
@@ -59,12 +62,14 @@ function versionPicker(name: string, onChange: () => void): Picker {
       box.max = String(hi);
       if (listed) {
         const out: HTMLOptionElement[] = [];
-        for (let v = hi; v >= lo; v--) out.push(h('option', { value: v }, text(v)));
+        if (like) for (const o of like.options()) out.push(o.cloneNode(true) as HTMLOptionElement);
+        else for (let v = hi; v >= lo; v--) out.push(h('option', { value: v }, text(v)));
         fill(select, out);
       } else {
         select.replaceChildren();
       }
     },
+    options: () => [...select.options],
   };
   return picker;
 }
@@ -332,18 +337,24 @@ export function diffTab(ctx: Ctx): Tab {
   });
   shown.addEventListener('click', () => apply(Number(model.get('version')), Number(model.get('max_version'))));
 
+  /** What the pickers list (the versions and the history labelling them): listed again only
+   * when it changes (the tab hears several traits at once when it is built, and once shown). */
+  let listedFor: [number, number, unknown] | null = null;
   function versionOptions(): void {
     const lo = Number(model.get('min_version'));
     const hi = Number(model.get('max_version'));
-    const commits = decode((model.get('history_data') || {}).commits);
-    const byVersion = new Map<number, Row>();
-    for (const r of commits?.rows || []) byVersion.set(Number(r.version), r);
-    const label = (v: number) => {
-      const r = byVersion.get(v);
-      return r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
-    };
-    fromSel.setVersions(lo, hi, label);
-    toSel.setVersions(lo, hi, label);
+    const history = (model.get('history_data') || {}).commits;
+    if (!listedFor || listedFor[0] !== lo || listedFor[1] !== hi || listedFor[2] !== history) {
+      listedFor = [lo, hi, history];
+      const byVersion = new Map<number, Row>();
+      for (const r of decode(history)?.rows || []) byVersion.set(Number(r.version), r);
+      const label = (v: number) => {
+        const r = byVersion.get(v);
+        return r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
+      };
+      fromSel.setVersions(lo, hi, label);
+      toSel.setVersions(lo, hi, label, fromSel);
+    }
     fromSel.value = Number(model.get('diff_from'));
     toSel.value = Number(model.get('diff_to'));
   }
@@ -352,13 +363,19 @@ export function diffTab(ctx: Ctx): Tab {
     return rows.find((r) => r.section === section && (change === undefined || r.change === change));
   }
 
+  /** What was drawn last (the data and the pair): the tab hears several traits at once when it
+   * is built, and a trait that changes nothing drawn draws nothing again. */
+  let drawnFor: [unknown, number, number, number] | null = null;
   function draw(): void {
     const data = model.get('diff_data') || {};
     const a = Number(model.get('diff_from'));
     const b = Number(model.get('diff_to'));
+    const lo = Number(model.get('min_version'));
+    if (drawnFor && drawnFor[0] === data && drawnFor[1] === a && drawnFor[2] === b && drawnFor[3] === lo) return;
+    drawnFor = [data, a, b, lo];
     fromSel.value = a;
     toSel.value = b;
-    withPrev.disabled = b <= Number(model.get('min_version'));
+    withPrev.disabled = b <= lo;
     if (data.state !== 'ready' || data.from !== a || data.to !== b) {
       result.hidden = true;
       if (data.state === 'error' && data.from === a && data.to === b) fill(state, note(`Cannot compare ${a} → ${b}: ${data.error}`, 'error'));
