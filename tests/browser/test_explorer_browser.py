@@ -601,8 +601,8 @@ def test_the_tour_runs_in_jupyterlab(page, lab, shots):
 
 def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     """A big table (here: the thresholds of one): once the overview is complete the kernel
-    prepares History, Files, Log health and the default column's Layout in the background and
-    sends them; the browser builds those tabs in idle time, hidden (no focus, out of the
+    prepares History, Files, Log health, the default column's Layout and the Diff of the
+    previous version to this one in the background and sends them; the browser builds those tabs in idle time, hidden (no focus, out of the
     accessibility tree), and a click only shows them: no request for their data or rows reaches
     the kernel, and they look as a tab drawn on the click does (charts as wide as their panel)."""
     page.set_viewport_size({"width": 1500, "height": 1650})  # as the tour's screenshots
@@ -630,14 +630,15 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=120_000)
     settled(page, explorer)
-    tabs = {"History": "history", "Files": "files", "Layout": "layout", "Log health": "health"}
-    # built while hidden: charts drawn, grid rows there, the panel kept out of focus and the
-    # accessibility tree
+    tabs = {"History": "history", "Files": "files", "Layout": "layout", "Diff": "diff", "Log health": "health"}
+    # built while hidden: charts drawn (the diff has none: its cards), grid rows there, the panel
+    # kept out of focus and the accessibility tree
     page.wait_for_function(
         """ids => { const root = document.querySelector('.dxe-explorer');
             return ids.every(id => { const p = root.querySelector(`.dxe-panel[data-tab=${id}]`);
                 return p.hidden && p.classList.contains('dxe-prerender') && p.querySelector('.ag-row')
-                    && p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]'); }); }""",
+                    && (id === 'diff' ? p.querySelector('[aria-label="changed files"] .ag-row') && p.querySelectorAll('.dxe-diff-result:not([hidden]) .dxe-card').length >= 6
+                        : p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]')); }); }""",
         arg=list(tabs.values()),
         timeout=120_000,
     )
@@ -663,18 +664,23 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
         assert panel.evaluate(
             "p => [...p.querySelectorAll('.ag-root-wrapper, .dxe-chart svg')].every(n => window.__dxeBuilt.includes(n))"
         )
-        widths = panel.evaluate(
-            "p => [...p.querySelectorAll('.dxe-chart')].filter(c => c.offsetParent).map(c => [Math.round(c.getBoundingClientRect().width), Math.round(c.querySelector('svg').getBoundingClientRect().width)])"
-        )
-        assert widths and all(chart > 200 and svg >= chart - 40 for chart, svg in widths), widths  # laid out at full width
+        if tab_id != "diff":
+            widths = panel.evaluate(
+                "p => [...p.querySelectorAll('.dxe-chart')].filter(c => c.offsetParent).map(c => [Math.round(c.getBoundingClientRect().width), Math.round(c.querySelector('svg').getBoundingClientRect().width)])"
+            )
+            assert widths and all(chart > 200 and svg >= chart - 40 for chart, svg in widths), widths  # laid out at full width
         assert _cut_grids(panel) == []
         explorer.screenshot(path=str(shots / f"prepared-{tab_id}.png"))
+        if tab_id == "diff":  # the default pair's, as computed on a click (`inspect.diff_files`)
+            assert panel.get_by_label("compare from version", exact=True).input_value() == "6"
+            assert panel.get_by_label("compare to version", exact=True).input_value() == "7"
+            assert panel.get_by_label("compare to version", exact=True).locator("option").count() == 8
+            changed = dx.open_table(str(lab.root / "sales_prepared")).inspect.diff_files(6, 7).num_rows
+            assert changed and _grid_rows(panel, "changed files") == changed
     assert _grid_rows(explorer.locator(".dxe-panel:not([hidden])"), "log health") >= 10
 
     # back to version 0, from the overview: the hidden tabs follow the version (sent again once
     # prepared for it), and opening Files then asks the kernel for nothing either
-    import deltaexplore as dx
-
     files_at_0 = dx.open_table(str(lab.root / "sales_prepared")).snapshot(0).num_files
     assert files_at_0 != 9
     open_tab(page, explorer, "Overview")
