@@ -19,13 +19,16 @@ const AUTO_ROWS_BYTES = 16 * 1024 * 1024;
  * time and operation beside it): a select of 100,000 options is slow to build and to use. */
 const MAX_LISTED = 3000;
 
+/** Versions a picker lists at once; a longer list holds the chosen version alone until the
+ * picker is first reached (pointer or focus): 1,101 options were half the elements the Diff
+ * tab's panel styles when it is shown. */
+const EAGER_LISTED = 100;
+
 interface Picker {
   el: HTMLElement;
   value: number;
-  /** List versions lo..hi labelled by `label`; `like`: a picker already listing them (its
-   * options are copied, not made again: 1,101 labels of a time and an operation each). */
-  setVersions(lo: number, hi: number, label: (v: number) => string, like?: Picker): void;
-  options(): HTMLOptionElement[];
+  /** List versions lo..hi (newest first) labelled by `label`. */
+  setVersions(lo: number, hi: number, label: (v: number) => string): void;
 }
 
 function versionPicker(name: string, onChange: () => void): Picker {
@@ -35,6 +38,19 @@ function versionPicker(name: string, onChange: () => void): Picker {
   const el = h('span', { class: 'dxe-picker' }, select, box, about);
   let label: (v: number) => string = String;
   let listed = true;
+  let range: [number, number] = [0, -1];
+  let whole = false; // every version of the range is an option
+  let chosen = NaN;
+  const listAll = () => {
+    if (whole || !listed) return;
+    whole = true;
+    const out: HTMLOptionElement[] = [];
+    for (let v = range[1]; v >= range[0]; v--) out.push(h('option', { value: v }, label(v)));
+    fill(select, out);
+    if (Number.isFinite(chosen)) select.value = String(chosen);
+  };
+  // before the list opens (mousedown's default action) or a key moves in it
+  for (const type of ['pointerdown', 'mousedown', 'focus']) select.addEventListener(type, listAll);
   select.addEventListener('change', onChange);
   box.addEventListener('keydown', (ev: KeyboardEvent) => {
     if (ev.key === 'Enter') {
@@ -49,27 +65,25 @@ function versionPicker(name: string, onChange: () => void): Picker {
       return Number(listed ? select.value : box.value);
     },
     set value(v: number) {
+      chosen = v;
+      if (listed && !whole && select.value !== String(v)) fill(select, h('option', { value: v }, label(v)));
       select.value = String(v);
       box.value = String(v);
       about.textContent = label(v);
     },
-    setVersions(lo, hi, text, like) {
+    setVersions(lo, hi, text) {
       label = text;
+      range = [lo, hi];
       listed = hi - lo + 1 <= MAX_LISTED;
       select.hidden = !listed;
       box.hidden = about.hidden = listed;
       box.min = String(lo);
       box.max = String(hi);
-      if (listed) {
-        const out: HTMLOptionElement[] = [];
-        if (like) for (const o of like.options()) out.push(o.cloneNode(true) as HTMLOptionElement);
-        else for (let v = hi; v >= lo; v--) out.push(h('option', { value: v }, text(v)));
-        fill(select, out);
-      } else {
-        select.replaceChildren();
-      }
+      whole = false;
+      select.replaceChildren();
+      if (listed && (hi - lo + 1 <= EAGER_LISTED || document.activeElement === select)) listAll();
+      else if (listed && Number.isFinite(chosen)) picker.value = chosen;
     },
-    options: () => [...select.options],
   };
   return picker;
 }
@@ -353,7 +367,7 @@ export function diffTab(ctx: Ctx): Tab {
         return r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
       };
       fromSel.setVersions(lo, hi, label);
-      toSel.setVersions(lo, hi, label, fromSel);
+      toSel.setVersions(lo, hi, label);
     }
     fromSel.value = Number(model.get('diff_from'));
     toSel.value = Number(model.get('diff_to'));
