@@ -190,27 +190,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
     });
   }
 
-  /** Through a switch the panels keep the height they had, for the frame that shows the tab:
-   * the page around the explorer (JupyterLab's resize observers of the cell: 25-70 ms a switch
-   * at 1M files, more under load) re-measures after it, in a task of its own. */
-  let held = 0;
-  function holdHeight(): void {
-    const height = panelWrap.offsetHeight; // laid out by the last frame: no layout forced
-    if (!height) return;
-    const mine = ++held;
-    panelWrap.style.height = `${height}px`;
-    panelWrap.style.overflow = 'clip';
-    requestAnimationFrame(() =>
-      setTimeout(() => {
-        if (mine !== held) return;
-        panelWrap.style.height = '';
-        panelWrap.style.overflow = '';
-      }, 0),
-    );
-  }
-
   function showPanel(id: string): void {
-    if ([...panels.values()].some((p) => !p.hidden && p.dataset.tab !== id)) holdHeight();
     for (const [tid, btn] of tabButtons) {
       const on = tid === id;
       btn.setAttribute('aria-selected', on ? 'true' : 'false');
