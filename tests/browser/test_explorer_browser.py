@@ -41,7 +41,7 @@ def shots() -> Path:
 
 
 def _open_and_run(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
-    for helper in ("xss_table.py",):
+    for helper in ("xss_table.py", "big_table.py"):
         shutil.copy(HERE / helper, lab.root / helper)
     (lab.root / name).write_text(notebook_json(cells))
     page.goto(lab.url(f"/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset"))
@@ -699,6 +699,54 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     assert b'"files_data"' not in received and b"loading " not in received
     assert _grid_rows(panel, "files") == files_at_0
     explorer.screenshot(path=str(shots / "prepared-files-v0.png"))
+    assert watch.outside == [], watch.outside
+    assert watch.errors == [], watch.errors
+
+
+def test_diff_pickers_of_a_long_history_list_their_versions_when_reached(page, lab, shots):
+    """Over 100 versions (the big test table), a Diff picker holds the version chosen alone
+    until it is reached (a thousand options were half the elements styled when the tab is
+    shown); focused, it lists every version newest first with its time and operation, and a
+    version picked there is compared. The Diff and Log health tabs of that table, as shown."""
+    page.set_viewport_size({"width": 1500, "height": 1650})
+    watch = Watch(page)
+    cells = [("code", "import deltaexplore as dx, big_table\nbig = big_table.build_big('events_pickers')"), ("code", "dx.explore(big)")]
+    _open_and_run(page, lab, "explorer_pickers.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=120_000)
+    settled(page, explorer)
+    table = dx.open_table(str(lab.root / "events_pickers"))
+    hi = table.snapshot().version
+    lo = int(explorer.locator("input[type=range]").get_attribute("min") or 0)
+    assert hi - lo + 1 > 100
+    open_tab(page, explorer, "History").locator(".ag-row").first.wait_for(timeout=60_000)  # the pickers' labels
+    panel = open_tab(page, explorer, "Diff")
+    frm = panel.get_by_label("compare from version", exact=True)
+    to = panel.get_by_label("compare to version", exact=True)
+    panel.locator(".dxe-diff-result:not([hidden]) .dxe-card").first.wait_for(timeout=60_000)
+    assert frm.locator("option").count() == 1 and to.locator("option").count() == 1
+    assert (frm.input_value(), to.input_value()) == (str(hi - 1), str(hi))
+    operation = table.inspect.history().to_pylist()[0]["operation"]
+    assert to.locator("option").inner_text().startswith(f"{hi} · ") and operation in to.locator("option").inner_text()
+    explorer.screenshot(path=str(shots / "big-diff.png"))
+    assert _cut_grids(panel) == []
+    frm.focus()  # reached: every version listed, the one chosen still chosen
+    values = frm.locator("option").evaluate_all("os => os.map(o => o.value)")
+    assert values == [str(v) for v in range(hi, lo - 1, -1)]
+    assert frm.input_value() == str(hi - 1)
+    frm.select_option(str(hi - 10))
+    panel.get_by_text(f"Version {hi - 10} → {hi}", exact=True).wait_for(timeout=60_000)
+    changed = table.inspect.diff_files(hi - 10, hi).num_rows
+    count = panel.get_by_role("region", name="changed files", exact=True).locator(".dxe-grid-count")
+    page.wait_for_function(
+        "([el, n]) => el.textContent === `${n.toLocaleString('en-US')} files`", arg=[count.element_handle(), changed], timeout=60_000
+    )
+    assert to.locator("option").count() == 1  # the other picker not reached yet
+    explorer.screenshot(path=str(shots / "big-diff-picked.png"))
+    panel = open_tab(page, explorer, "Log health")
+    panel.locator(".dxe-chart[data-drawn]").first.wait_for(timeout=60_000)  # (a canvas past 600 rows)
+    assert _grid_rows(panel, "log health") >= 10
+    explorer.screenshot(path=str(shots / "big-log-health.png"))
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
 
