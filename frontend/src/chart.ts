@@ -215,7 +215,7 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
         } catch (err) {
           reject(err);
         }
-      }),
+      }, el),
     );
   const draw = async () => {
     const mine = ++token;

@@ -687,7 +687,7 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
     const mine = generation;
     later(() => {
       if (mine === generation) measure(`grid:${opts.label}`, buildNow);
-    });
+    }, el);
   };
 
   const buildNow = () => {
@@ -742,9 +742,9 @@ export function createGrid_(opts: GridOptionsLite): GridHandle {
           .then((reply) => {
             mark(`rows-wait:${opts.label}`, asked);
             const decoded = measure(`rows-decode:${opts.label}`, () => decode(reply.buffers[0]));
-            later(() => create(decoded ? { rows: decoded.rows, total: Number(reply.content.total), end: block } : null));
+            later(() => create(decoded ? { rows: decoded.rows, total: Number(reply.content.total), end: block } : null), el);
           })
-          .catch(() => later(() => create(null)));
+          .catch(() => later(() => create(null), el));
       }
     } else {
       gridEl.style.height = '';
