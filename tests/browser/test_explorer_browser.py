@@ -710,7 +710,10 @@ def test_diff_pickers_of_a_long_history_list_their_versions_when_reached(page, l
     version picked there is compared. The Diff and Log health tabs of that table, as shown."""
     page.set_viewport_size({"width": 1500, "height": 1650})
     watch = Watch(page)
-    cells = [("code", "import deltaexplore as dx, big_table\nbig = big_table.build_big('events_pickers')"), ("code", "dx.explore(big)")]
+    cells = [
+        ("code", "import deltaexplore as dx, big_table\nbig = big_table.build_big('events_pickers')"),
+        ("code", "dx.explore(big)"),
+    ]
     _open_and_run(page, lab, "explorer_pickers.ipynb", cells)
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=120_000)
@@ -739,7 +742,9 @@ def test_diff_pickers_of_a_long_history_list_their_versions_when_reached(page, l
     changed = table.inspect.diff_files(hi - 10, hi).num_rows
     count = panel.get_by_role("region", name="changed files", exact=True).locator(".dxe-grid-count")
     page.wait_for_function(
-        "([el, n]) => el.textContent === `${n.toLocaleString('en-US')} files`", arg=[count.element_handle(), changed], timeout=60_000
+        "([el, n]) => el.textContent === `${n.toLocaleString('en-US')} files`",
+        arg=[count.element_handle(), changed],
+        timeout=60_000,
     )
     assert to.locator("option").count() == 1  # the other picker not reached yet
     explorer.screenshot(path=str(shots / "big-diff-picked.png"))
