@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -94,10 +93,29 @@ def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
 
 
 def _argsort(values: np.ndarray) -> np.ndarray:
-    """Indices that sort `values` (int64 numpy), ties in index order: polars' multithreaded
-    sort, 2-3x numpy's."""
-    frame = pl.DataFrame({"v": values}).with_row_index("i").sort("v", maintain_order=True)
-    return frame.get_column("i").to_numpy().astype(np.int64)
+    """Indices that sort `values` (numbers, no NaN), ties in index order: what
+    `np.argsort(values, kind="stable")` gives. numpy's default argsort (vectorized, not
+    stable: 3-4x faster than the stable one or polars' sort by CPU time), then each run of
+    equal values has its indices sorted, packed with the run's number in one word (one
+    `np.sort` of the tied positions only)."""
+    n = len(values)
+    order = np.argsort(values)
+    if n < 2:
+        return order.astype(np.int64)
+    ordered = values[order]
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return order.astype(np.int64)
+    tied = np.zeros(n, bool)
+    tied[1:] = same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    run = np.cumsum(np.concatenate([[False], ~same]))[at].astype(np.uint64)  # runs in sorted order
+    bits = max(1, (n - 1).bit_length())
+    keys = np.sort(run << np.uint64(bits) | order[at].astype(np.uint64))
+    order = order.astype(np.int64)
+    order[at] = (keys & np.uint64((1 << bits) - 1)).astype(np.int64)
+    return order
 
 
 def _merge_counts(sorted_lo: np.ndarray, sorted_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
