@@ -469,3 +469,54 @@ def test_advice_from_stats_parsed_equals_the_advice_from_json_stats(tmp_path):
         json_advice = dx.open_table(roots[0]).inspect.advise(**kw)
         assert json_advice.num_rows > 0
         assert dx.open_table(roots[1]).inspect.advise(**kw).equals(json_advice), kw
+
+
+def test_candidate_ranked_on_a_sample_equals_the_exact_ranking(tmp_path, monkeypatch):
+    """Tables of more than `RANK_SAMPLE` files rank the candidate columns on a sample and
+    compute the exact depth of the best estimate only: on a generated table (3,000 files, `id`
+    shallow, `value` deep) and on a written one (a random, a partly clustered and a sequential
+    column) the advice equals the exact ranking's, and only the chosen column's bounds are
+    read for every file."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import deltaexplore.inspect.advise  # noqa: F401  (the module, not the function)
+    from deltaexplore.inspect.snapshots import snapshot_cache
+
+    module = sys.modules["deltaexplore.inspect.advise"]
+    generator = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_many_files.py"
+    generated = tmp_path / "many"
+    args = [str(generated), "--files", "3000", "--parts", "2", "--commits", "3", "--partitions", "20"]
+    subprocess.run([sys.executable, str(generator), *args], check=True, capture_output=True)
+    written = str(tmp_path / "written")
+    rng = np.random.default_rng(3)
+    for i in range(60):
+        seq = np.arange(i * 200, (i + 1) * 200)
+        write_table(
+            written,
+            pa.table(
+                {
+                    "seq": pa.array(seq, pa.int64()),
+                    "near": pa.array(seq + rng.integers(0, 2400, 200), pa.int64()),  # ~12 files deep
+                    "id": pa.array(rng.integers(0, 10**6, 200), pa.int64()),  # every file deep
+                }
+            ),
+        )
+    for root, sample in ((str(generated), 500), (written, 20)):
+        exact = dx.open_table(root).inspect.advise()
+        assert "zorder" in _kinds(exact)
+        monkeypatch.setattr(module, "RANK_SAMPLE", sample)
+        snap = dx.open_table(root).snapshot()
+        sampled = advise(snap)
+        monkeypatch.setattr(module, "RANK_SAMPLE", 10**9)
+        assert sampled.equals(exact), root
+        chosen = _row(sampled, "zorder")["columns"]
+        assert sorted(snapshot_cache(snap)["bounds"]) == chosen, root
+    # no column deep enough: no candidate either way
+    flat = str(tmp_path / "flat")
+    for i in range(30):
+        seq = np.arange(i * 100, (i + 1) * 100)
+        write_table(flat, pa.table({"a": pa.array(seq, pa.int64()), "b": pa.array(seq * 2, pa.int64())}))
+    monkeypatch.setattr(module, "RANK_SAMPLE", 10)
+    assert module._candidate_columns(dx.open_table(flat).snapshot(), None) == []

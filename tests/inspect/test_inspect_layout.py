@@ -54,12 +54,14 @@ def test_range_max_matches_slices():
 def test_argsort_equals_the_stable_argsort():
     """`_argsort` (numpy's vectorized argsort, ties put back in index order) gives what a stable
     argsort gives: ints with many ties, distinct floats, floats with -0.0 and 0.0 tied, wide
-    ints, runs of one value, tiny arrays; and `overlap_metrics` with it still equals brute force
+    ints, runs of one value, tiny arrays, NaN (a stable sort); and `overlap_metrics` with it still equals brute force
     (`test_overlap_metrics_match_brute_force`)."""
     from deltaexplore.inspect.layout import _argsort
 
     rng = np.random.default_rng(11)
+    nan = float("nan")
     cases = [np.zeros(0, np.int64), np.array([3]), np.array([2, 2]), np.full(1000, 7), np.arange(500)[::-1]]
+    cases += [np.array([nan, 1.0, nan, 1.0, -np.inf, np.inf, nan]), np.array([nan, nan])]
     for trial in range(120):
         n = int(rng.integers(1, 5000))
         kind = trial % 4
