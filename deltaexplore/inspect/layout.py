@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import take_rows
 from deltaexplore.core.protocol.schema import ArrayType, MapType, leaf_paths, to_arrow_type
 from deltaexplore.core.scan.plan import partition_table
 from deltaexplore.core.scan.stats import column_bounds, num_records
@@ -387,8 +388,11 @@ def coverage_and_depth(snap: Snapshot, column: str) -> tuple[float | None, float
 def sampled_coverage_and_depth(
     snap: Snapshot, adds: pa.Table, columns: list[str], rows: np.ndarray
 ) -> dict[str, tuple[float | None, float | None]]:
-    """Per column, the coverage and avg_depth of the files `rows` of `adds` alone (nothing kept)."""
-    sample = adds.take(pa.array(rows, pa.int64()))
+    """Per column (data columns: their statistics), the coverage and avg_depth of the files
+    `rows` (increasing) of `adds` alone (nothing kept)."""
+    # the stats alone (a take of every column of a million adds costs ~20x more), in one chunk
+    stats = adds.select([c for c in ("stats", "stats_parsed") if c in adds.column_names])
+    sample = take_rows(stats, rows).combine_chunks()
     found = _read_bounds(snap, sample, columns)
     out = {}
     for name, b in found.items():
