@@ -438,7 +438,8 @@ def _ranked_on_a_sample(snap: Snapshot, numeric: list[str]) -> list[str]:
     estimated on a uniform sample of `RANK_SAMPLE` files (seeded) as 1 + (sample depth - 1) *
     files / sampled files (a file's depth is itself plus the files overlapping it at its
     deepest point, and a uniform sample keeps that share of those), columns whose sampled
-    files all have bounds are taken best estimate first, and the first whose exact depth
+    files all have bounds are taken best estimate first (on a tie the later column, as the
+    exact ranking takes the later of equal depths), and the first whose exact depth
     (`layout_summary`'s, all files) reaches `MIN_CANDIDATE_DEPTH` with every file bounded is
     the candidate; at most `RANK_EXACT` are computed exactly. Where columns' depths are close
     the sample may rank another first: the chosen column's numbers are exact either way."""
@@ -451,7 +452,7 @@ def _ranked_on_a_sample(snap: Snapshot, numeric: list[str]) -> list[str]:
         coverage, depth = sampled.get(c, (None, None))
         if coverage == 1.0 and depth is not None:
             estimates.append((1.0 + (depth - 1.0) * n / RANK_SAMPLE, i, c))
-    estimates.sort(key=lambda e: (-e[0], e[1]))
+    estimates.sort(key=lambda e: (-e[0], -e[1]))  # ties: the later column, as the exact ranking
     for _, _, c in estimates[:RANK_EXACT]:
         coverage, depth = coverage_and_depth(snap, c)
         if coverage == 1.0 and depth is not None and depth >= MIN_CANDIDATE_DEPTH:

@@ -475,8 +475,8 @@ def test_candidate_ranked_on_a_sample_equals_the_exact_ranking(tmp_path, monkeyp
     """Tables of more than `RANK_SAMPLE` files rank the candidate columns on a sample and
     compute the exact depth of the best estimate only: on a generated table (3,000 files, `id`
     shallow, `value` deep) and on a written one (a random, a partly clustered and a sequential
-    column) the advice equals the exact ranking's, and only the chosen column's bounds are
-    read for every file."""
+    column, and two columns where every file overlaps every other: a tie) the advice equals the
+    exact ranking's, and only the chosen column's bounds are read for every file."""
     import subprocess
     import sys
     from pathlib import Path
@@ -500,6 +500,7 @@ def test_candidate_ranked_on_a_sample_equals_the_exact_ranking(tmp_path, monkeyp
                     "seq": pa.array(seq, pa.int64()),
                     "near": pa.array(seq + rng.integers(0, 2400, 200), pa.int64()),  # ~12 files deep
                     "id": pa.array(rng.integers(0, 10**6, 200), pa.int64()),  # every file deep
+                    "id2": pa.array(rng.integers(0, 10**6, 200), pa.int64()),  # as deep: a tie, the later wins
                 }
             ),
         )
@@ -513,6 +514,8 @@ def test_candidate_ranked_on_a_sample_equals_the_exact_ranking(tmp_path, monkeyp
         assert sampled.equals(exact), root
         chosen = _row(sampled, "zorder")["columns"]
         assert sorted(snapshot_cache(snap)["bounds"]) == chosen, root
+        if root == written:
+            assert chosen == ["id2"]
     # no column deep enough: no candidate either way
     flat = str(tmp_path / "flat")
     for i in range(30):
