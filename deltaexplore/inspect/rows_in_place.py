@@ -5,11 +5,12 @@ the order of the rows they leave alone: the rows of a removed file come back in 
 as a few long stretches, in the same order. `cancel_in_place` walks the older side's rows,
 finds where a stretch starts among the newer side's rows (`_Locator`: a 64-bit mix of the
 row's numbers, sorted once), measures how far the two sides then agree row for row (whole
-rows, column by column on slices, `_Columns.equal`) and drops those rows from both sides. Any
+rows, column by column on slices, `_equal`) and drops those rows from both sides. Any
 pairing of equal rows may cancel in a multiset difference, so the rows left have the same net
 counts as all rows, and `row_diff.net_rows` hashes, sorts and checks only them. A row that
 finds no equal row is left (changed, deleted or inserted); the walk stops after a budget of
-stretches (`STRETCH_BUDGET`), leaving the rest to the hashed path.
+stretches (`STRETCH_BUDGET`) or when its stretches are too short to pay (`PAYING_ROWS`),
+leaving the rest to the hashed path.
 
 Equality here is stricter than the hashed path's, never looser: numbers, dates and times are
 equal when their bits are (NaN of the same bits equal, -0.0 and 0.0 left to the hashed path),
@@ -30,12 +31,16 @@ _BITS = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
 
 #: the walk looks up at most `STRETCH_BUDGET.0 + rows // STRETCH_BUDGET.1` stretch starts
 STRETCH_BUDGET = (64, 256)
+#: ... and after `PAYING_AFTER` steps goes on only while its steps cancel `PAYING_ROWS` rows
+#: each on average (a step costs about what hashing, sorting and checking that many rows does)
+PAYING_AFTER, PAYING_ROWS = 32, 512
 #: rows compared at a stretch's start (doubled while the sides keep agreeing)
 FIRST_WINDOW = 1024
 #: new rows of one mix tried as a stretch's start (rows alike in every number: strings differ)
 CANDIDATES = 16
-#: rows looked up at once when a row finds no equal row on the other side
-LOOKAHEAD = 64
+#: rows looked up at once when a row finds no equal row on the other side (doubled while
+#: none does, up to `MAX_LOOKAHEAD`)
+LOOKAHEAD, MAX_LOOKAHEAD = 64, 1 << 16
 
 
 def compared_as(t: pa.DataType) -> pa.DataType | None:
@@ -265,15 +270,21 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
 
     budget = STRETCH_BUDGET[0] + (rows_old + rows_new) // STRETCH_BUDGET[1]
     o, last = 0, 0  # last: the new row after the last stretch (where the next one likely starts)
+    steps, cancelled, look = 0, 0, LOOKAHEAD
     while o < rows_old and budget > 0:
         budget -= 1
-        # the next old row (from o, LOOKAHEAD at a time) that some new row may equal
-        ahead = _row_mix(a, old, o, o + LOOKAHEAD) if old_mix is None else old_mix[o : o + LOOKAHEAD]
+        steps += 1
+        if steps > PAYING_AFTER and cancelled < PAYING_ROWS * steps:
+            break  # stretches too short to pay: the hashed path does the rest
+        # the next old row (from o, `look` at a time) that some new row may equal
+        ahead = _row_mix(a, old, o, o + look) if old_mix is None else old_mix[o : o + look]
         first = where.first(ahead)
         hits = np.flatnonzero(first < len(where.keys))
         if not len(hits):
             o += len(ahead)
+            look = min(2 * look, MAX_LOOKAHEAD)
             continue
+        look = LOOKAHEAD
         o += int(hits[0])
         start = None
         for n in where.rows_at(int(first[hits[0]]), int(ahead[hits[0]]), last, CANDIDATES):
@@ -296,6 +307,7 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
         walk.partner[o : o + run] = np.arange(n, n + run)
         used[n : n + run] = np.arange(o, o + run)
         o, last = o + run, n + run
+        cancelled += run
     if not (used >= 0).any():
         return Kept(old, new)
     return Kept(old, new, walk)

@@ -181,3 +181,25 @@ def test_random_edits_keep_the_difference(seed):
     kept_old, kept_new = kept.old, kept.new
     assert _same_net(old, new, kept)
     assert _difference(kept_old, kept_new) == _difference(old, new)
+
+
+def test_the_walk_stops_where_it_does_not_pay(monkeypatch):
+    """Rows in no shared order (shuffled, or every other row changed): the walk gives up after
+    `PAYING_AFTER` steps whose stretches are short, and the difference is still exact; a long
+    run of rows with no equal row is skipped in growing lookaheads, not 64 rows a step."""
+    calls = []
+    real = rip._Locator.first
+    monkeypatch.setattr(rip._Locator, "first", lambda self, mix: calls.append(len(mix)) or real(self, mix))
+    base = list(range(20_000))
+    old = _rows(base)
+    every_other = _rows(base, amount=[i * 0.5 + (i % 2) for i in base])
+    shuffled = _rows(np.random.default_rng(2).permutation(20_000).tolist())
+    for new in (every_other, shuffled):
+        calls.clear()
+        assert _same_net(old, new, rip.cancel_in_place(old, new))
+        assert len(calls) <= rip.PAYING_AFTER + 1
+    calls.clear()
+    apart = _rows(range(100_000, 120_000))  # nothing equal: lookaheads double
+    kept = rip.cancel_in_place(old, apart)
+    assert kept.old is old and kept.new is apart
+    assert len(calls) < 20 and max(calls) > rip.LOOKAHEAD
