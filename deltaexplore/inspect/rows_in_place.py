@@ -34,7 +34,8 @@ STRETCH_BUDGET = (64, 256)
 #: ... and after `PAYING_AFTER` steps goes on only while its steps cancel `PAYING_ROWS` rows
 #: each on average (a step costs about what hashing, sorting and checking that many rows does)
 PAYING_AFTER, PAYING_ROWS = 32, 512
-#: rows compared at a stretch's start (doubled while the sides keep agreeing)
+#: rows compared at a stretch's start, at least (the last stretch's length if longer; doubled
+#: while the sides keep agreeing)
 FIRST_WINDOW = 1024
 #: new rows of one mix tried as a stretch's start (rows alike in every number: strings differ)
 CANDIDATES = 16
@@ -270,7 +271,7 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
 
     budget = STRETCH_BUDGET[0] + (rows_old + rows_new) // STRETCH_BUDGET[1]
     o, last = 0, 0  # last: the new row after the last stretch (where the next one likely starts)
-    steps, cancelled, look = 0, 0, LOOKAHEAD
+    steps, cancelled, look, previous = 0, 0, LOOKAHEAD, 0
     while o < rows_old and budget > 0:
         budget -= 1
         steps += 1
@@ -294,7 +295,7 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
         if start is None:
             o += 1
             continue
-        n, w, run = start, FIRST_WINDOW, 0
+        n, w, run = start, max(FIRST_WINDOW, previous), 0  # stretches tend to be alike (files of one size)
         while True:
             w = min(w, rows_old - o - run, rows_new - n - run)
             if w <= 0:
@@ -306,7 +307,7 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
             w *= 2
         walk.partner[o : o + run] = np.arange(n, n + run)
         used[n : n + run] = np.arange(o, o + run)
-        o, last = o + run, n + run
+        o, last, previous = o + run, n + run, run
         cancelled += run
     if not (used >= 0).any():
         return Kept(old, new)
