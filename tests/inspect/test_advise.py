@@ -314,6 +314,24 @@ def test_packing_equals_the_greedy_loop():
         assert pack_starts(sizes, groups, target).tolist() == _pack_loop(sizes, groups, target).tolist()
 
 
+def test_packed_group_and_size_order_equals_the_lexsort():
+    """`plan_optimize`'s order of candidate files (partition, then size, ties by position) by
+    one stable argsort of both packed in an int64 equals `np.lexsort((sizes, group))`: ties,
+    one group, sizes too wide to pack, negative values and floats (both fall back), empty."""
+    from deltaexplore.core.operations.optimize import by_group_then_size
+
+    rng = np.random.default_rng(4)
+    cases = [(np.zeros(0, np.int64), np.zeros(0, np.int64)), (np.zeros(5, np.int64), np.full(5, 7))]
+    for n in (1, 10, 1000, 50_000):
+        cases.append((rng.integers(0, 30, n), rng.integers(0, 5, n)))  # many ties
+        cases.append((rng.integers(0, 1000, n), rng.integers(0, 1 << 30, n)))
+        cases.append((rng.integers(0, 1 << 20, n), rng.integers(0, 1 << 50, n)))  # too wide: the lexsort
+        cases.append((rng.integers(-5, 5, n), rng.integers(0, 100, n)))
+        cases.append((rng.integers(0, 5, n), rng.random(n)))
+    for group, sizes in cases:
+        assert by_group_then_size(group, sizes).tolist() == np.lexsort((sizes, group)).tolist()
+
+
 def test_zorder_of_every_bin_at_once_equals_each_bin_alone():
     """`zorder_keys` with groups orders each group as `zorder_indices` orders it alone (ties,
     nulls in some groups, one to three columns)."""
