@@ -514,7 +514,7 @@ def diff_rows(
         ) from exc
     report(READ_SHARE, f"comparing {old.num_rows + new.num_rows:,} rows")
     kept = cancel_in_place(old, new)
-    net = net_rows(kept.old, kept.new, kept.read_order)
+    net = net_rows(kept.old, kept.new, kept.order)
     report(0.9, f"{net.num_rows:,} rows differ" + (f": pairing them by {', '.join(plan.key)}" if plan.key else ""))
     out = shape_rows(net, plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
     report(1.0, f"{out.num_rows:,} changed rows")

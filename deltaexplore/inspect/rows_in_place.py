@@ -20,6 +20,8 @@ column of another type (nested, ...) is left whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -32,8 +34,12 @@ _BITS = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
 #: the walk looks up at most `STRETCH_BUDGET.0 + rows // STRETCH_BUDGET.1` stretch starts
 STRETCH_BUDGET = (64, 256)
 #: ... and after `PAYING_AFTER` steps goes on only while its steps cancel `PAYING_ROWS` rows
-#: each on average (a step costs about what hashing, sorting and checking that many rows does)
-PAYING_AFTER, PAYING_ROWS = 32, 512
+#: each on average (a step costs about what hashing, sorting and checking that many rows does);
+#: after `PAYING_SEEN` older rows, only while at least half the rows seen cancelled. What it
+#: cancelled is kept only when that is half the rows or more (`KEPT_SHARE`): fewer would not pay
+#: the ordering of the result (`Kept.read_order`) and the copies of what is left
+PAYING_AFTER, PAYING_ROWS, PAYING_SEEN = 32, 512, 16_384
+KEPT_SHARE = 0.5
 #: rows compared at a stretch's start, at least (the last stretch's length if longer; doubled
 #: while the sides keep agreeing)
 FIRST_WINDOW = 1024
@@ -179,6 +185,11 @@ class Kept:
         else:
             self.old, self.new = old.filter(pa.array(walk.partner < 0)), new.filter(pa.array(walk.used < 0))
 
+    @property
+    def order(self) -> Callable[[np.ndarray, pa.Table], np.ndarray] | None:
+        """`read_order` when rows were cancelled, else None (the rows kept are all the rows)."""
+        return None if self.walk is None else self.read_order
+
     def read_order(self, first: np.ndarray, values: pa.Table) -> np.ndarray:
         """For rows `first` of the kept rows (old then new; their values `values`), where the
         earliest row equal to each was read among all rows (old then new): its own place, or
@@ -277,6 +288,8 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
         steps += 1
         if steps > PAYING_AFTER and cancelled < PAYING_ROWS * steps:
             break  # stretches too short to pay: the hashed path does the rest
+        if o >= PAYING_SEEN and 2 * cancelled < o:
+            break  # most rows find no equal row in order: an overwrite, a shuffle
         # the next old row (from o, `look` at a time) that some new row may equal
         ahead = _row_mix(a, old, o, o + look) if old_mix is None else old_mix[o : o + look]
         first = where.first(ahead)
@@ -309,6 +322,6 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
         used[n : n + run] = np.arange(o, o + run)
         o, last, previous = o + run, n + run, run
         cancelled += run
-    if not (used >= 0).any():
+    if 2 * cancelled < KEPT_SHARE * (rows_old + rows_new):
         return Kept(old, new)
     return Kept(old, new, walk)

@@ -126,11 +126,17 @@ def test_cancel_in_place_keeps_the_multiset_difference(name):
         assert (kept_old, kept_new) == (old, new)
 
 
-def test_negative_zero_and_other_nans_are_left_to_the_hashed_path():
+def test_negative_zero_and_other_nans_are_left_to_the_hashed_path(monkeypatch):
     """Rows equal only under the hashed path's equality (-0.0 against 0.0, NaN of other bits)
-    are not cancelled here: the hashed path decides them as it did."""
+    are not cancelled here: the hashed path decides them as it did (the walk made to keep
+    whatever it cancels, however little)."""
+    monkeypatch.setattr(rip, "PAYING_ROWS", 0)
+    monkeypatch.setattr(rip, "PAYING_SEEN", 10**9)
+    monkeypatch.setattr(rip, "KEPT_SHARE", 0.0)
+    monkeypatch.setattr(rip, "STRETCH_BUDGET", (10**6, 1))
     old, new, _ = SCENARIOS["NaN of other bits, -0.0 for 0.0"]
     kept = rip.cancel_in_place(old, new)
+    assert _same_net(old, new, kept)
     kept_old, kept_new = kept.old, kept.new
     never = {i for i in range(400) if i % 5 < 4}
     assert never <= set(kept_old.column("id").to_pylist()) and never <= set(kept_new.column("id").to_pylist())
@@ -185,8 +191,9 @@ def test_random_edits_keep_the_difference(seed):
 
 def test_the_walk_stops_where_it_does_not_pay(monkeypatch):
     """Rows in no shared order (shuffled, or every other row changed): the walk gives up after
-    `PAYING_AFTER` steps whose stretches are short, and the difference is still exact; a long
-    run of rows with no equal row is skipped in growing lookaheads, not 64 rows a step."""
+    `PAYING_AFTER` steps whose stretches are short, keeps nothing when under half the rows
+    cancelled (`KEPT_SHARE`), and the difference is still exact; rows with no equal row at all
+    are looked at in growing lookaheads and the walk stops after `PAYING_SEEN` of them."""
     calls = []
     real = rip._Locator.first
     monkeypatch.setattr(rip._Locator, "first", lambda self, mix: calls.append(len(mix)) or real(self, mix))
@@ -196,8 +203,10 @@ def test_the_walk_stops_where_it_does_not_pay(monkeypatch):
     shuffled = _rows(np.random.default_rng(2).permutation(20_000).tolist())
     for new in (every_other, shuffled):
         calls.clear()
-        assert _same_net(old, new, rip.cancel_in_place(old, new))
+        kept = rip.cancel_in_place(old, new)
+        assert _same_net(old, new, kept)
         assert len(calls) <= rip.PAYING_AFTER + 1
+        assert kept.walk is None and kept.order is None  # under half cancelled: kept whole
     calls.clear()
     apart = _rows(range(100_000, 120_000))  # nothing equal: lookaheads double
     kept = rip.cancel_in_place(old, apart)
