@@ -27,6 +27,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import take_rows
+
 __all__ = ["STRETCH_BUDGET", "Kept", "cancel_in_place", "comparable", "compared_as"]
 
 _BITS = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
@@ -183,7 +185,7 @@ class Kept:
         if walk is None:
             self.old, self.new = old, new
         else:
-            self.old, self.new = old.filter(pa.array(walk.partner < 0)), new.filter(pa.array(walk.used < 0))
+            self.old, self.new = _rows_where(old, walk.partner < 0), _rows_where(new, walk.used < 0)
 
     @property
     def order(self) -> Callable[[np.ndarray, pa.Table], np.ndarray] | None:
@@ -217,6 +219,14 @@ class Kept:
             equal &= _equal_rows(x, rows, y, value)
         np.minimum.at(at, value[equal], old_partner[equal])
         return at
+
+
+def _rows_where(table: pa.Table, keep: np.ndarray) -> pa.Table:
+    """`table.filter(keep)`; a take of the rows when they are few (batch by batch)."""
+    rows = np.flatnonzero(keep)
+    if len(rows) * 8 < len(keep):
+        return take_rows(table, rows)
+    return table.filter(pa.array(keep))
 
 
 class _Walk:
@@ -273,12 +283,20 @@ def cancel_in_place(old: pa.Table, new: pa.Table) -> Kept:
     used = walk.used
     rows_old, rows_new = old.num_rows, new.num_rows
 
+    # numbers first: a later column is compared only up to the first row that differed so far
+    cheap_first = sorted(range(len(a)), key=lambda i: a[i].bits is None)
+
     def agree(o: int, n: int, w: int) -> int:
         """How many rows from `o` and `n` on agree (at most `w`), the new ones not used yet."""
-        eq = used[n : n + w] < 0
-        for x, y in zip(a, b):
-            eq &= _equal(x, o, y, n, w)
-        return w if eq.all() else int(np.argmin(eq))
+        free = used[n : n + w] < 0
+        run = w if free.all() else int(np.argmin(free))
+        for i in cheap_first:
+            if not run:
+                break
+            eq = _equal(a[i], o, b[i], n, run)
+            if not eq.all():
+                run = int(np.argmin(eq))
+        return run
 
     budget = STRETCH_BUDGET[0] + (rows_old + rows_new) // STRETCH_BUDGET[1]
     o, last = 0, 0  # last: the new row after the last stretch (where the next one likely starts)
