@@ -390,8 +390,9 @@ def sampled_coverage_and_depth(
 ) -> dict[str, tuple[float | None, float | None]]:
     """Per column (data columns: their statistics), the coverage and avg_depth of the files
     `rows` (increasing) of `adds` alone (nothing kept)."""
-    # the stats alone (a take of every column of a million adds costs ~20x more), in one chunk
-    stats = adds.select([c for c in ("stats", "stats_parsed") if c in adds.column_names])
+    # what the stats search and parse read (a take of every column of a million adds costs
+    # ~20x more), in one chunk
+    stats = adds.select([c for c in ("path", "stats", "stats_parsed") if c in adds.column_names])
     sample = take_rows(stats, rows).combine_chunks()
     found = _read_bounds(snap, sample, columns)
     out = {}

@@ -534,6 +534,14 @@ def test_candidate_ranked_on_a_sample_equals_the_exact_ranking(tmp_path, monkeyp
         assert sorted(snapshot_cache(snap)["bounds"]) == chosen, root
         if root == written:
             assert chosen == ["id2"]
+    # more columns than the stats search takes (the bounds parsed): the sample reads them too
+    wide = str(tmp_path / "wide")
+    for _ in range(30):
+        write_table(wide, pa.table({f"c{j}": pa.array(rng.integers(0, 10**6, 100), pa.int64()) for j in range(40)}))
+    exact = advise(dx.open_table(wide))
+    monkeypatch.setattr(module, "RANK_SAMPLE", 10)
+    assert advise(dx.open_table(wide)).equals(exact) and "zorder" in _kinds(exact)
+    monkeypatch.setattr(module, "RANK_SAMPLE", 10**9)
     # no column deep enough: no candidate either way
     flat = str(tmp_path / "flat")
     for i in range(30):
