@@ -171,6 +171,8 @@ def from_pylist(values: Sequence[Any], type: pa.DataType) -> pa.Array:
 
 def scalar(value: Any, type: pa.DataType) -> pa.Scalar:
     """`pa.scalar(value, type)` (see `from_pylist`)."""
+    if value is None:
+        return pa.nulls(1, type)[0]
     return from_pylist([value], type)[0]
 
 
