@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import empty, from_numpy, put_rows, scalar, to_numpy
+from deltaexplore.core.arrow import empty, from_numpy, put_rows, scalar, text_buffers, to_numpy
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import leaf_paths
 from deltaexplore.core.scan import stats_search
@@ -80,14 +80,22 @@ def _chunk_records(stats: pa.Array, rows: np.ndarray | None) -> pa.Array:
 
 def _leading_records(stats: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """numRecords of the stats texts that start with `{"numRecords":<digits>` (values, found):
-    one anchored RE2 match per text (it stops at the first byte that differs), at most 19
-    digits that fit an int64 (more digits are left to the regex reader, which refuses them)."""
+    at most 19 digits that fit an int64 (more digits are left to the regex reader, which
+    refuses them). The compiled kernel reads the texts in place (~0.1 s at 1M files); without
+    it, one anchored RE2 match per text (it stops at the first byte that differs; ~0.25 s)."""
     m = len(stats) if rows is None else len(rows)
     values = np.zeros(m, dtype=np.int64)
     found = np.zeros(m, dtype=bool)
     if m == 0 or stats.null_count == len(stats):
         return values, found
     texts = stats if rows is None else stats.take(from_numpy(rows, pa.int64()))
+    read = getattr(stats_search.KERNEL, "leading_records", None)  # None: no kernel, or one built before it
+    if read is not None:
+        offsets, data = text_buffers(texts)
+        has = to_numpy(texts.is_valid()).view(np.uint8) if texts.null_count else np.ones(m, dtype=np.uint8)
+        hits = np.zeros(m, dtype=np.uint8)
+        read(data, np.ascontiguousarray(offsets[:-1]), np.ascontiguousarray(offsets[1:]), has, values, hits)
+        return values, hits.view(bool)
     digits = pc.struct_field(pc.extract_regex(texts, _LEADING_RE), "n")
     short = pc.less_equal(pc.utf8_length(digits), scalar(_INT64_DIGITS, pa.int32()))
     fits = pc.or_(short, pc.less_equal(digits, scalar(_INT64_MAX, digits.type)))
