@@ -10,13 +10,12 @@ import posixpath
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from deltaexplore.core.arrow import empty, from_numpy, take_rows, to_numpy
 from deltaexplore.core.log.file_names import SIDECAR_DIR, LogFile, LogKind
@@ -24,6 +23,9 @@ from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
 from deltaexplore.storage import Storage
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 __all__ = ["Checkpoint", "CheckpointReader", "NonFileActions"]
 
@@ -71,6 +73,8 @@ class NonFileActions:
 
 
 def _parquet_file(storage: Storage, path: str) -> pq.ParquetFile:
+    import pyarrow.parquet as pq  # a log without checkpoints is read without it (~20 ms of import)
+
     try:
         # A buffered stream decodes page by page: peak memory is the result, not the column chunks.
         return pq.ParquetFile(storage.open_input(path), pre_buffer=False, buffer_size=1 << 20)
