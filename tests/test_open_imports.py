@@ -10,10 +10,13 @@ the line that made it. The S3 case is in tests/test_s3.py (`test_s3_open_imports
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import add, metadata, open_in_fresh_process, protocol, remove, write_commit
+from helpers import HEAVY_MODULES, add, metadata, open_in_fresh_process, protocol, remove, write_commit
 
 from deltaexplore.core.arrow import empty, empty_table, from_numpy, from_pylist, scalar, to_numpy
 
@@ -52,6 +55,46 @@ def test_first_open_of_many_commits_imports_no_pandas(tmp_path: Path) -> None:
     rows, imported = open_in_fresh_process(str(tmp_path))
     assert rows == 190
     assert imported == {}, _stacks(imported)
+
+
+IN_IPYTHON = """
+import json, sys
+from IPython.testing.globalipapp import get_ipython
+shell = get_ipython()
+formatters = shell.display_formatter.formatters
+formatters["text/html"].enabled = True  # the terminal testing shell disables HTML
+import deltaexplore as dx
+snap = dx.open_table(sys.argv[1]).snapshot()
+files = snap.files()
+after_open = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
+history = snap.inspect.overview()  # an inspection table, tagged for the formatted display
+data, _ = shell.display_formatter.format(history, include=("text/html", "text/plain"))
+from deltaexplore.widgets import tables
+print(json.dumps({"after_open": after_open, "html": data.get("text/html"), "want": tables.table_html(history),
+                  "plain": data["text/plain"], "want_plain": tables.table_text(history)}))
+"""
+
+
+def test_first_open_in_an_ipython_session_imports_no_pandas_and_tables_still_display(corpus: Path) -> None:
+    """In IPython, `import deltaexplore` registers the Arrow tables' notebook display without
+    importing it (it loads inspection and polars): the first table shown imports it, and shows
+    what the formatter gives."""
+    pytest.importorskip("IPython")
+    rel = corpus / "dat/basic_partitioned/delta"
+    if not rel.exists():
+        pytest.skip("dat/basic_partitioned not in corpus")
+    out = subprocess.run(
+        [sys.executable, "-c", IN_IPYTHON, str(rel), json.dumps(HEAVY_MODULES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["after_open"] == []
+    assert result["html"] is not None and result["html"] == result["want"]
+    assert result["plain"] == result["want_plain"]
 
 
 # The conversions themselves: equal to pyarrow's own (which may import pandas here: in-process).
