@@ -21,11 +21,13 @@ from helpers import HEAVY_MODULES, add, metadata, open_in_fresh_process, protoco
 from deltaexplore.core.arrow import empty, empty_table, from_numpy, from_pylist, scalar, to_numpy
 
 #: one table per path through the reader: JSON commits only, a checkpoint with commits after,
-#: deletion vectors, a V2 checkpoint with sidecars, partitions of every type, column mapping
+#: deletion vectors (in commits, in a checkpoint), a V2 checkpoint with sidecars, partitions of
+#: every type, column mapping (every openable corpus table passed this check when it was written)
 TABLES = [
     "dat/basic_partitioned/delta",
     "delta-golden/checkpoint",
     "dat/deletion_vectors/delta",
+    "delta-golden/dv-partitioned-with-checkpoint",
     "delta-kernel-rs/v2-checkpoints-json-with-sidecars",
     "delta-golden/data-reader-partition-values",
     "dat/iceberg_compat_v1/delta",
