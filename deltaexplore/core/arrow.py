@@ -107,10 +107,10 @@ def from_numpy(
     n = len(arr)
     if arr.dtype == np.bool_:
         natural, data = pa.bool_(), _bits(arr)
-    elif arr.dtype.kind in "iufmM":
-        natural, data = pa.from_numpy_dtype(arr.dtype), pa.py_buffer(arr)
+    elif arr.dtype.kind in "iufmM" and pa.from_numpy_dtype(arr.dtype).bit_width == 8 * arr.dtype.itemsize:
+        natural, data = pa.from_numpy_dtype(arr.dtype), pa.py_buffer(arr)  # datetime64[D] (a date32) is not
     else:
-        raise TypeError(f"from_numpy takes numbers, booleans or datetimes, got {arr.dtype}")
+        raise TypeError(f"from_numpy takes numbers, booleans, datetime64 or timedelta64 of 64 bits, got {arr.dtype}")
     validity, nulls = None, 0
     if mask is not None:
         valid = ~np.asarray(mask, dtype=bool)
@@ -177,7 +177,7 @@ def scalar(value: Any, type: pa.DataType) -> pa.Scalar:
 
 
 def to_numpy(values: pa.Array | pa.ChunkedArray, *, null: Any = None) -> np.ndarray:
-    """A numeric, boolean or temporal column as NumPy, read from its buffers (nulls become
+    """A numeric, boolean, timestamp or duration column as NumPy, read from its buffers (nulls become
     `null`, which must be given when there are any). Other types go to `to_numpy` (which may
     import pandas)."""
     if isinstance(values, pa.ChunkedArray):
@@ -190,7 +190,7 @@ def to_numpy(values: pa.Array | pa.ChunkedArray, *, null: Any = None) -> np.ndar
     buffers = values.buffers()
     if pa.types.is_boolean(typ):
         out = _unbits(buffers[1], offset, n)
-    elif pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_temporal(typ):
+    elif pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_timestamp(typ) or pa.types.is_duration(typ):
         dtype = _number_dtype(typ)
         raw = np.frombuffer(buffers[1], dtype=dtype) if buffers[1] is not None else np.zeros(0, dtype)
         out = raw[offset : offset + n]
