@@ -340,8 +340,10 @@ def test_s3_open_lists_from_the_checkpoint_and_the_rest_when_asked(s3, faults, c
     snap = remote.snapshot()
     assert _files(snap) == _files(local.snapshot())
     lists = [q for m, _, q, _, _ in faults.requests if m == "GET" and "list-type=2" in q]
-    assert len(lists) == 1 and "start-after=delta-golden%2Fcheckpoint%2F_delta_log%2F00000000000000000010" in lists[0]
-    assert remote._listing is not None and remote._listing.tail_from == 10
+    # one page holds the whole log: asked for while `_last_checkpoint` is read, it is the listing
+    # (a log past one page lists from the checkpoint on: test_s3_open_overlapping_...)
+    assert len(lists) == 1 and "start-after" not in lists[0]
+    assert remote._listing is not None and remote._listing.tail_from == 0
     assert not any(r[1].endswith(("00000000000000000003.json", "00000000000000000009.json")) for r in faults.requests)
     # history, old versions and time travel list the older names, once
     faults.reset()
@@ -350,7 +352,7 @@ def test_s3_open_lists_from_the_checkpoint_and_the_rest_when_asked(s3, faults, c
     assert sorted(remote.listing(refresh=False).commits) == sorted(local.listing().commits)
     assert _files(remote.snapshot(3)) == _files(local.snapshot(3))
     rest = [q for m, _, q, _, _ in faults.requests if m == "GET" and "list-type=2" in q]
-    assert len(rest) == 2  # history lists afresh (from the checkpoint), then the names before it, once
+    assert len(rest) == 1  # history lists afresh (one page), once
     ts = remote.snapshot().clock.timestamp(5)
     assert _files(dx.open_table(f"s3://lake/{rel}", storage_options=options).snapshot(timestamp=ts)) == _files(local.snapshot(5))
 
@@ -618,3 +620,116 @@ def test_s3_get_many_reconnects_when_a_kept_alive_connection_was_closed():
         if loop_stop is not None:
             loop_stop.get_loop().call_soon_threadsafe(loop_stop.set_result, None)
         thread.join(5)
+
+
+GENERATED_COMMITS = 1100  # names past one listing page (1,000)
+GENERATED_CHECKPOINT = 1050
+
+
+def _generated_log(root: Path) -> None:
+    """A log of `GENERATED_COMMITS` commits, one small add each, written by hand."""
+    log = root / "_delta_log"
+    log.mkdir(parents=True)
+    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
+    first = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "gen",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": schema,
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": 0,
+            }
+        },
+    ]
+    import json
+
+    for v in range(GENERATED_COMMITS):
+        actions = [*first] if v == 0 else []
+        actions.append({"commitInfo": {"timestamp": 1_000_000 + v, "operation": "WRITE"}})
+        actions.append(
+            {
+                "add": {
+                    "path": f"part-{v:05d}.parquet",
+                    "partitionValues": {},
+                    "size": 100 + v,
+                    "modificationTime": 1_000_000 + v,
+                    "dataChange": True,
+                    "stats": json.dumps({"numRecords": v % 7 + 1}),
+                }
+            }
+        )
+        (log / f"{v:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+@pytest.fixture(scope="module")
+def generated(s3, tmp_path_factory):
+    """Three logs of `GENERATED_COMMITS` commits on S3 and on disk: no checkpoint (`plain`),
+    a checkpoint at `GENERATED_CHECKPOINT` (`ck`), and a `_last_checkpoint` naming that
+    checkpoint where there is none (`hint-missing`)."""
+    boto3 = pytest.importorskip("boto3")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deltaexplore.core.operations import checkpoint
+
+    faults, options = s3
+    base = tmp_path_factory.mktemp("generated")
+    _generated_log(base / "plain")
+    shutil.copytree(base / "plain", base / "ck")
+    checkpoint(str(base / "ck"), version=GENERATED_CHECKPOINT)
+    assert (base / "ck" / "_delta_log" / "_last_checkpoint").exists()
+    shutil.copytree(base / "plain", base / "hint-missing")
+    shutil.copy(base / "ck" / "_delta_log" / "_last_checkpoint", base / "hint-missing" / "_delta_log" / "_last_checkpoint")
+    client = boto3.client(
+        "s3",
+        endpoint_url=options["client_kwargs"]["endpoint_url"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    uploads = [(f, f"gen/{f.relative_to(base).as_posix()}") for f in base.rglob("*") if f.is_file()]
+    faults.latency_s = 0.0
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda u: client.upload_file(str(u[0]), "lake", u[1]), uploads))
+    return base
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("name", ["plain", "ck", "hint-missing"])
+def test_s3_open_overlapping_the_hint_and_the_first_page_equals_the_sequential_open(s3, faults, generated, name):
+    _, options = s3
+    local = dx.open_table(str(generated / name))
+    expected = local.snapshot()
+    faults.latency_s = 0.0  # the sequential open: one request at a time
+    sequential = dx.open_table(f"s3://lake/gen/{name}", storage_options={**options, "max_concurrency": 1}).snapshot()
+    faults.reset()
+    faults.latency_s = LATENCY_S
+    table = dx.open_table(f"s3://lake/gen/{name}", storage_options=options)
+    snap = table.snapshot()
+    requests = list(faults.requests)  # the open's
+    lists = [q for m, _, q, _, _ in requests if m == "GET" and "list-type=2" in q]
+    for other in (expected, sequential):
+        assert snap.version == other.version == GENERATED_COMMITS - 1
+        assert _files(snap) == _files(other)
+        assert (snap.segment.checkpoint is None) == (other.segment.checkpoint is None)
+    assert len(_files(snap)) == GENERATED_COMMITS
+    listing = table.listing(refresh=False)
+    assert listing.tail_from == (GENERATED_CHECKPOINT if name == "ck" else 0)  # "ck": the older names when asked
+    listing.complete()
+    assert listing.last_checkpoint == dx.open_table(str(generated / name)).listing().last_checkpoint
+    assert sorted(listing.commits) == sorted(local.listing().commits)  # every name, once asked for
+    gets = [r[1].rsplit("/", 1)[-1] for r in requests if r[0] == "GET" and "list-type=2" not in r[2]]
+    assert gets.count("_last_checkpoint") == 1
+    assert "start-after" not in lists[0]  # the first page, asked for with the hint
+    if name == "plain":
+        assert len(lists) == 2 and "start-after=gen%2Fplain%2F_delta_log%2F00000000000000000999.json" in lists[1]
+        assert sum(g.endswith(".json") for g in gets) == GENERATED_COMMITS
+    elif name == "ck":
+        # the first page (wasted: more names follow), then from the checkpoint on
+        assert "start-after=gen%2Fck%2F_delta_log%2F00000000000000001050" in lists[1]
+        assert sum(g.endswith(".json") for g in gets) == GENERATED_COMMITS - 1 - GENERATED_CHECKPOINT
+    else:
+        assert "missing" in (listing.last_checkpoint.problem or "")
+        assert sum(g.endswith(".json") for g in gets) == GENERATED_COMMITS

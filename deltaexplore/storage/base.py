@@ -116,6 +116,17 @@ class Storage(ABC):
         found = self.list_dir(rel_dir, start_after=start_after)
         return found if stop_before is None else [f for f in found if f.name < stop_before]
 
+    def list_dir_head(self, rel_dir: str) -> tuple[list[FileInfo], str | None]:
+        """The first names of `list_dir(rel_dir)`: on a store that lists in pages, one page
+        (one round trip), and the name to go on after with `start_after` (None: these are all
+        the names). Elsewhere every name, and None.
+
+        Raises:
+            FileNotFoundError: the directory does not exist.
+            StorageError: any other failure.
+        """
+        return self.list_dir(rel_dir), None
+
     @abstractmethod
     def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
         """Every file under `rel_dir`, recursively: `TREE_FIELDS` columns, sorted by path.

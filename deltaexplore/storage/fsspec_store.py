@@ -285,6 +285,27 @@ class FsspecStorage(Storage):
                 raise FileNotFoundError(f"no such directory: {self.scheme}://{directory}")
         return out
 
+    def list_dir_head(self, rel_dir: str) -> tuple[list[FileInfo], str | None]:
+        """On S3 the first page of ListObjectsV2 (an empty one: `list_dir`, which tells a
+        missing directory from an empty range); elsewhere `list_dir`."""
+        if self._s3 is None:
+            return super().list_dir_head(rel_dir)
+        s3 = self._s3
+        directory = self._full(rel_dir).rstrip("/")
+        bucket, _, key_dir = directory.partition("/")
+        prefix = rel_dir.rstrip("/") + "/" if rel_dir else ""
+        key_prefix = key_dir + "/" if key_dir else ""
+        try:
+            page, token = with_retries(lambda: s3.list_page(bucket, key_prefix))
+        except Exception as exc:  # noqa: BLE001 - re-raised typed, credentials cut out
+            raise self._error(f"cannot list {self.scheme}://{directory}", exc, directory) from self._cause(exc)
+        if not page:
+            return self.list_dir(rel_dir), None
+        out = [FileInfo(prefix + obj.key[len(key_prefix) :], obj.size, obj.modification_time) for obj in page]
+        for info in out:
+            self._sizes[info.path] = info.size
+        return out, None if token is None else out[-1].name
+
     def list_tree(self, rel_dir: str = "", *, skip_dir: Callable[[str], bool] | None = None) -> pa.Table:
         rel = check_relative(rel_dir, self.root) if rel_dir else ""
         top = posixpath.join(self._root_path, rel) if rel else self._root_path

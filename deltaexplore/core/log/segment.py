@@ -16,6 +16,7 @@ from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_lo
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltaexplore.errors import DeltaExploreError, InvalidLogError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import FileInfo, Storage
+from deltaexplore.storage.concurrency import in_background
 
 __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 
@@ -191,20 +192,48 @@ def _read_last_checkpoint(storage: Storage) -> bytes | None:
 
 
 def _list_from_hint(storage: Storage) -> LogListing:
-    """The listing of an object store: `_last_checkpoint` first, then the names from its
-    checkpoint on (`_tail_listing`), or the whole log in ranges split at versions up to it."""
-    last_checkpoint: Callable[[], bytes | None] = lambda: _read_last_checkpoint(storage)  # noqa: E731
+    """The listing of an object store: `_last_checkpoint` read while the first listing page is
+    asked for (`Storage.list_dir_head`). That page is the listing when it holds every name (and
+    the checkpoint the hint names, if any); else the names from the hint's checkpoint on
+    (`_tail_listing`), or with no usable hint the pages after the first, or the whole log in
+    ranges split at versions up to the checkpoint."""
+    head = in_background(lambda: storage.list_dir_head(LOG_DIR))
     try:
-        raw = last_checkpoint()
-    except DeltaExploreError:  # raised where it is used (when the listing shows the file)
-        raw = None
-    else:
-        last_checkpoint = lambda: raw  # noqa: E731
-    hint = parse_last_checkpoint(raw)
-    listing = _tail_listing(storage, hint, last_checkpoint)
-    if listing is None:
-        listing = _classify(storage.root, storage.list_dir_split(LOG_DIR, _listing_boundaries(hint)), last_checkpoint)
-    return listing
+        last_checkpoint: Callable[[], bytes | None] = lambda: _read_last_checkpoint(storage)  # noqa: E731
+        try:
+            raw = last_checkpoint()
+        except DeltaExploreError:  # raised where it is used (when the listing shows the file)
+            raw = None
+        else:
+            last_checkpoint = lambda: raw  # noqa: E731
+        hint = parse_last_checkpoint(raw)
+    finally:
+        first = _Head(head)  # waited for here: nothing runs on behind the caller's back
+    if first.error is None and first.after is None:
+        listing = _classify(storage.root, first.infos, last_checkpoint)
+        if not hint.usable or hint.version in listing._checkpoints:
+            return listing
+    tail = _tail_listing(storage, hint, last_checkpoint)
+    if tail is not None:
+        return tail
+    boundaries = _listing_boundaries(hint)
+    if first.error is not None or first.after is None:  # failed, or a race with a writer: listed anew
+        return _classify(storage.root, storage.list_dir_split(LOG_DIR, boundaries), last_checkpoint)
+    rest = storage.list_dir_split(LOG_DIR, boundaries, start_after=first.after)
+    return _classify(storage.root, first.infos + rest, last_checkpoint)
+
+
+class _Head:
+    """The result of `Storage.list_dir_head` run in the background, or its error."""
+
+    def __init__(self, result: Callable[[], tuple[list[FileInfo], str | None]]) -> None:
+        self.infos: list[FileInfo] = []
+        self.after: str | None = None
+        self.error: Exception | None = None
+        try:
+            self.infos, self.after = result()
+        except Exception as exc:  # noqa: BLE001 - a listing made anew raises it, typed, where it matters
+            self.error = exc
 
 
 def _tail_listing(storage: Storage, hint: LastCheckpoint, last_checkpoint: Callable[[], bytes | None]) -> LogListing | None:
