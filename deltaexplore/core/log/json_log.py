@@ -90,6 +90,7 @@ class LogLines:
     _parsed: tuple[pa.Table, np.ndarray] | None = field(default=None, repr=False)
     _file_action_cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
     _map_text_cache: dict[str, pa.Array] = field(default_factory=dict, repr=False)
+    _where_cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.text)
@@ -175,9 +176,19 @@ class LogLines:
         return out
 
     def where(self, kind: str) -> np.ndarray:
-        """Indices of the lines holding `kind` actions."""
-        mask = pc.fill_null(pc.equal(self.kind, kind), False)
-        return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        """Indices of the lines holding `kind` actions (every kind's found in one pass over the
+        kinds, on the first call; read-only arrays, shared by the calls)."""
+        if not self._where_cache and len(self.kind):
+            encoded = self.kind.dictionary_encode()
+            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+            for code, name in enumerate(encoded.dictionary.to_pylist()):
+                rows = order[bounds[code] : bounds[code + 1]]
+                rows.flags.writeable = False
+                self._where_cache[name] = rows
+        found = self._where_cache.get(kind)
+        return found if found is not None else np.zeros(0, np.int64)
 
     def location(self, i: int) -> str:
         return f"{self.files[int(self.file_index[i])].path}:{int(self.line_number[i]) + 1}"
