@@ -31,7 +31,7 @@ from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRI
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
 
-__all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
+__all__ = ["LogLines", "lines_from_buffer", "lines_from_bytes", "lines_from_parts", "read_log_files"]
 
 #: The pool of the one big parse of all file actions (for a 10k-commit log, ~100 MB of columns
 #: allocated at once). Arrow's default pool (mimalloc) hands such memory back and re-faults it
@@ -563,8 +563,6 @@ def lines_from_buffer(
     files: Sequence[LogFile], buf: bytes | bytearray, sizes: Sequence[int], versions: Sequence[int] | None = None
 ) -> LogLines:
     """Split one buffer holding the files back to back (each ending with a newline) into lines."""
-    if versions is None:
-        versions = [f.end_version for f in files]
     raw = np.frombuffer(buf, dtype=np.uint8)
     step = 1 << 22  # in pieces: no temporary as large as the log
     newlines = np.concatenate(
@@ -574,23 +572,43 @@ def lines_from_buffer(
     offsets[0] = 0
     offsets[1:] = newlines + 1
     n = len(newlines)
-    text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
     file_ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
-    try:
-        text.validate(full=True)
-    except pa.ArrowInvalid:
-        start = 0
-        for f, end in zip(files, file_ends):
-            try:
-                bytes(buf[start:end]).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidLogError(f"{f.path} is not valid UTF-8 text: {exc}", path=f.path) from None
-            start = int(end)
-        raise InvalidLogError("log files are not valid UTF-8 text") from None
     starts = offsets[:-1]
     file_index = np.searchsorted(file_ends, starts, side="right").astype(np.int32)
     file_starts_line = np.searchsorted(starts, np.concatenate([[0], file_ends[:-1]])) if len(files) else np.array([], np.int64)
     line_number = np.arange(n, dtype=np.int64) - file_starts_line[file_index] if n else np.array([], np.int64)
+    return lines_from_parts(files, buf, offsets, file_index, line_number, versions)
+
+
+def lines_from_parts(
+    files: Sequence[LogFile],
+    buf: bytes | bytearray,
+    offsets: np.ndarray,
+    file_index: np.ndarray,
+    line_number: np.ndarray,
+    versions: Sequence[int] | None = None,
+) -> LogLines:
+    """The lines at `offsets` (n + 1 increasing positions; each line ending with a newline) of
+    `buf`, line i from file `file_index[i]` (non-decreasing) at its `line_number[i]`: a file's
+    lines in order, not necessarily all of them (`scan.action_counts` passes the lines it did
+    not count). Raises `InvalidLogError` on text that is not UTF-8 and on a malformed line."""
+    if versions is None:
+        versions = [f.end_version for f in files]
+    n = len(offsets) - 1
+    text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        for i, f in enumerate(files):
+            rows = np.flatnonzero(file_index == i)
+            if not len(rows):
+                continue
+            try:
+                bytes(buf[int(offsets[rows[0]]) : int(offsets[rows[-1] + 1])]).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidLogError(f"{f.path} is not valid UTF-8 text: {exc}", path=f.path) from None
+        raise InvalidLogError("log files are not valid UTF-8 text") from None
+    file_index = file_index.astype(np.int32, copy=False)
     version = np.asarray(versions, dtype=np.int64)[file_index] if n else np.array([], np.int64)
     kind = pc.extract_regex(text, _KIND_RE).flatten()[0] if n else pa.array([], pa.string())
     order = np.arange(n, dtype=np.int64)
@@ -598,7 +616,7 @@ def lines_from_buffer(
         if f.kind is LogKind.COMPACTION:
             sel = file_index == i
             order[sel] = order[sel][::-1]
-    lines = LogLines(list(files), text, version, file_index, line_number, kind, order)
+    lines = LogLines(list(files), text, version, file_index, np.asarray(line_number, np.int64), kind, order)
     _check_unrecognised(lines)
     return lines
 

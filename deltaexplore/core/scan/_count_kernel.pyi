@@ -5,3 +5,6 @@ from typing_extensions import Buffer
 def scan(
     data: Buffer, starts: Buffer, ends: Buffer, flags: Buffer, size: Buffer, records: Buffer, cardinality: Buffer
 ) -> None: ...
+def count_files(paths: list[bytes]) -> tuple[bytes, bytes, bytes, bytes]:
+    """Per commit file: (sums int64[n, 2, 6], status int32[n] (0 or an errno), the lines not
+    counted, their index int64[m, 3]: file, line number, end offset in those lines)."""
