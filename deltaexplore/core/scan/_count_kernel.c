@@ -87,21 +87,27 @@ static int utf8_ok(const uint8_t *p, const uint8_t *end) {
 }
 
 #if defined(__SSE2__)
-/* bit i of each mask: byte p[i] is a quote, a backslash, a control character (< 0x20), >= 0x80 */
-static inline void block_masks(const uint8_t *p, uint64_t *q, uint64_t *b, uint64_t *ctl, uint64_t *hi) {
-    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), low = _mm_set1_epi8(0x1F);
-    uint64_t Q = 0, B = 0, C = 0, H = 0;
+/* bit i of each mask: byte p[i] is a quote, a backslash, a control character (< 0x20) or >= 0x80
+ * (one signed comparison finds both: rare, told apart only when there) */
+static inline void block_masks(const uint8_t *p, uint64_t *q, uint64_t *b, uint64_t *odd) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    uint64_t Q = 0, B = 0, O = 0;
     for (int k = 0; k < 4; k++) {
         __m128i x = _mm_loadu_si128((const __m128i *)(p + 16 * k));
         Q |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, quote)) << (16 * k);
         B |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, slash)) << (16 * k);
-        C |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(x, low), low)) << (16 * k);
-        H |= (uint64_t)(unsigned)_mm_movemask_epi8(x) << (16 * k);
+        O |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(x, space)) << (16 * k);
     }
     *q = Q;
     *b = B;
-    *ctl = C;
-    *hi = H;
+    *odd = O;
+}
+
+/* bit i: byte p[i] is >= 0x80 */
+static inline uint64_t block_high(const uint8_t *p) {
+    uint64_t H = 0;
+    for (int k = 0; k < 4; k++) H |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * k))) << (16 * k);
+    return H;
 }
 #endif
 
@@ -119,11 +125,15 @@ static int string(Cur *c, const uint8_t **s, const uint8_t **e, int *esc) {
     while (p < end) {
 #if defined(__SSE2__)
         while (c->lim - p >= 64 && p < end) {
-            uint64_t q, b, ctl, hi;
-            block_masks(p, &q, &b, &ctl, &hi);
+            uint64_t q, b, odd, ctl = 0, hi = 0;
+            block_masks(p, &q, &b, &odd);
             ptrdiff_t left = end - p;
             uint64_t valid = left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
-            q &= valid, b &= valid, ctl &= valid, hi &= valid;
+            q &= valid, b &= valid, odd &= valid;
+            if (odd) {
+                hi = block_high(p) & valid;
+                ctl = odd & ~hi;
+            }
             /* a backslash at bit 63 is left to the next block, which starts at it */
             const uint64_t last = (uint64_t)1 << 63;
             uint64_t bad = (b & ~(q >> 1) & ~last) | ctl;
