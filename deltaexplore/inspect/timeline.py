@@ -21,10 +21,9 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.log.checkpoint_reader import CheckpointReader
 from deltaexplore.core.log.json_log import LogLines, read_log_files
-from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.log.segment import LogListing, build_segment
-from deltaexplore.core.protocol.actions import Metadata, Protocol
-from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
+from deltaexplore.core.scan.action_rows import action_rows, replay_keys, rows_of_table
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
@@ -95,14 +94,6 @@ def _partition_codes(maps: pa.ChunkedArray) -> np.ndarray:
         return np.zeros(len(maps_arr), np.int64)
     joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, pa.scalar("\x00", pa.large_string()))
     return pc.dictionary_encode(joined).indices.to_numpy().astype(np.int64)
-
-
-def _keys(adds: pa.Table) -> pa.Array:
-    """`path` + deletion vector id per action (the replay key), as one string."""
-    path = adds.column("path").combine_chunks().cast(pa.large_string())
-    dv = adds.column("deletionVector")
-    dv_id = pc.fill_null(dv_unique_id(dv.combine_chunks() if isinstance(dv, pa.ChunkedArray) else dv), "")
-    return pc.binary_join_element_wise(path, dv_id.cast(pa.large_string()), pa.scalar("\x00", pa.large_string()))
 
 
 def _per_version(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, first: int, n: int) -> np.ndarray:
@@ -179,31 +170,31 @@ def timeline(
     n = hi - lo + 1
     base = table.snapshot(version=lo)
     listing = table.listing(refresh=False)
-    lines = read_log_files(table.storage, [listing.commit(v) for v in range(lo + 1, hi + 1)])  # type: ignore[misc]
+    commits = list(range(lo + 1, hi + 1))
+    # the commits' actions as rows (read by the compiled pass where it applies); all their lines
+    # are parsed only when the column's bounds need the stats
+    json_adds, json_removes, lines = action_rows(
+        table.storage,
+        [listing.commit(v) for v in commits],
+        commits,
+        all_lines=column is not None,  # type: ignore[misc]
+    )
     base_adds = base.add_actions()
     base_removes = base.tombstones()
-    needed = ["size", "partitionValues", "deletionVector", "stats"]  # one parse of only these, for both kinds
-    json_adds, json_removes = lines.file_actions("add", needed), lines.file_actions("remove", needed)
+    in_base = base_adds.num_rows + base_removes.num_rows
+    before = np.arange(-in_base, 0, dtype=np.int64) - 1  # the first state's actions come first
+    first_adds = rows_of_table(base_adds, np.full(base_adds.num_rows, lo, np.int64), before[: base_adds.num_rows])
+    first_removes = rows_of_table(
+        base_removes, np.full(base_removes.num_rows, lo, np.int64), before[base_adds.num_rows :], adds=False
+    )
+    every = (first_adds, first_removes, json_adds, json_removes)
 
-    # every action: its key, version and replay order (the first state's actions first)
-    keys = pa.chunked_array([_keys(base_adds), _keys(base_removes), _keys(json_adds), _keys(json_removes)], pa.large_string())
+    # every action: its key, version and replay order
+    keys = pa.chunked_array([r.key for r in every], pa.large_string())
     encoded = pc.dictionary_encode(keys).combine_chunks()
     codes = encoded.indices.to_numpy()
-    in_base = base_adds.num_rows + base_removes.num_rows
-    versions = np.concatenate(
-        [
-            np.full(in_base, lo, np.int64),
-            json_adds.column("version").to_numpy().astype(np.int64),
-            json_removes.column("version").to_numpy().astype(np.int64),
-        ]
-    )
-    order_in_log = np.concatenate(
-        [
-            np.arange(-in_base, 0, dtype=np.int64) - 1,
-            json_adds.column("line").to_numpy().astype(np.int64),
-            json_removes.column("line").to_numpy().astype(np.int64),
-        ]
-    )
+    versions = np.concatenate([r.version for r in every])
+    order_in_log = np.concatenate([r.order for r in every])
     order = np.lexsort((order_in_log, codes))
     next_same = np.r_[codes[order][1:] == codes[order][:-1], False]
     ends_sorted = np.where(next_same, np.r_[versions[order][1:], 0], hi + 1)
@@ -211,19 +202,14 @@ def timeline(
     ends[order] = ends_sorted
     is_add = np.zeros(len(codes), bool)
     is_add[: base_adds.num_rows] = True
-    is_add[in_base : in_base + json_adds.num_rows] = True
+    is_add[in_base : in_base + len(json_adds.version)] = True
     starts, ends, r_starts, r_ends = versions[is_add], ends[is_add], versions[~is_add], ends[~is_add]  # adds: base, then JSON
     adds_n = len(starts)
 
     # the values each add counts with
-    def ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        return pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
-
-    size = np.concatenate([ints(base_adds.column("size")), ints(json_adds.column("size"))])
-    records_arr = pa.concat_arrays([num_records(base_adds), num_records(json_adds)])
-    records = pc.fill_null(records_arr, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    deleted = np.concatenate([ints(pc.struct_field(t.column("deletionVector"), "cardinality")) for t in (base_adds, json_adds)])
+    size = np.concatenate([first_adds.size, json_adds.size])
+    records = np.concatenate([first_adds.records, json_adds.records])
+    deleted = np.concatenate([first_adds.deleted, json_adds.deleted])
     with_dv = (deleted > 0).astype(np.int64)
     threshold = small_file_threshold(latest_snap, small_file_bytes)
     small = (size < threshold).astype(np.int64)
@@ -242,8 +228,7 @@ def timeline(
 
     partitions_n: np.ndarray | None = None
     if partitioned.any():
-        maps = [t.column("partitionValues") for t in (base_adds, json_adds)]
-        pcodes = _partition_codes(pa.chunked_array([c for m in maps for c in m.chunks], maps[0].type))
+        pcodes = _partition_codes(pa.chunked_array([first_adds.partitions, json_adds.partitions], STRING_MAP))
         partitions_n = _partition_counts(pcodes, starts, ends, lo, n)
     depth_mean = depth_max = None
     if column is not None:
@@ -342,7 +327,7 @@ def _checkpoint_tombstones(
         checkpoint = build_segment(listing, version, root=table.uri).checkpoint
         if checkpoint is None or checkpoint.version != version:
             continue
-        kept = _keys(CheckpointReader(table.storage, checkpoint).file_actions("remove"))
+        kept = replay_keys(CheckpointReader(table.storage, checkpoint).file_actions("remove"))
         held = pc.is_in(keys.take(pa.array(active, pa.int64())), value_set=kept).to_numpy(zero_copy_only=False)
         ends[active[~held]] = version
     return ends

@@ -31,7 +31,7 @@ from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRI
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
 
-__all__ = ["LogLines", "lines_from_buffer", "lines_from_bytes", "lines_from_parts", "read_log_files"]
+__all__ = ["LogLines", "lines_from_buffer", "lines_from_bytes", "lines_from_parts", "parse_map_texts", "read_log_files"]
 
 #: The pool of the one big parse of all file actions (for a 10k-commit log, ~100 MB of columns
 #: allocated at once). Arrow's default pool (mimalloc) hands such memory back and re-faults it
@@ -531,6 +531,11 @@ def _parse_maps(texts: pa.Array, all_lines: pa.Array, line_idx: np.ndarray, name
             body = next(iter(obj.values())) if len(obj) == 1 else {}
             values[int(i)] = json.dumps(body.get(name)) if isinstance(body, dict) else None
         texts = pa.array(values, pa.large_string())
+    return parse_map_texts(texts)
+
+
+def parse_map_texts(texts: pa.Array) -> pa.Array:
+    """String maps from their JSON object texts (null where null), each distinct text parsed once."""
     encoded = texts.dictionary_encode()
     uniques = [_parse_map_text(t) for t in encoded.dictionary.to_pylist()]
     return pa.array(uniques, STRING_MAP).take(encoded.indices)

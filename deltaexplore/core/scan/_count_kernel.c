@@ -43,9 +43,20 @@
 
 #define MAX_DEPTH 64
 
+/* what `action_rows` reads of a line besides the counts (raw spans of the line; escapes refused) */
+typedef struct {
+    const uint8_t *path_s, *path_e;
+    const uint8_t *st_s, *st_e, *dv_s, *dv_e; /* the DV's storageType, pathOrInlineDv (dv_s NULL: null) */
+    int64_t offset;
+    int has_offset;
+    const uint8_t *pv_s, *pv_e; /* the partitionValues object's text (NULL: absent or null) */
+    int nested_pv;              /* a "partitionValues" key inside another value: the regex could take it */
+} Extra;
+
 typedef struct {
     const uint8_t *p, *end; /* the line left to read */
     const uint8_t *lim;     /* bytes up to here may be loaded (>= end): blocks look past the line */
+    Extra *x;               /* NULL: counts only */
 } Cur;
 
 static inline void ws(Cur *c) {
@@ -218,6 +229,11 @@ static int literal(Cur *c, const char *word) {
     return 1;
 }
 
+static inline int key_is(const uint8_t *s, const uint8_t *e, const char *name) {
+    size_t n = strlen(name);
+    return (size_t)(e - s) == n && memcmp(s, name, n) == 0;
+}
+
 /* any JSON value, checked and skipped */
 static int skip(Cur *c, int depth) {
     if (depth > MAX_DEPTH || c->p >= c->end) return 0;
@@ -242,6 +258,7 @@ static int skip(Cur *c, int depth) {
         for (;;) {
             ws(c);
             if (!string(c, &s, &e, &esc)) return 0;
+            if (c->x && key_is(s, e, "partitionValues")) c->x->nested_pv = 1;
             ws(c);
             if (c->p >= c->end || *c->p != ':') return 0;
             c->p++;
@@ -268,10 +285,6 @@ static int skip(Cur *c, int depth) {
     }
 }
 
-static inline int key_is(const uint8_t *s, const uint8_t *e, const char *name) {
-    size_t n = strlen(name);
-    return (size_t)(e - s) == n && memcmp(s, name, n) == 0;
-}
 
 /* an integer value (at most 17 digits) or null: 1 integer, 2 null, 0 anything else */
 static int int_or_null(Cur *c, int64_t *out) {
@@ -340,13 +353,24 @@ static int dv_object(Cur *c, int64_t *card) {
         int vesc;
         if (bit == 1) {
             if (!string(c, &vs, &ve, &vesc)) return 0;
+            if (c->x) {
+                if (vesc) return 0;
+                c->x->st_s = vs, c->x->st_e = ve;
+            }
         } else if (bit == 2) {
             if (c->p < c->end && *c->p == 'n') {
                 if (!literal(c, "null")) return 0;
-            } else if (!string(c, &vs, &ve, &vesc)) return 0;
+            } else {
+                if (!string(c, &vs, &ve, &vesc)) return 0;
+                if (c->x) {
+                    if (vesc) return 0;
+                    c->x->dv_s = vs, c->x->dv_e = ve;
+                }
+            }
         } else if (bit == 4 || bit == 8) {
             got = int_or_null(c, &v);
             if (!got || (got == 1 && (v < INT32_MIN || v > INT32_MAX))) return 0;
+            if (bit == 4 && got == 1 && c->x) c->x->offset = v, c->x->has_offset = 1;
         } else if (bit == 16) {
             got = int_or_null(c, &v);
             if (!got) return 0;
@@ -360,8 +384,9 @@ static int dv_object(Cur *c, int64_t *card) {
 }
 
 static uint8_t scan_line(const uint8_t *p, const uint8_t *end, const uint8_t *lim, int64_t *size, int64_t *records,
-                         int64_t *card) {
-    Cur c = {p, end, lim};
+                         int64_t *card, Extra *x) {
+    Cur c = {p, end, lim, x};
+    if (x) memset(x, 0, sizeof(*x));
     const uint8_t *s, *e;
     int esc, seen = 0, got;
     uint8_t flags = 1;
@@ -388,13 +413,28 @@ static uint8_t scan_line(const uint8_t *p, const uint8_t *end, const uint8_t *li
         c.p++;
         ws(&c);
         int bit = key_is(s, e, "path") ? 1 : key_is(s, e, "size") ? 2 : key_is(s, e, "stats") ? 4
-                : key_is(s, e, "deletionVector") ? 8 : 0;
+                : key_is(s, e, "deletionVector") ? 8 : (x && key_is(s, e, "partitionValues")) ? 16 : 0;
         if (bit & seen) return 0;
         seen |= bit;
         const uint8_t *vs, *ve;
         int vesc;
         if (bit == 1) {
             if (!string(&c, &vs, &ve, &vesc)) return 0;
+            if (x) {
+                if (vesc) return 0;
+                x->path_s = vs, x->path_e = ve;
+            }
+        } else if (bit == 16) {
+            /* the text `json_log._map_texts` cuts out: a flat object (no braces, no escapes) */
+            if (c.p < c.end && *c.p == 'n') {
+                if (!literal(&c, "null")) return 0;
+            } else {
+                const uint8_t *from = c.p;
+                if (from >= c.end || *from != '{' || !skip(&c, 1)) return 0;
+                for (const uint8_t *q = from + 1; q < c.p - 1; q++)
+                    if (*q == '{' || *q == '}' || *q == '\\') return 0;
+                x->pv_s = from, x->pv_e = c.p;
+            }
         } else if (bit == 2) {
             got = int_or_null(&c, size);
             if (!got) return 0;
@@ -422,7 +462,7 @@ static uint8_t scan_line(const uint8_t *p, const uint8_t *end, const uint8_t *li
         if (next == 2) break;
         if (next != 1) return 0;
     }
-    if (!(seen & 1)) return 0;
+    if (!(seen & 1) || (x && x->nested_pv)) return 0;
     ws(&c);
     if (c.p >= c.end || *c.p != '}') return 0; /* another top-level key: the ordinary parse */
     c.p++;
@@ -456,7 +496,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             sz[i] = rc[i] = cd[i] = 0;
             continue;
         }
-        fl[i] = scan_line(text + st[i], text + en[i], text + total, &sz[i], &rc[i], &cd[i]);
+        fl[i] = scan_line(text + st[i], text + en[i], text + total, &sz[i], &rc[i], &cd[i], NULL);
     }
     Py_END_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < count; b++) PyBuffer_Release(all[b]);
@@ -550,7 +590,7 @@ static int count_text(const uint8_t *text, size_t len, int64_t file, int64_t *co
         int kind = line_kind(p, stop);
         uint8_t flags = 0;
         int64_t size, records, card;
-        if (kind) flags = scan_line(p, stop, lim, &size, &records, &card);
+        if (kind) flags = scan_line(p, stop, lim, &size, &records, &card, NULL);
         if (flags) {
             int64_t *k = counts + file * NCOUNTS + (kind - 1) * 6;
             k[FILES] += 1;
@@ -616,6 +656,109 @@ static PyObject *count_files(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* action_rows: per add/remove line read, a row (kind, file, line, size, records, cardinality,
+ * flags), its replay key `path \0 dv id` (`replay.dv_unique_id`: storageType pathOrInlineDv
+ * [@offset]) and its partitionValues text; other and unsure lines to `rest` as in count_files */
+enum { ROW_KIND, ROW_FILE, ROW_LINE, ROW_SIZE, ROW_RECORDS, ROW_CARD, ROW_FLAGS, ROW_WIDTH };
+
+typedef struct {
+    Bytes rows, keys, key_ends, parts, part_ends, rest, index;
+} Rows;
+
+static int rows_of_text(const uint8_t *text, size_t len, int64_t file, Rows *o) {
+    const uint8_t *p = text, *end = text + len, *lim = text + len + PAD;
+    int64_t line = 0;
+    Extra x;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *stop = nl ? nl + 1 : end;
+        int kind = line_kind(p, stop);
+        uint8_t flags = 0;
+        int64_t size, records, card;
+        if (kind) flags = scan_line(p, stop, lim, &size, &records, &card, &x);
+        if (flags) {
+            int64_t row[ROW_WIDTH] = {kind, file, line, size, (flags & 4) ? records : 0, card, flags | (x.pv_s ? 16 : 0)};
+            if (!append(&o->rows, row, sizeof(row))) return ENOMEM;
+            if (!append(&o->keys, x.path_s, (size_t)(x.path_e - x.path_s)) || !append(&o->keys, "", 1)) return ENOMEM;
+            if ((flags & 8) && x.dv_s) {
+                if (!append(&o->keys, x.st_s, (size_t)(x.st_e - x.st_s)) || !append(&o->keys, x.dv_s, (size_t)(x.dv_e - x.dv_s)))
+                    return ENOMEM;
+                if (x.has_offset) {
+                    char digits[32];
+                    int n = snprintf(digits, sizeof(digits), "@%lld", (long long)x.offset);
+                    if (!append(&o->keys, digits, (size_t)n)) return ENOMEM;
+                }
+            }
+            int64_t key_end = (int64_t)o->keys.len;
+            if (!append(&o->key_ends, &key_end, sizeof(key_end))) return ENOMEM;
+            if (x.pv_s && !append(&o->parts, x.pv_s, (size_t)(x.pv_e - x.pv_s))) return ENOMEM;
+            int64_t part_end = (int64_t)o->parts.len;
+            if (!append(&o->part_ends, &part_end, sizeof(part_end))) return ENOMEM;
+        } else {
+            if (!append(&o->rest, p, (size_t)(stop - p))) return ENOMEM;
+            if (!nl && !append(&o->rest, "\n", 1)) return ENOMEM;
+            int64_t row[3] = {file, line, (int64_t)o->rest.len};
+            if (!append(&o->index, row, sizeof(row))) return ENOMEM;
+        }
+        line++;
+        p = stop;
+    }
+    return 0;
+}
+
+static PyObject *as_bytes(Bytes *b) {
+    return PyBytes_FromStringAndSize((const char *)(b->buf ? b->buf : (uint8_t *)""), (Py_ssize_t)b->len);
+}
+
+static PyObject *action_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list)) return NULL;
+    PyObject *paths = PySequence_Tuple(list);
+    if (!paths) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(paths);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(paths, i))) {
+            Py_DECREF(paths);
+            PyErr_SetString(PyExc_TypeError, "action_rows: paths must be bytes");
+            return NULL;
+        }
+    }
+    int32_t *status = calloc((size_t)n + 1, sizeof(int32_t));
+    Bytes text = {0};
+    Rows o;
+    memset(&o, 0, sizeof(o));
+    int oom = !status;
+    if (!oom) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && !oom; i++) {
+            int err = read_file(PyBytes_AS_STRING(PyTuple_GET_ITEM(paths, i)), &text);
+            if (err == ENOMEM) oom = 1;
+            else if (err) status[i] = err;
+            else if (rows_of_text(text.buf, text.len, i, &o)) oom = 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_DECREF(paths);
+    PyObject *out = NULL;
+    if (oom) {
+        PyErr_NoMemory();
+    } else {
+        Bytes st = {(uint8_t *)status, (size_t)n * sizeof(int32_t), 0};
+        PyObject *items[8] = {as_bytes(&o.rows), as_bytes(&o.keys), as_bytes(&o.key_ends), as_bytes(&o.parts),
+                              as_bytes(&o.part_ends), as_bytes(&st), as_bytes(&o.rest), as_bytes(&o.index)};
+        int ok = 1;
+        for (int k = 0; k < 8; k++) ok &= items[k] != NULL;
+        if (ok) out = PyTuple_Pack(8, items[0], items[1], items[2], items[3], items[4], items[5], items[6], items[7]);
+        for (int k = 0; k < 8; k++) Py_XDECREF(items[k]);
+    }
+    free(status);
+    free(text.buf);
+    Bytes *all[] = {&o.rows, &o.keys, &o.key_ends, &o.parts, &o.part_ends, &o.rest, &o.index};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->buf);
+    return out;
+}
+
 #endif /* HAVE_FILES */
 
 static PyMethodDef methods[] = {
@@ -626,6 +769,10 @@ static PyMethodDef methods[] = {
     {"count_files", count_files, METH_VARARGS,
      "count_files(paths): read each commit file (bytes paths) and count its add/remove lines: (counts int64[n, 12], "
      "status int32[n] (0 or an errno), rest (the lines not counted), index int64[m, 3] (file, line, end in rest))."},
+    {"action_rows", action_rows, METH_VARARGS,
+     "action_rows(paths): read each commit file (bytes paths) and return its add/remove actions: (rows int64[m, 7] "
+     "(kind, file, line, size, records, cardinality, flags), keys, key ends int64[m], partition texts, their ends, "
+     "status int32[n], rest, index int64[k, 3]) (see inspect.timeline)."},
 #endif
     {NULL, NULL, 0, NULL},
 };
