@@ -491,3 +491,127 @@ def test_mutated_commit_files_give_the_same_history_or_the_same_error(tmp_path, 
             assert not isinstance(outcomes[1], tuple) and outcomes[0].equals(outcomes[1]), bytes(text)
             same += 1
     assert same > 10 and failed > 10
+
+
+# -- the timeline's rows (`scan.action_rows`, the kernel's `action_rows`) ----------------------
+def _rows_both(path: str, monkeypatch, kernel):
+    """`action_rows` of every commit of the table: read by the kernel, and parsed (no kernel)."""
+    from deltaexplore.core.scan import action_rows as ar
+
+    table = dx.open_table(path)
+    versions = [v for v in table.listing().versions() if table.listing().commit(v) is not None]
+    files = [table.listing().commit(v) for v in versions]
+    out = []
+    for compiled in (kernel, None):
+        with monkeypatch.context() as m:
+            m.setattr(ac, "KERNEL", compiled)
+            out.append(ar.action_rows(table.storage, files, versions))
+    return out
+
+
+def _canonical(rows) -> list:
+    """The rows as comparable values, in replay order (the two paths list the kernel's rows
+    first, then the parsed ones)."""
+    order = np.argsort(rows.order, kind="stable")
+    return [
+        rows.key.take(pa.array(order)).to_pylist(),
+        *(np.asarray(x)[order].tolist() for x in (rows.version, rows.order, rows.size, rows.records, rows.deleted)),
+        rows.partitions.take(pa.array(order)).to_pylist(),
+    ]
+
+
+def _assert_rows_equal(path: str, monkeypatch, kernel, where: object) -> tuple[int, int]:
+    (adds, removes, lines), (p_adds, p_removes, p_lines) = _rows_both(path, monkeypatch, kernel)
+    assert _canonical(adds) == _canonical(p_adds), where
+    assert _canonical(removes) == _canonical(p_removes), where
+    for kind in ("commitInfo", "metaData", "protocol", "cdc"):  # what the caller reads from the lines
+        assert [b for _, _, b in lines.objects(kind)] == [b for _, _, b in p_lines.objects(kind)], (where, kind)
+    return len(adds.version) + len(removes.version), len(lines)
+
+
+def test_the_rows_read_by_the_kernel_are_the_parsed_rows_on_every_corpus_log(corpus, monkeypatch, kernel):
+    from corpus_paths import corpus_catalog
+
+    checked = rows = 0
+    for row in corpus_catalog():
+        path = str(corpus / row["table_root"])
+        try:
+            got = _assert_rows_equal(path, monkeypatch, kernel, row["table_root"])
+        except dx.DeltaExploreError:
+            continue
+        checked += 1
+        rows += got[0]
+    assert checked > 100 and rows > 1000
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_odd_lines_give_the_same_rows_read_by_the_kernel(tmp_path, monkeypatch, seed, kernel):
+    """`_action`'s odd lines (escaped paths, odd DVs, partition values with braces or nulls,
+    extra fields, CRLF, blank lines) and DVs with offsets, nested "partitionValues" keys: the
+    same rows, and the kernel read some of them itself."""
+    rng = random.Random(seed)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    extra = [
+        '{"add":{"path":"n1","partitionValues":{"d":"1"},"size":1,"tags":{"partitionValues":"x"}}}',
+        '{"add":{"path":"n2","size":1,"x":{"partitionValues":{"d":"2"}},"partitionValues":{"d":"1"}}}',
+        '{"add":{"path":"n3","partitionValues":{ "d" : "1" , "e" : null },"size":1,'
+        '"deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":7,"sizeInBytes":3,"cardinality":2}}}',
+        '{"remove":{"path":"n3","deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":null,'
+        '"sizeInBytes":3,"cardinality":2}}}',
+        '{"add":{"path":"n4","partitionValues":{"d":"1","d":"2"},"size":1}}',
+        '{"add":{"path":"n5","partitionValues":{"d":1},"size":1,"deletionVector":{"storageType":"p","pathOrInlineDv":null}}}',
+    ]
+    i = 0
+    for version in range(1, 13):
+        lines = [json.dumps(commit_info())]
+        for _ in range(rng.randint(0, 40)):
+            lines.append(_action(rng, i) if rng.random() < 0.85 else rng.choice([*extra, ""]))
+            i += 1
+        text = rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n"])
+        _write_raw(tmp_path, version, text.encode())
+    (adds, removes, lines), _ = _rows_both(str(tmp_path), monkeypatch, kernel)
+    _assert_rows_equal(str(tmp_path), monkeypatch, kernel, seed)
+    parsed = len(lines.where("add")) + len(lines.where("remove"))
+    assert len(adds.version) + len(removes.version) > parsed > 0  # both the kernel and the parse had lines
+
+
+def _rows_outcome(path: str, monkeypatch, compiled) -> object:
+    """The rows and the other lines' actions by one path, or its error (type and message)."""
+    from deltaexplore.core.scan import action_rows as ar
+
+    with monkeypatch.context() as m:
+        m.setattr(ac, "KERNEL", compiled)
+        try:
+            table = dx.open_table(path)
+            versions = table.listing().versions()
+            adds, removes, lines = ar.action_rows(table.storage, [table.listing().commit(v) for v in versions], versions)
+            objects = [[b for _, _, b in lines.objects(k)] for k in ("commitInfo", "metaData", "protocol", "cdc")]
+            return _canonical(adds), _canonical(removes), objects
+        except dx.DeltaExploreError as exc:
+            return type(exc), str(exc)
+
+
+def test_mutated_commit_files_give_the_same_rows_or_the_same_error(tmp_path, monkeypatch, kernel):
+    rng = random.Random(13)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    base = b"\n".join(
+        [
+            json.dumps(commit_info()).encode(),
+            *_BASE_LINES,
+            b'{"add":{"path":"x","partitionValues":{"d":"1"},"size":3,"deletionVector":'
+            b'{"storageType":"u","pathOrInlineDv":"ab","offset":1,"sizeInBytes":3,"cardinality":1}}}',
+        ]
+    )
+    same = failed = 0
+    for _ in range(150):
+        text = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            text[rng.randrange(len(text))] = rng.choice(b'\n\r\x0c\t "\\{}:,0\xc3\xa9\xff')
+        _write_raw(tmp_path, 1, bytes(text))
+        got, want = _rows_outcome(str(tmp_path), monkeypatch, kernel), _rows_outcome(str(tmp_path), monkeypatch, None)
+        assert got == want, bytes(text)
+        if len(got) == 2:
+            failed += 1
+        else:
+            same += 1
+    assert same > 10 and failed > 10
