@@ -516,7 +516,7 @@ def _canonical(rows) -> list:
     return [
         rows.key.take(pa.array(order)).to_pylist(),
         *(np.asarray(x)[order].tolist() for x in (rows.version, rows.order, rows.size, rows.records, rows.deleted)),
-        rows.partitions.take(pa.array(order)).to_pylist(),
+        rows.partition_maps().take(pa.array(order)).to_pylist(),
     ]
 
 

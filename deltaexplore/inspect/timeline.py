@@ -173,12 +173,8 @@ def timeline(
     commits = list(range(lo + 1, hi + 1))
     # the commits' actions as rows (read by the compiled pass where it applies); all their lines
     # are parsed only when the column's bounds need the stats
-    json_adds, json_removes, lines = action_rows(
-        table.storage,
-        [listing.commit(v) for v in commits],
-        commits,
-        all_lines=column is not None,  # type: ignore[misc]
-    )
+    files = [listing.commit(v) for v in commits]  # all there: `_first_version` checked the gaps
+    json_adds, json_removes, lines = action_rows(table.storage, files, commits, all_lines=column is not None)  # type: ignore[arg-type]
     base_adds = base.add_actions()
     base_removes = base.tombstones()
     in_base = base_adds.num_rows + base_removes.num_rows
@@ -228,7 +224,11 @@ def timeline(
 
     partitions_n: np.ndarray | None = None
     if partitioned.any():
-        pcodes = _partition_codes(pa.chunked_array([first_adds.partitions, json_adds.partitions], STRING_MAP))
+        # the codes of the distinct maps (and of no map), then per add
+        distinct = pa.concat_arrays([first_adds.partitions, json_adds.partitions, pa.nulls(1, STRING_MAP)])
+        index = np.concatenate([first_adds.partition_index, json_adds.partition_index + len(first_adds.partitions)])
+        index[np.concatenate([first_adds.partition_index, json_adds.partition_index]) < 0] = len(distinct) - 1
+        pcodes = _partition_codes(pa.chunked_array([distinct]))[index]
         partitions_n = _partition_counts(pcodes, starts, ends, lo, n)
     depth_mean = depth_max = None
     if column is not None:

@@ -41,7 +41,9 @@ _ORDER_SHIFT = 32  # order = file index << 32 | line number
 class ActionRows(NamedTuple):
     """Actions of one kind, row by row: replay key (`replay_keys`), version, order (larger is
     later in the log), size (0 where null), numRecords (0 where unknown), deleted rows (the DV's
-    cardinality, 0 without one) and partition values (null where absent)."""
+    cardinality, 0 without one) and partition values: row i's map is
+    `partitions[partition_index[i]]` (null where the index is -1), the distinct maps once where
+    the kernel read them (`partition_maps` gives one per row)."""
 
     key: pa.Array
     version: np.ndarray
@@ -50,9 +52,16 @@ class ActionRows(NamedTuple):
     records: np.ndarray
     deleted: np.ndarray
     partitions: pa.Array
+    partition_index: np.ndarray
+
+    def partition_maps(self) -> pa.Array:
+        """One partition values map per row (null where absent)."""
+        index = self.partition_index
+        return self.partitions.take(pa.array(index, mask=index < 0))
 
     @staticmethod
     def concat(parts: Sequence[ActionRows]) -> ActionRows:
+        starts = np.cumsum([0, *(len(p.partitions) for p in parts)])
         return ActionRows(
             pa.concat_arrays([p.key for p in parts]),
             np.concatenate([p.version for p in parts]),
@@ -61,6 +70,7 @@ class ActionRows(NamedTuple):
             np.concatenate([p.records for p in parts]),
             np.concatenate([p.deleted for p in parts]),
             pa.concat_arrays([p.partitions for p in parts]),
+            np.concatenate([np.where(p.partition_index < 0, -1, p.partition_index + at) for p, at in zip(parts, starts)]),
         )
 
 
@@ -84,7 +94,9 @@ def rows_of_table(actions: pa.Table, version: np.ndarray, order: np.ndarray, *, 
     n = actions.num_rows
     if not adds:
         zeros = np.zeros(n, np.int64)
-        return ActionRows(replay_keys(actions), version, order, zeros, zeros, zeros, pa.nulls(n, STRING_MAP))
+        return ActionRows(
+            replay_keys(actions), version, order, zeros, zeros, zeros, pa.array([], STRING_MAP), np.full(n, -1, np.int64)
+        )
     records = pc.fill_null(num_records(actions), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     parts = actions.column("partitionValues")
     parts = parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
@@ -96,6 +108,7 @@ def rows_of_table(actions: pa.Table, version: np.ndarray, order: np.ndarray, *, 
         records,
         _ints(pc.struct_field(actions.column("deletionVector"), "cardinality")),
         parts if parts.type == STRING_MAP else parts.cast(STRING_MAP),
+        np.arange(n, dtype=np.int64),
     )
 
 
@@ -162,7 +175,12 @@ def _compiled_rows(
     for code, kind in ((1, "add"), (2, "remove")):
         mine = np.flatnonzero(table[:, 0] == code)
         take = pa.array(mine, pa.int64())
-        partitions = parse_map_texts(texts.take(take)) if code == 1 else pa.nulls(len(mine), STRING_MAP)
+        if code == 1:  # each distinct text parsed once
+            encoded = texts.take(take).dictionary_encode()
+            partitions = parse_map_texts(encoded.dictionary)
+            partition_index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            partitions, partition_index = pa.array([], STRING_MAP), np.full(len(mine), -1, np.int64)
         kernel_rows = ActionRows(
             key.take(take),
             version[mine],
@@ -171,6 +189,7 @@ def _compiled_rows(
             table[mine, 4] if code == 1 else np.zeros(len(mine), np.int64),
             table[mine, 5] if code == 1 else np.zeros(len(mine), np.int64),
             partitions,
+            partition_index,
         )
         out.append(ActionRows.concat([kernel_rows, _rows_of_lines(lines, kind)]))
     return out[0], out[1], lines
