@@ -186,7 +186,9 @@ def timeline(
     every = (first_adds, first_removes, json_adds, json_removes)
 
     # every action: its key, version and replay order
-    keys = pa.chunked_array([r.key for r in every], pa.large_string())
+    keys = pa.chunked_array(
+        [c for r in every for c in (r.key.chunks if isinstance(r.key, pa.ChunkedArray) else [r.key])], pa.large_string()
+    )
     encoded = pc.dictionary_encode(keys).combine_chunks()
     codes = encoded.indices.to_numpy()
     versions = np.concatenate([r.version for r in every])

@@ -662,7 +662,7 @@ static PyObject *count_files(PyObject *self, PyObject *args) {
 enum { ROW_KIND, ROW_FILE, ROW_LINE, ROW_SIZE, ROW_RECORDS, ROW_CARD, ROW_FLAGS, ROW_WIDTH };
 
 typedef struct {
-    Bytes rows, keys, key_ends, parts, part_ends, rest, index;
+    Bytes rows[2], keys[2], key_ends[2], parts, part_ends, rest, index; /* [0] adds, [1] removes */
 } Rows;
 
 static int rows_of_text(const uint8_t *text, size_t len, int64_t file, Rows *o) {
@@ -677,23 +677,27 @@ static int rows_of_text(const uint8_t *text, size_t len, int64_t file, Rows *o) 
         int64_t size, records, card;
         if (kind) flags = scan_line(p, stop, lim, &size, &records, &card, &x);
         if (flags) {
+            int k = kind - 1;
+            Bytes *keys = &o->keys[k];
             int64_t row[ROW_WIDTH] = {kind, file, line, size, (flags & 4) ? records : 0, card, flags | (x.pv_s ? 16 : 0)};
-            if (!append(&o->rows, row, sizeof(row))) return ENOMEM;
-            if (!append(&o->keys, x.path_s, (size_t)(x.path_e - x.path_s)) || !append(&o->keys, "", 1)) return ENOMEM;
+            if (!append(&o->rows[k], row, sizeof(row))) return ENOMEM;
+            if (!append(keys, x.path_s, (size_t)(x.path_e - x.path_s)) || !append(keys, "", 1)) return ENOMEM;
             if ((flags & 8) && x.dv_s) {
-                if (!append(&o->keys, x.st_s, (size_t)(x.st_e - x.st_s)) || !append(&o->keys, x.dv_s, (size_t)(x.dv_e - x.dv_s)))
+                if (!append(keys, x.st_s, (size_t)(x.st_e - x.st_s)) || !append(keys, x.dv_s, (size_t)(x.dv_e - x.dv_s)))
                     return ENOMEM;
                 if (x.has_offset) {
                     char digits[32];
                     int n = snprintf(digits, sizeof(digits), "@%lld", (long long)x.offset);
-                    if (!append(&o->keys, digits, (size_t)n)) return ENOMEM;
+                    if (!append(keys, digits, (size_t)n)) return ENOMEM;
                 }
             }
-            int64_t key_end = (int64_t)o->keys.len;
-            if (!append(&o->key_ends, &key_end, sizeof(key_end))) return ENOMEM;
-            if (x.pv_s && !append(&o->parts, x.pv_s, (size_t)(x.pv_e - x.pv_s))) return ENOMEM;
-            int64_t part_end = (int64_t)o->parts.len;
-            if (!append(&o->part_ends, &part_end, sizeof(part_end))) return ENOMEM;
+            int64_t key_end = (int64_t)keys->len;
+            if (!append(&o->key_ends[k], &key_end, sizeof(key_end))) return ENOMEM;
+            if (k == 0) {
+                if (x.pv_s && !append(&o->parts, x.pv_s, (size_t)(x.pv_e - x.pv_s))) return ENOMEM;
+                int64_t part_end = (int64_t)o->parts.len;
+                if (!append(&o->part_ends, &part_end, sizeof(part_end))) return ENOMEM;
+            }
         } else {
             if (!append(&o->rest, p, (size_t)(stop - p))) return ENOMEM;
             if (!nl && !append(&o->rest, "\n", 1)) return ENOMEM;
@@ -745,16 +749,21 @@ static PyObject *action_rows(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
     } else {
         Bytes st = {(uint8_t *)status, (size_t)n * sizeof(int32_t), 0};
-        PyObject *items[8] = {as_bytes(&o.rows), as_bytes(&o.keys), as_bytes(&o.key_ends), as_bytes(&o.parts),
-                              as_bytes(&o.part_ends), as_bytes(&st), as_bytes(&o.rest), as_bytes(&o.index)};
-        int ok = 1;
-        for (int k = 0; k < 8; k++) ok &= items[k] != NULL;
-        if (ok) out = PyTuple_Pack(8, items[0], items[1], items[2], items[3], items[4], items[5], items[6], items[7]);
-        for (int k = 0; k < 8; k++) Py_XDECREF(items[k]);
+        Bytes *parts[11] = {&o.rows[0], &o.keys[0], &o.key_ends[0], &o.parts, &o.part_ends, &o.rows[1], &o.keys[1],
+                            &o.key_ends[1], &st, &o.rest, &o.index};
+        out = PyTuple_New(11);
+        for (int k = 0; out && k < 11; k++) {
+            PyObject *item = as_bytes(parts[k]);
+            if (!item) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyTuple_SET_ITEM(out, k, item);
+        }
     }
     free(status);
     free(text.buf);
-    Bytes *all[] = {&o.rows, &o.keys, &o.key_ends, &o.parts, &o.part_ends, &o.rest, &o.index};
+    Bytes *all[] = {&o.rows[0], &o.rows[1], &o.keys[0], &o.keys[1], &o.key_ends[0], &o.key_ends[1], &o.parts, &o.part_ends, &o.rest, &o.index};
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->buf);
     return out;
 }
@@ -770,9 +779,9 @@ static PyMethodDef methods[] = {
      "count_files(paths): read each commit file (bytes paths) and count its add/remove lines: (counts int64[n, 12], "
      "status int32[n] (0 or an errno), rest (the lines not counted), index int64[m, 3] (file, line, end in rest))."},
     {"action_rows", action_rows, METH_VARARGS,
-     "action_rows(paths): read each commit file (bytes paths) and return its add/remove actions: (rows int64[m, 7] "
-     "(kind, file, line, size, records, cardinality, flags), keys, key ends int64[m], partition texts, their ends, "
-     "status int32[n], rest, index int64[k, 3]) (see inspect.timeline)."},
+     "action_rows(paths): read each commit file (bytes paths) and return its add/remove actions: (add rows int64[m, 7] "
+     "(kind, file, line, size, records, cardinality, flags), their keys, key ends int64[m], partition texts, their ends, "
+     "remove rows, keys, key ends, status int32[n], rest, index int64[k, 3]) (see scan.action_rows)."},
 #endif
     {NULL, NULL, 0, NULL},
 };

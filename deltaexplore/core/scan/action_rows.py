@@ -45,7 +45,7 @@ class ActionRows(NamedTuple):
     `partitions[partition_index[i]]` (null where the index is -1), the distinct maps once where
     the kernel read them (`partition_maps` gives one per row)."""
 
-    key: pa.Array
+    key: pa.Array | pa.ChunkedArray
     version: np.ndarray
     order: np.ndarray
     size: np.ndarray
@@ -62,8 +62,9 @@ class ActionRows(NamedTuple):
     @staticmethod
     def concat(parts: Sequence[ActionRows]) -> ActionRows:
         starts = np.cumsum([0, *(len(p.partitions) for p in parts)])
+        keys = [c for p in parts for c in (p.key.chunks if isinstance(p.key, pa.ChunkedArray) else [p.key])]
         return ActionRows(
-            pa.concat_arrays([p.key for p in parts]),
+            pa.chunked_array(keys, pa.large_string()),  # no copy of the keys
             np.concatenate([p.version for p in parts]),
             np.concatenate([p.order for p in parts]),
             np.concatenate([p.size for p in parts]),
@@ -143,7 +144,8 @@ def _compiled_rows(
         return None
     if any(f.inline is not None or f.kind is LogKind.COMPACTION or f.fmt != "json" for f in files):
         return None
-    rows, keys, key_ends, parts, part_ends, status, rest, index = read([os.fsencode(os.path.join(root, f.path)) for f in files])
+    got = read([os.fsencode(os.path.join(root, f.path)) for f in files])
+    add_rows, add_keys, add_key_ends, parts, part_ends, remove_rows, remove_keys, remove_key_ends, status, rest, index = got
     if np.frombuffer(status, np.int32).any():
         return None
     at = np.frombuffer(index, np.int64).reshape(-1, 3)
@@ -151,45 +153,48 @@ def _compiled_rows(
     offsets[1:] = at[:, 2]
     try:
         lines = lines_from_parts(files, rest, offsets, at[:, 0], at[:, 1], versions)
-    except InvalidLogError:
+        adds = _kernel_rows(add_rows, add_keys, add_key_ends, versions, (parts, part_ends))
+        removes = _kernel_rows(remove_rows, remove_keys, remove_key_ends, versions, None)
+    except (InvalidLogError, pa.ArrowInvalid):
         return None
+    return (
+        ActionRows.concat([adds, _rows_of_lines(lines, "add")]),
+        ActionRows.concat([removes, _rows_of_lines(lines, "remove")]),
+        lines,
+    )
+
+
+def _strings(data: bytes, ends: bytes, valid: np.ndarray | None = None) -> pa.Array:
+    """The strings of `data` ending at `ends` (int64), null where `valid` is false; raises
+    `ArrowInvalid` on text that is not UTF-8 (the kernel checked it: this is the assurance)."""
+    n = len(ends) // 8
+    offsets = np.zeros(n + 1, np.int64)
+    offsets[1:] = np.frombuffer(ends, np.int64)
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    out = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
+    out.validate(full=True)
+    return out
+
+
+def _kernel_rows(
+    rows: bytes, keys: bytes, key_ends: bytes, versions: Sequence[int], parts: tuple[bytes, bytes] | None
+) -> ActionRows:
+    """The kernel's rows of one kind (`parts`: the adds' partition texts, each distinct one parsed once)."""
     table = np.frombuffer(rows, np.int64).reshape(-1, 7)
     n = len(table)
-    key_offsets = np.zeros(n + 1, np.int64)
-    key_offsets[1:] = np.frombuffer(key_ends, np.int64)
-    key = pa.LargeStringArray.from_buffers(n, pa.py_buffer(key_offsets), pa.py_buffer(keys))
-    part_offsets = np.zeros(n + 1, np.int64)
-    part_offsets[1:] = np.frombuffer(part_ends, np.int64)
-    has_parts = (table[:, 6] & 16) != 0
-    texts = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(part_offsets), pa.py_buffer(parts), pa.py_buffer(np.packbits(has_parts, bitorder="little"))
-    )
-    try:
-        key.validate(full=True)  # the kernel checked the strings' UTF-8: this is the assurance
-        texts.validate(full=True)
-    except pa.ArrowInvalid:
-        return None
     version = np.asarray(versions, np.int64)[table[:, 1]] if n else np.zeros(0, np.int64)
     order = (table[:, 1] << _ORDER_SHIFT) | table[:, 2]
-    out = []
-    for code, kind in ((1, "add"), (2, "remove")):
-        mine = np.flatnonzero(table[:, 0] == code)
-        take = pa.array(mine, pa.int64())
-        if code == 1:  # each distinct text parsed once
-            encoded = texts.take(take).dictionary_encode()
-            partitions = parse_map_texts(encoded.dictionary)
-            partition_index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        else:
-            partitions, partition_index = pa.array([], STRING_MAP), np.full(len(mine), -1, np.int64)
-        kernel_rows = ActionRows(
-            key.take(take),
-            version[mine],
-            order[mine],
-            table[mine, 3] if code == 1 else np.zeros(len(mine), np.int64),
-            table[mine, 4] if code == 1 else np.zeros(len(mine), np.int64),
-            table[mine, 5] if code == 1 else np.zeros(len(mine), np.int64),
-            partitions,
-            partition_index,
-        )
-        out.append(ActionRows.concat([kernel_rows, _rows_of_lines(lines, kind)]))
-    return out[0], out[1], lines
+    if parts is None:
+        zeros = np.zeros(n, np.int64)
+        return ActionRows(_strings(keys, key_ends), version, order, zeros, zeros, zeros, pa.array([], STRING_MAP), zeros - 1)
+    encoded = _strings(*parts, valid=(table[:, 6] & 16) != 0).dictionary_encode()
+    return ActionRows(
+        _strings(keys, key_ends),
+        version,
+        order,
+        np.ascontiguousarray(table[:, 3]),
+        np.ascontiguousarray(table[:, 4]),
+        np.ascontiguousarray(table[:, 5]),
+        parse_map_texts(encoded.dictionary),
+        pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64),
+    )
