@@ -220,9 +220,10 @@ def timeline(
     dv_files_n = _per_version(starts, ends, with_dv, lo, n)
     small_n = _per_version(starts, ends, small, lo, n)
     r_keys = encoded.dictionary.take(pa.array(codes[~is_add]))
-    r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys)
+    readers: dict[int, CheckpointReader | None] = {}  # one reader per checkpoint: its columns read once
+    r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys, readers)
     tombstones_n = _per_version(r_starts, r_ends, np.ones(len(r_starts), np.int64), lo, n)
-    schema_changed, protocol_changed, partitioned = _changes(table, listing, base, lines, first, lo, hi)
+    schema_changed, protocol_changed, partitioned = _changes(table, listing, base, lines, first, lo, hi, readers)
 
     partitions_n: np.ndarray | None = None
     if partitioned.any():
@@ -270,7 +271,14 @@ _ALWAYS = ("version", "timestamp", "schema_changed", "protocol_changed")
 
 
 def _changes(
-    table: Table, listing: LogListing, base: Snapshot, lines: LogLines, first: int, lo: int, hi: int
+    table: Table,
+    listing: LogListing,
+    base: Snapshot,
+    lines: LogLines,
+    first: int,
+    lo: int,
+    hi: int,
+    readers: dict[int, CheckpointReader | None],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per version lo..hi: schema changed, protocol changed, partitioned — from the commits'
     actions, then (as a cold read of that version does) the metadata a checkpoint of it holds."""
@@ -281,9 +289,9 @@ def _changes(
     for _, version, body in lines.objects("metaData"):
         changes.setdefault(version, []).append(Metadata.from_json(body))
     for version in sorted(v for v in listing.checkpoints if lo < v <= hi):
-        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
-        if checkpoint is not None and checkpoint.version == version:  # a complete one: its non-file columns only
-            held = CheckpointReader(table.storage, checkpoint).non_file_actions()
+        reader = _complete_checkpoint(table, listing, version, readers)
+        if reader is not None:  # a complete one: its non-file columns only
+            held = reader.non_file_actions()
             if held.protocol is not None:
                 changes.setdefault(version, []).append(Protocol.from_json(held.protocol))
             if held.metadata is not None:
@@ -314,8 +322,26 @@ def _changes(
     return schema_changed, protocol_changed, partitioned
 
 
+def _complete_checkpoint(
+    table: Table, listing: LogListing, version: int, readers: dict[int, CheckpointReader | None]
+) -> CheckpointReader | None:
+    """The reader of the complete checkpoint of `version` (None: none), one per version."""
+    if version not in readers:
+        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
+        complete = checkpoint is not None and checkpoint.version == version
+        readers[version] = CheckpointReader(table.storage, checkpoint) if complete else None  # type: ignore[arg-type]
+    return readers[version]
+
+
 def _checkpoint_tombstones(
-    table: Table, listing: LogListing, lo: int, hi: int, starts: np.ndarray, ends: np.ndarray, keys: pa.Array
+    table: Table,
+    listing: LogListing,
+    lo: int,
+    hi: int,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    keys: pa.Array,
+    readers: dict[int, CheckpointReader | None],
 ) -> np.ndarray:
     """The removes' ends, as a cold read sees them: a checkpoint may drop tombstones (expired
     ones, or all, as old writers did), and a version read through that checkpoint has only the
@@ -326,10 +352,10 @@ def _checkpoint_tombstones(
         active = np.flatnonzero((starts <= version) & (ends > version))
         if not len(active):
             continue
-        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
-        if checkpoint is None or checkpoint.version != version:
+        reader = _complete_checkpoint(table, listing, version, readers)
+        if reader is None:
             continue
-        kept = replay_keys(CheckpointReader(table.storage, checkpoint).file_actions("remove"))
+        kept = replay_keys(reader.file_actions("remove"))
         held = pc.is_in(keys.take(pa.array(active, pa.int64())), value_set=kept).to_numpy(zero_copy_only=False)
         ends[active[~held]] = version
     return ends
