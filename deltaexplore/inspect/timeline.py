@@ -23,7 +23,7 @@ from deltaexplore.core.log.checkpoint_reader import CheckpointReader
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.log.segment import LogListing, build_segment
 from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
-from deltaexplore.core.scan.action_rows import action_rows, replay_keys, rows_of_table
+from deltaexplore.core.scan.action_rows import action_rows, key_hashes, replay_keys, rows_of_table
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
@@ -94,6 +94,26 @@ def _partition_codes(maps: pa.ChunkedArray) -> np.ndarray:
         return np.zeros(len(maps_arr), np.int64)
     joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, pa.scalar("\x00", pa.large_string()))
     return pc.dictionary_encode(joined).indices.to_numpy().astype(np.int64)
+
+
+def _replay_order(keys: pa.ChunkedArray, order_in_log: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The actions sorted by key, then by their order in the log (`np.lexsort`), and per sorted
+    action whether the next one has the same key. Sorted by the keys' 64-bit hashes where the
+    kernel is built (no hash table of 2M strings): equal keys hash alike, and every two
+    neighbours of equal hash are checked to be equal keys (then every run of one hash is one
+    key); any that are not (a collision) and the keys are dictionary-encoded instead."""
+    hashes = key_hashes(keys)
+    if hashes is not None:
+        order = np.lexsort((order_in_log, hashes))
+        sorted_hashes = hashes[order]
+        same = sorted_hashes[1:] == sorted_hashes[:-1]
+        pairs = np.flatnonzero(same)
+        equal = pc.equal(keys.take(pa.array(order[pairs])), keys.take(pa.array(order[pairs + 1])))
+        if not len(pairs) or pc.all(equal).as_py():
+            return order, np.r_[same, False]
+    codes = pc.dictionary_encode(keys).combine_chunks().indices.to_numpy()
+    order = np.lexsort((order_in_log, codes))
+    return order, np.r_[codes[order][1:] == codes[order][:-1], False]
 
 
 def _per_version(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, first: int, n: int) -> np.ndarray:
@@ -189,16 +209,12 @@ def timeline(
     keys = pa.chunked_array(
         [c for r in every for c in (r.key.chunks if isinstance(r.key, pa.ChunkedArray) else [r.key])], pa.large_string()
     )
-    encoded = pc.dictionary_encode(keys).combine_chunks()
-    codes = encoded.indices.to_numpy()
     versions = np.concatenate([r.version for r in every])
-    order_in_log = np.concatenate([r.order for r in every])
-    order = np.lexsort((order_in_log, codes))
-    next_same = np.r_[codes[order][1:] == codes[order][:-1], False]
+    order, next_same = _replay_order(keys, np.concatenate([r.order for r in every]))
     ends_sorted = np.where(next_same, np.r_[versions[order][1:], 0], hi + 1)
     ends = np.empty_like(ends_sorted)
     ends[order] = ends_sorted
-    is_add = np.zeros(len(codes), bool)
+    is_add = np.zeros(len(keys), bool)
     is_add[: base_adds.num_rows] = True
     is_add[in_base : in_base + len(json_adds.version)] = True
     starts, ends, r_starts, r_ends = versions[is_add], ends[is_add], versions[~is_add], ends[~is_add]  # adds: base, then JSON
@@ -219,7 +235,7 @@ def timeline(
     deleted_n = _per_version(starts, ends, deleted, lo, n)
     dv_files_n = _per_version(starts, ends, with_dv, lo, n)
     small_n = _per_version(starts, ends, small, lo, n)
-    r_keys = encoded.dictionary.take(pa.array(codes[~is_add]))
+    r_keys = keys.take(pa.array(np.flatnonzero(~is_add)))
     readers: dict[int, CheckpointReader | None] = {}  # one reader per checkpoint: its columns read once
     r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys, readers)
     tombstones_n = _per_version(r_starts, r_ends, np.ones(len(r_starts), np.int64), lo, n)

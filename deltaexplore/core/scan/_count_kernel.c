@@ -770,6 +770,54 @@ static PyObject *action_rows(PyObject *self, PyObject *args) {
 
 #endif /* HAVE_FILES */
 
+/* ---- hash_strings: a 64-bit hash per string (the timeline's replay keys) ------------------- */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ mix64(w)) * 0x9e3779b97f4a7c15ULL;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p + i, n - i);
+    return mix64(h ^ mix64(tail ^ (n - i)));
+}
+
+static PyObject *hash_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer offsets, data, out;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &offsets, &data, &out)) return NULL;
+    Py_ssize_t n = out.len / 8;
+    const int64_t *off = offsets.buf;
+    int ok = out.len == 8 * n && offsets.len == 8 * (n + 1);
+    for (Py_ssize_t i = 0; ok && i < n; i++) ok = off[i] >= 0 && off[i] <= off[i + 1] && off[i + 1] <= data.len;
+    if (ok) {
+        const uint8_t *text = data.buf;
+        uint64_t *h = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) h[i] = hash_bytes(text + off[i], (size_t)(off[i + 1] - off[i]));
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&out);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "hash_strings: offsets (int64, n + 1) do not fit the data and the output (uint64, n)");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, starts, ends, flags, size, records, cardinality): the counts of each add/remove line "
@@ -783,6 +831,8 @@ static PyMethodDef methods[] = {
      "(kind, file, line, size, records, cardinality, flags), their keys, key ends int64[m], partition texts, their ends, "
      "remove rows, keys, key ends, status int32[n], rest, index int64[k, 3]) (see scan.action_rows)."},
 #endif
+    {"hash_strings", hash_strings, METH_VARARGS,
+     "hash_strings(offsets, data, out): a 64-bit hash of each string (int64 offsets, n + 1) into out (uint64, n)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import text_buffers
 from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.log.json_log import LogLines, lines_from_parts, parse_map_texts, read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
@@ -31,7 +32,7 @@ from deltaexplore.core.scan.stats import num_records
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
 
-__all__ = ["ROW_FIELDS", "ActionRows", "action_rows", "replay_keys", "rows_of_table"]
+__all__ = ["ROW_FIELDS", "ActionRows", "action_rows", "key_hashes", "replay_keys", "rows_of_table"]
 
 #: the fields of a file action the rows are read from (one `pyarrow.json` parse of only these)
 ROW_FIELDS = ["size", "partitionValues", "deletionVector", "stats"]
@@ -82,6 +83,21 @@ def replay_keys(actions: pa.Table) -> pa.Array:
     dv = actions.column("deletionVector")
     dv_id = pc.fill_null(dv_unique_id(dv.combine_chunks() if isinstance(dv, pa.ChunkedArray) else dv), "")
     return pc.binary_join_element_wise(path, dv_id.cast(pa.large_string()), pa.scalar("\x00", pa.large_string()))
+
+
+def key_hashes(keys: pa.ChunkedArray) -> np.ndarray | None:
+    """A 64-bit hash of each key (strings without nulls), by the kernel's `hash_strings`; None
+    where it is not built. Equal keys hash alike; the caller checks the keys of equal hashes."""
+    hash_strings = getattr(action_counts.KERNEL, "hash_strings", None)
+    if hash_strings is None or keys.null_count:
+        return None
+    out = np.empty(len(keys), np.uint64)
+    at = 0
+    for chunk in keys.chunks:
+        offsets, data = text_buffers(chunk)
+        hash_strings(offsets, data, out[at : at + len(chunk)])
+        at += len(chunk)
+    return out
 
 
 def _ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
