@@ -587,7 +587,7 @@ def lines_from_buffer(
 
 def lines_from_parts(
     files: Sequence[LogFile],
-    buf: bytes | bytearray,
+    buf: bytes | bytearray | memoryview,
     offsets: np.ndarray,
     file_index: np.ndarray,
     line_number: np.ndarray,

@@ -160,7 +160,7 @@ def _compiled_rows(
         return None
     if any(f.inline is not None or f.kind is LogKind.COMPACTION or f.fmt != "json" for f in files):
         return None
-    got = read([os.fsencode(os.path.join(root, f.path)) for f in files])
+    got = [memoryview(b) for b in read([os.fsencode(os.path.join(root, f.path)) for f in files])]  # the kernel's memory
     add_rows, add_keys, add_key_ends, parts, part_ends, remove_rows, remove_keys, remove_key_ends, status, rest, index = got
     if np.frombuffer(status, np.int32).any():
         return None
@@ -180,7 +180,7 @@ def _compiled_rows(
     )
 
 
-def _strings(data: bytes, ends: bytes, valid: np.ndarray | None = None) -> pa.Array:
+def _strings(data: memoryview, ends: memoryview, valid: np.ndarray | None = None) -> pa.Array:
     """The strings of `data` ending at `ends` (int64), null where `valid` is false; raises
     `ArrowInvalid` on text that is not UTF-8 (the kernel checked it: this is the assurance)."""
     n = len(ends) // 8
@@ -193,7 +193,7 @@ def _strings(data: bytes, ends: bytes, valid: np.ndarray | None = None) -> pa.Ar
 
 
 def _kernel_rows(
-    rows: bytes, keys: bytes, key_ends: bytes, versions: Sequence[int], parts: tuple[bytes, bytes] | None
+    rows: memoryview, keys: memoryview, key_ends: memoryview, versions: Sequence[int], parts: tuple[memoryview, memoryview] | None
 ) -> ActionRows:
     """The kernel's rows of one kind (`parts`: the adds' partition texts, each distinct one parsed once)."""
     table = np.frombuffer(rows, np.int64).reshape(-1, 7)
