@@ -131,7 +131,8 @@ def _partition_counts(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
     keys = np.concatenate([codes, codes])
     versions = np.concatenate([starts, ends]) - first
     steps = np.concatenate([np.ones(len(codes), np.int64), -np.ones(len(codes), np.int64)])
-    order = np.lexsort((versions, keys))
+    # by partition, then version (`np.lexsort((versions, keys))`: one stable sort of one number)
+    order = np.argsort(keys * (n + 2) + versions, kind="stable")
     keys, versions, steps = keys[order], versions[order], steps[order]
     files = np.cumsum(steps)
     group_start = np.r_[True, keys[1:] != keys[:-1]]
