@@ -372,7 +372,10 @@ def _checkpoint_tombstones(
         reader = _complete_checkpoint(table, listing, version, readers)
         if reader is None:
             continue
-        kept = replay_keys(reader.file_actions("remove"))
+        # the removes' keys only: path and deletion vector, batch by batch (not every field of them)
+        kept = pa.concat_arrays(
+            [replay_keys(t) for t in reader.iter_file_actions("remove", fields=())] or [pa.array([], pa.large_string())]
+        )
         held = pc.is_in(keys.take(pa.array(active, pa.int64())), value_set=kept).to_numpy(zero_copy_only=False)
         ends[active[~held]] = version
     return ends
