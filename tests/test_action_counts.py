@@ -615,3 +615,26 @@ def test_mutated_commit_files_give_the_same_rows_or_the_same_error(tmp_path, mon
         else:
             same += 1
     assert same > 10 and failed > 10
+
+
+def test_where_finds_each_kinds_lines_as_a_comparison_over_all_lines_does(corpus, tmp_path):
+    """`LogLines.where` (every kind found in one pass, on the first call) gives what comparing
+    each line's kind does, blank and unknown-kind lines included, on every corpus log."""
+    import pyarrow.compute as pc
+    from corpus_paths import corpus_catalog
+
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    _write_raw(tmp_path, 1, b'\n{"add":{"path":"a"}}\n  \n{"newKind":{}}\n{"remove":{"path":"a"}}\n')
+    roots = [str(tmp_path), *(str(corpus / row["table_root"]) for row in corpus_catalog())]
+    checked = 0
+    for root in roots:
+        try:
+            lines = _lines(dx.open_table(root))
+        except dx.DeltaExploreError:
+            continue
+        kinds = {k for k in lines.kind.to_pylist() if k is not None} | {"cdc", "nothing"}
+        for kind in sorted(kinds):
+            want = np.flatnonzero(pc.fill_null(pc.equal(lines.kind, kind), False).to_numpy(zero_copy_only=False))
+            assert np.array_equal(lines.where(kind), want), (root, kind)
+        checked += 1
+    assert checked > 100
