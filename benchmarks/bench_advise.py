@@ -3,7 +3,7 @@ vs `open_table(p).snapshot().add_actions()`, each in a fresh process, interleave
 
 Usage:
     python benchmarks/bench_advise.py [--files 1000000] [--runs 3] [--dir benchmarks/tables]
-        [--stats-parsed] [--out benchmarks/results/advise.md]
+        [--stats-parsed] [--table PATH] [--out benchmarks/results/advise.md]
 
 The table is written once by `gen_many_files.py` (metadata only: a multi-part checkpoint and 20
 commits after it, 1,000 partitions, every 20th file with a deletion vector; `--stats-parsed`: its
@@ -54,10 +54,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", default=os.environ.get("DELTAEXPLORE_BENCH_DIR", str(HERE / "tables")))
     ap.add_argument("--stats-parsed", action="store_true", help="the table's checkpoint has stats_parsed too")
+    ap.add_argument("--table", help="an existing table to measure instead (read only; --files is then only reported)")
     ap.add_argument("--out", default=str(HERE / "results" / "advise.md"))
     args = ap.parse_args()
     path = Path(args.dir) / (f"advise_{args.files}" + ("_parsed" if args.stats_parsed else ""))
-    if not (path / "_delta_log").exists():
+    if args.table:
+        path = Path(args.table)
+    elif not (path / "_delta_log").exists():
         extra = ["--stats-parsed"] if args.stats_parsed else []
         subprocess.run(
             [sys.executable, str(HERE / "gen_many_files.py"), str(path), "--files", str(args.files), *extra], check=True
@@ -80,11 +83,16 @@ def main() -> None:
         "# The maintenance advisor on the 1M-file table",
         "",
         f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, load {os.getloadavg()[0]:.1f} (2 cores shared), "
-        f"`benchmarks/bench_advise.py --files {args.files} --runs {args.runs}{' --stats-parsed' if args.stats_parsed else ''}`: "
-        f"{args.files:,} files (`gen_many_files.py`: multi-part checkpoint"
-        f"{' with stats_parsed' if args.stats_parsed else ' (JSON stats only)'}, 20 commits, 1,000 partitions, "
-        "a DV on every 20th file), "
-        "each measurement in a fresh process, interleaved.",
+        + (
+            f"`benchmarks/bench_advise.py --table {path.name} --runs {args.runs}`: the table `{path.name}`, "
+            if args.table
+            else f"`benchmarks/bench_advise.py --files {args.files} --runs {args.runs}"
+            f"{' --stats-parsed' if args.stats_parsed else ''}`: "
+            f"{args.files:,} files (`gen_many_files.py`: multi-part checkpoint"
+            f"{' with stats_parsed' if args.stats_parsed else ' (JSON stats only)'}, 20 commits, 1,000 partitions, "
+            "a DV on every 20th file), "
+        )
+        + "each measurement in a fresh process, interleaved.",
         "",
         "| measurement | runs (s) | median s | vs open | CPU s, median | CPU vs open |",
         "|---|---|---|---|---|---|",

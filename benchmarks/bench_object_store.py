@@ -71,11 +71,12 @@ CONTENDERS["baseline"] = CONTENDERS["deltaexplore"]
 RUNNER = """
 import sys, time
 URI, ENDPOINT = sys.argv[1], sys.argv[2]
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 {imports}
 t1 = time.perf_counter()
 {code}
-print(f"RESULT {{time.perf_counter() - t0}} {{time.perf_counter() - t1}} {{ROWS}}")
+elapsed, opened, cpu = time.perf_counter() - t0, time.perf_counter() - t1, time.process_time() - c0
+print(f"RESULT {{elapsed}} {{opened}} {{ROWS}} {{cpu}} {{int('pandas' in sys.modules)}}")
 """
 
 
@@ -144,8 +145,9 @@ def requests_since(endpoint: str) -> dict[str, int]:
         return dict(json.loads(r.read()))
 
 
-def run_once(contender: str, uri: str, endpoint: str, code_root: Path) -> tuple[float, float, int]:
-    """(seconds of the whole process from before its imports, seconds of the open after them, rows)."""
+def run_once(contender: str, uri: str, endpoint: str, code_root: Path) -> tuple[float, float, int, float, bool]:
+    """(seconds of the whole process from before its imports, seconds of the open after them,
+    rows, CPU seconds of the whole process (all its threads), whether it imported pandas)."""
     imports, code = CONTENDERS[contender]
     code = RUNNER.format(imports=imports, code=code)
     out = subprocess.run(
@@ -157,8 +159,8 @@ def run_once(contender: str, uri: str, endpoint: str, code_root: Path) -> tuple[
         cwd=str(code_root),  # `python -c` puts the working directory first on sys.path: the checkout's own code
     )
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
-    _, elapsed, opened, rows = line.split()
-    return float(elapsed), float(opened), int(rows)
+    _, elapsed, opened, rows, cpu, pandas = line.split()
+    return float(elapsed), float(opened), int(rows), float(cpu), pandas == "1"
 
 
 def main() -> int:
@@ -169,6 +171,7 @@ def main() -> int:
     ap.add_argument("--baseline", default=None, help="also run deltaexplore at this git ref (before a change)")
     ap.add_argument("--dir", default=os.environ.get("DELTAEXPLORE_BENCH_DIR", str(HERE / "tables")))
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     tables = {name: ensure_table(name, Path(args.dir)) for name in args.tables.split(",")}
     contenders = ["deltaexplore", "delta-rs"] + (["baseline"] if args.baseline else [])
     results = []
@@ -184,7 +187,7 @@ def main() -> int:
                 for name, path in tables.items():
                     upload(moto, name, path)
                     uri = f"s3://lake/{name}"
-                    measured: dict[str, list[tuple[float, float, int]]] = {c: [] for c in contenders}
+                    measured: dict[str, list[tuple[float, float, int, float, bool]]] = {c: [] for c in contenders}
                     counts: dict[str, dict[str, int]] = {}
                     requests_since(endpoint)
                     for c in contenders:  # warms the server's read cache; counts the requests of an open
@@ -204,13 +207,16 @@ def main() -> int:
                             "min_s": min(times),
                             "open_median_s": statistics.median(opens),
                             "open_min_s": min(opens),
+                            "cpu_median_s": statistics.median(m[3] for m in measured[c]),
+                            "imported_pandas": any(m[4] for m in measured[c]),
                             "rows": measured[c][-1][2],
                             "requests": counts[c],
                         }
                         results.append(row)
                         print(
                             f"{latency:5.0f} ms {name:6} {c:12} median {row['median_s']:6.2f}s "
-                            f"(open after imports {row['open_median_s']:6.2f}s) rows {row['rows']}",
+                            f"(open after imports {row['open_median_s']:6.2f}s) cpu {row['cpu_median_s']:6.2f}s "
+                            f"pandas {row['imported_pandas']} rows {row['rows']}",
                             flush=True,
                         )
             finally:
@@ -222,23 +228,26 @@ def main() -> int:
     by = {(r["latency_ms"], r["table"], r["contender"]): r for r in results}
     head = (
         "| latency | table | deltaexplore, process | delta-rs, process | vs delta-rs | "
-        "deltaexplore, open after imports | delta-rs, open after imports | vs delta-rs |"
+        "deltaexplore, open after imports | delta-rs, open after imports | vs delta-rs | "
+        "CPU s, process (dx / delta-rs) | CPU vs delta-rs |"
     )
-    sep = "|---|---|---|---|---|---|---|---|"
+    sep = "|---|---|---|---|---|---|---|---|---|---|"
     if args.baseline:
         head += f" before (`{args.baseline}`), process | open after imports | vs delta-rs (open) |"
         sep += "---|---|---|"
     lines = [
         "# Opening a table on S3 at a latency (`snapshot().files()`)",
         "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.0f}): "
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end): "
         "moto's S3 server in its own process behind a loopback proxy (`latency_proxy.py`, its own process) "
         "answering every request after the latency, repeated reads and listing pages from memory; "
         f"median of {args.runs} interleaved runs, each in a fresh process. *Process*: from before the "
         "imports to the file list (what a script waits for); *open after imports*: the same process "
         "from after `import deltaexplore` / `from deltalake import DeltaTable` (what a notebook "
-        "that imported the library waits for; deltaexplore's first open still imports pandas "
-        "through pyarrow, see below).",
+        "that imported the library waits for); *CPU*: the whole process's CPU seconds (all its threads), "
+        "what a loaded machine blurs least. deltaexplore's processes imported pandas: "
+        f"{'yes' if any(r['imported_pandas'] for r in results if r['contender'] == 'deltaexplore') else 'no'}.",
         "",
         head,
         sep,
@@ -249,7 +258,8 @@ def main() -> int:
             line = (
                 f"| {latency:.0f} ms | {name} | {dx_['median_s']:.2f} s | {rs['median_s']:.2f} s | "
                 f"{dx_['median_s'] / rs['median_s']:.2f}x | {dx_['open_median_s']:.2f} s | {rs['open_median_s']:.2f} s | "
-                f"{dx_['open_median_s'] / rs['open_median_s']:.2f}x |"
+                f"{dx_['open_median_s'] / rs['open_median_s']:.2f}x | {dx_['cpu_median_s']:.2f} / {rs['cpu_median_s']:.2f} | "
+                f"{dx_['cpu_median_s'] / rs['cpu_median_s']:.2f}x |"
             )
             if args.baseline:
                 b = by[(latency, name, "baseline")]

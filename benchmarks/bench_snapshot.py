@@ -106,6 +106,7 @@ t0, c0 = time.perf_counter(), time.process_time()
 elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
 peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(f"RESULT {{elapsed}} {{peak_kb}} {{ROWS}} {{cpu}}")
+print(f"PANDAS {{int('pandas' in sys.modules)}}")
 """
 
 
@@ -147,8 +148,13 @@ def run_once(contender: str, path: Path, python: str = sys.executable) -> tuple[
     out = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True, check=True, env=contender_env())
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
     _, elapsed, peak_kb, rows, cpu = line.split()
+    if contender == "deltaexplore" and "PANDAS 1" in out.stdout:
+        IMPORTED_PANDAS.add(path.name)
     return float(elapsed), int(peak_kb) / 1024, int(rows), float(cpu)
 
+
+#: tables whose deltaexplore open imported pandas (pyarrow does on a first conversion of a Python value)
+IMPORTED_PANDAS: set[str] = set()
 
 KERNEL_RUNNER = """
 import resource, time
@@ -203,12 +209,14 @@ def main() -> int:
     ap.add_argument("--core-venv", action="store_true", help="run the contenders in benchmarks/.venv-core (no pandas)")
     ap.add_argument("--kernel", action="store_true", help="also open with deltaexplore as the first cell of a fresh kernel")
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     python = core_venv(HERE / ".venv-core") if args.core_venv else sys.executable
     compile_checkout(python)
     environment = (
         "`benchmarks/.venv-core`: deltaexplore's dependencies + deltalake, no pandas"
         if args.core_venv
-        else "the dev environment (pandas installed: pyarrow imports it on first use, ~0.3 s)"
+        else "the dev environment (pandas installed: pyarrow imports it, ~0.3 s, on the first conversion of a Python value, "
+        "which deltaexplore's open no longer makes)"
     )
     results = []
     for name in args.tables.split(","):
@@ -248,10 +256,12 @@ def main() -> int:
     lines = [
         "# Snapshot loading (`snapshot().files()`)",
         "",
-        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.0f}), "
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores (load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end), "
         f"median of {args.runs} interleaved runs, "
         f"each in a fresh process (import included, from bytecode compiled once as pip does), in {environment}. "
-        "Wall seconds, then the process's CPU seconds (all its threads: what a loaded machine blurs least).",
+        "Wall seconds, then the process's CPU seconds (all its threads: what a loaded machine blurs least). "
+        f"deltaexplore's open imported pandas: {', '.join(sorted(IMPORTED_PANDAS)) or 'in no run'}.",
         "",
         "| table | deltaexplore | delta-rs | pyarrow alone | vs delta-rs | vs pyarrow | CPU s (dx / delta-rs) | CPU vs delta-rs "
         "| peak MB (dx / delta-rs) |",

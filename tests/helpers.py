@@ -37,6 +37,39 @@ def run_script(script: str, *args: str, timeout: int = 300, what: str = "") -> s
     return out.stdout
 
 
+#: what a first open must not import: pyarrow imports pandas on its first conversion of a Python
+#: or NumPy value, the core reads a table without polars and Altair (tests/test_open_imports.py)
+HEAVY_MODULES = ("pandas", "polars", "altair")
+
+_OPEN_IN_FRESH_PROCESS = """
+import json, sys, traceback
+seen = {}
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name in HEAVY and name not in seen:
+            seen[name] = "".join(traceback.format_stack()[:-1])
+        return None
+HEAVY = json.loads(sys.argv[3])
+sys.meta_path.insert(0, Hook())
+import deltaexplore as dx
+files = dx.open_table(sys.argv[1], storage_options=json.loads(sys.argv[2]) or None).snapshot().files()
+print(json.dumps({"rows": files.num_rows, "imported": seen}))
+"""
+
+
+def open_in_fresh_process(path: str, storage_options: dict | None = None) -> tuple[int, dict[str, str]]:
+    """`open_table(path).snapshot().files()` in a new interpreter: its row count and, for each
+    of `HEAVY_MODULES` it imported, the stack that imported it."""
+    args = [path, json.dumps(storage_options or {}), json.dumps(HEAVY_MODULES)]
+    out = subprocess.run(
+        [sys.executable, "-c", _OPEN_IN_FRESH_PROCESS, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"open of {path} failed ({out.returncode}): {out.stderr[-3000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result["rows"], result["imported"]
+
+
 def protocol(reader: int = 1, writer: int = 2, readers: list[str] | None = None, writers: list[str] | None = None) -> dict:
     p: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
     if readers is not None:

@@ -73,6 +73,8 @@ DEFERRABLE: dict[str, str] = {
     "fsspec": "object stores only (local tables never need it)",
     "polars": "required, but slow to import: the core reads a table without it",
     "pyarrow.dataset": "required, but slow to import: only a few writes need it",
+    "pyarrow.parquet": "required, but slow to import: a log without checkpoints is read without it",
+    "pyarrow.fs": "required, but slow to import (with pyarrow.parquet): opening a table needs no Arrow filesystem",
 }
 
 

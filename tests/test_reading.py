@@ -361,10 +361,19 @@ def _records_by_python(text: str | None) -> int | None:
     return int(found.group(1)) if found and len(found.group(1).lstrip("-")) <= 18 else None
 
 
-def test_num_records_equals_a_python_reading_of_each_stats_text(corpus):
-    """The anchored match over whole columns (and the regex for the rest) against one text at a
-    time: on every corpus table with JSON stats, and on the edges of the numbers."""
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "regex"])
+def test_num_records_equals_a_python_reading_of_each_stats_text(corpus, monkeypatch, kernel):
+    """The leading-count reader over whole columns (the compiled kernel, or without it an
+    anchored regex; the regex for the rest) against one text at a time: on every corpus table
+    with JSON stats, and on the edges of the numbers, in string and large_string columns and
+    slices of them."""
+    from deltaexplore.core.scan import stats_search
     from deltaexplore.core.scan.stats import num_records
+
+    if not kernel:
+        monkeypatch.setattr(stats_search, "KERNEL", None)
+    elif stats_search.KERNEL is None:
+        pytest.skip("the compiled stats kernel is not built here")
 
     edges = [
         '{"numRecords":12,"minValues":{}}',
@@ -389,6 +398,11 @@ def test_num_records_equals_a_python_reading_of_each_stats_text(corpus):
 
     rows = np.array([1, 3, 5, 10, 13])
     assert num_records(pa.table({"stats": texts}), rows).to_pylist() == [want[i] for i in rows]
+    wide = pa.array(edges, pa.large_string())
+    assert num_records(pa.table({"stats": wide})).to_pylist() == want
+    for start in (1, 3, 9):
+        assert num_records(pa.table({"stats": texts.slice(start)})).to_pylist() == want[start:]
+        assert num_records(pa.table({"stats": wide.slice(start, 4)})).to_pylist() == want[start : start + 4]
     checked = 0
     for log in sorted(corpus.rglob("_delta_log")):
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from helpers import open_in_fresh_process
 from s3_server import fsspec_options, s3_endpoint
 
 import deltaexplore as dx
@@ -57,6 +58,17 @@ def test_s3_matches_local(s3, corpus, rel):
     except dx.DeltaExploreError:
         return  # log-only table: no data files
     assert _rows(remote.to_arrow()) == _rows(expected)
+
+
+@pytest.mark.parametrize("rel", ["delta-golden/checkpoint", "dat/deletion_vectors/delta"])
+def test_s3_open_imports_no_pandas(s3, corpus, rel):
+    """A first open on S3 in a fresh process imports no pandas, polars or Altair (see
+    tests/test_open_imports.py): the object-store path converts as the local one does."""
+    if not (corpus / rel).exists():
+        pytest.skip(f"{rel} not in corpus")
+    rows, imported = open_in_fresh_process(f"s3://lake/{rel}", s3)
+    assert rows == dx.open_table(str(corpus / rel)).snapshot().files().num_rows
+    assert imported == {}, "\n".join(f"{name} imported at:\n{stack}" for name, stack in imported.items())
 
 
 def test_s3_missing_table(s3):

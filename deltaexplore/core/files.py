@@ -21,6 +21,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import from_pylist
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.actions import STRING_MAP
 from deltaexplore.core.scan.partition_values import physical_partition_names
@@ -56,8 +57,8 @@ def translate_map_keys(maps: pa.Array | pa.ChunkedArray, mapping: dict[str, str]
     if isinstance(maps, pa.ChunkedArray):
         maps = maps.combine_chunks()
     keys = maps.keys.cast(pa.string())
-    src = pa.array(list(mapping.keys()), pa.string())
-    dst = pa.array(list(mapping.values()), pa.string())
+    src = from_pylist(list(mapping.keys()), pa.string())
+    dst = from_pylist(list(mapping.values()), pa.string())
     idx = pc.index_in(keys, value_set=src)
     renamed = pc.coalesce(dst.take(idx), keys)
     mask = maps.is_null() if maps.null_count else None

@@ -43,11 +43,14 @@ from deltaexplore.inspect.errors import InspectError
 from deltaexplore.inspect.file_columns import dv_cardinality
 from deltaexplore.inspect.layout import (
     clustering_columns,
+    coverage_and_depth,
     known_num_records,
     layout,
     layout_summary,
     overlap_metrics,
     point_query_files,
+    sampled_coverage_and_depth,
+    stable_argsort,
 )
 from deltaexplore.inspect.log_health import commits_since_checkpoint
 from deltaexplore.inspect.results import conform
@@ -343,7 +346,7 @@ def _zorder_order(values: dict[str, np.ndarray], columns: list[str], bins: np.nd
     is its dense rank within the bin, so its order is the values' own: one stable sort of the
     values, then a stable sort of their bins (a radix sort for 16-bit bins), no ranking."""
     if len(columns) == 1 and len(bins) and int(bins.max()) < 1 << 15 and int(bins.min()) >= 0:
-        by_value = np.argsort(values[columns[0]], kind="stable")
+        by_value = stable_argsort(values[columns[0]])  # what kind="stable" gives, ~2x faster
         return by_value[np.argsort(bins[by_value].astype(np.int16), kind="stable")]
     return np.lexsort((zorder_keys(values, columns, groups=bins), bins))
 
@@ -388,9 +391,20 @@ def _advice(kind: str, **kw: Any) -> dict[str, Any]:
     return row
 
 
+#: a column is a Z-order candidate when point queries on it read this many files on average
+MIN_CANDIDATE_DEPTH = 4.0
+#: with more active files than `RANK_SAMPLE`, candidate columns are ranked on a seeded uniform
+#: sample of `RANK_SAMPLE` files (`_ranked_on_a_sample`)
+RANK_SAMPLE = 20_000
+#: ... and the exact depth is computed for at most this many of them, best estimate first
+RANK_EXACT = 2
+
+
 def _candidate_columns(snap: Snapshot, columns: list[str] | None) -> list[str]:
     """Point-query columns: the given ones, else the clustering columns, else the numeric data
-    column with the deepest overlap (4+ files on average)."""
+    column with the deepest overlap (`MIN_CANDIDATE_DEPTH`+ files on average, every file with
+    bounds). Tables of more than `RANK_SAMPLE` files with several such columns rank them on a
+    sample first (`_ranked_on_a_sample`)."""
     if columns:
         return list(columns)
     clustered = [c[0] for c in clustering_columns(snap) if len(c) == 1]
@@ -404,8 +418,10 @@ def _candidate_columns(snap: Snapshot, columns: list[str] | None) -> list[str]:
     ]
     if not numeric:
         return []
+    if len(numeric) > 1 and snap.add_actions().num_rows > RANK_SAMPLE:
+        return _ranked_on_a_sample(snap, numeric)
     summary = layout_summary(snap, numeric)  # only the columns that could be chosen
-    best, depth = None, 4.0
+    best, depth = None, MIN_CANDIDATE_DEPTH
     for r in summary.to_pylist():
         if r["is_partition"] or r["column"].lower() in parts or r["avg_depth"] is None or r["coverage"] != 1.0:
             continue
@@ -415,6 +431,33 @@ def _candidate_columns(snap: Snapshot, columns: list[str] | None) -> list[str]:
         if r["avg_depth"] >= depth:
             best, depth = r["column"], r["avg_depth"]
     return [best] if best else []
+
+
+def _ranked_on_a_sample(snap: Snapshot, numeric: list[str]) -> list[str]:
+    """The candidate column of a table with many files: each column's mean overlap depth is
+    estimated on a uniform sample of `RANK_SAMPLE` files (seeded) as 1 + (sample depth - 1) *
+    files / sampled files (a file's depth is itself plus the files overlapping it at its
+    deepest point, and a uniform sample keeps that share of those), columns whose sampled
+    files all have bounds are taken best estimate first (on a tie the later column, as the
+    exact ranking takes the later of equal depths), and the first whose exact depth
+    (`layout_summary`'s, all files) reaches `MIN_CANDIDATE_DEPTH` with every file bounded is
+    the candidate; at most `RANK_EXACT` are computed exactly. Where columns' depths are close
+    the sample may rank another first: the chosen column's numbers are exact either way."""
+    adds = snap.add_actions()
+    n = adds.num_rows
+    rows = np.sort(np.random.default_rng(0).choice(n, RANK_SAMPLE, replace=False))
+    sampled = sampled_coverage_and_depth(snap, adds, numeric, rows)
+    estimates = []
+    for i, c in enumerate(numeric):
+        coverage, depth = sampled.get(c, (None, None))
+        if coverage == 1.0 and depth is not None:
+            estimates.append((1.0 + (depth - 1.0) * n / RANK_SAMPLE, i, c))
+    estimates.sort(key=lambda e: (-e[0], -e[1]))  # ties: the later column, as the exact ranking
+    for _, _, c in estimates[:RANK_EXACT]:
+        coverage, depth = coverage_and_depth(snap, c)
+        if coverage == 1.0 and depth is not None and depth >= MIN_CANDIDATE_DEPTH:
+            return [c]
+    return []
 
 
 def _arrow_type(snap: Snapshot, column: str) -> pa.DataType:

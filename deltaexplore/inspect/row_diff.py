@@ -6,6 +6,8 @@ newer one), and, for a file re-added with another deletion vector, the rows one 
 the other does not. `net_rows` counts every distinct row on both sides (older -1, newer +1) in
 one polars group-by: rows rewritten unchanged (UPDATE and copy-on-write MERGE of other rows,
 OPTIMIZE, DV purge) cancel out, and what is left is the multiset difference of the two versions.
+Before it, `rows_in_place.cancel_in_place` drops the rows a rewrite kept at their position (a
+removed file and the added file that rewrote it, compared row by row), so only the rest is hashed.
 `shape_rows` turns that into the declared result, unkeyed (one row per distinct changed row
 with its count) or keyed (old and new values side by side, changed columns named). Rows are
 compared in the newer version's schema: columns matched by column mapping id (renames) else by
@@ -36,6 +38,7 @@ from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.errors import StorageError
 from deltaexplore.inspect.diff import file_changes, replayed_adds, resolve_versions
 from deltaexplore.inspect.errors import InspectError
+from deltaexplore.inspect.rows_in_place import cancel_in_place, compared_as
 from deltaexplore.inspect.schemas import diff_rows_schema
 from deltaexplore.inspect.snapshots import table_of
 
@@ -281,11 +284,13 @@ def read_sides(plan: RowDiffPlan, progress: Progress | None = None) -> tuple[pa.
     return pa.concat_tables(old), pa.concat_tables(new)
 
 
-def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
+def net_rows(old: pa.Table, new: pa.Table, read_order: Callable[[np.ndarray, pa.Table], np.ndarray] | None = None) -> pa.Table:
     """The multiset difference: one row per distinct row whose count differs, with `_count` =
     copies at the newer side minus copies at the older side (never 0), in the order rows were
     read. Rows are grouped by a 64-bit hash of the whole row (`_hashed_groups`, exact: a hash
-    shared by rows that differ falls back on grouping by every column)."""
+    shared by rows that differ falls back on grouping by every column). `read_order(rows,
+    their values)`: where the rows were read, when `old` and `new` are what is left of the rows
+    read (`rows_in_place.Kept.read_order`)."""
     both = pa.concat_tables([old, new])
     if both.num_rows == 0:
         return both.append_column(COUNT, pa.array([], pa.int64()))
@@ -303,9 +308,14 @@ def net_rows(old: pa.Table, new: pa.Table) -> pa.Table:
         groups = work.group_by(names).agg(pl.col("__row").first(), pl.col("__side").sum())
         first, count = groups.get_column("__row").to_numpy(), groups.get_column("__side").to_numpy()
     keep = count != 0
-    first, count = first[keep], count[keep]
-    order = np.argsort(first, kind="stable")
-    rows = take_rows(both, first[order].astype(np.int64))  # batch by batch: no concatenation of `both`
+    first, count = first[keep].astype(np.int64), count[keep]
+    if read_order is None:
+        order = np.argsort(first, kind="stable")
+        rows = take_rows(both, first[order])  # batch by batch: no concatenation of `both`
+    else:
+        values = take_rows(both, first)
+        order = np.argsort(read_order(first, values), kind="stable")
+        rows = values.take(pa.array(order, pa.int64()))
     return rows.append_column(COUNT, pa.array(count[order].astype(np.int64)))
 
 
@@ -358,29 +368,12 @@ def _hashed_groups(frame: pl.DataFrame, older_rows: int, table: pa.Table) -> tup
     return order[starts[keep]], count[keep]  # rows of one hash are in increasing order
 
 
-_BITS = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
-
-
-def _compared_as(t: pa.DataType) -> pa.DataType | None:
-    """How `_differs` compares a column of type `t` with Arrow: as itself (booleans, strings,
-    binary), as the integers of its bits (numbers, dates, times), or None (polars)."""
-    if pa.types.is_boolean(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
-        return t
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return t
-    numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
-    temporal = pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t) or pa.types.is_duration(t)
-    if numeric or temporal:
-        return _BITS.get(t.bit_width)
-    return None
-
-
 def _differs(column: pa.ChunkedArray, series: pl.Series, before: np.ndarray, after: np.ndarray) -> bool:
     """Whether row `before[i]` differs from row `after[i]` in this column for some i. Numbers,
     dates and times compare as their bits (NaN equals NaN of the same bits, -0.0 differs from
     0.0: the exact fallback decides), booleans, strings and binary as Arrow values; other
     types as polars values (`ne_missing`)."""
-    as_type = _compared_as(column.type)
+    as_type = compared_as(column.type)
     if as_type is None:
         return bool(series.gather(pl.Series(before)).ne_missing(series.gather(pl.Series(after))).any())
     if column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
@@ -391,7 +384,7 @@ def _differs(column: pa.ChunkedArray, series: pl.Series, before: np.ndarray, aft
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if as_type != arr.type:
         arr = arr.view(as_type)
-    if arr.null_count == 0 and as_type in _BITS.values():
+    if arr.null_count == 0 and pa.types.is_integer(as_type):
         bits = arr.to_numpy(zero_copy_only=False)
         return bool((bits[before] != bits[after]).any())
     a, b = arr.take(pa.array(before)), arr.take(pa.array(after))
@@ -520,7 +513,8 @@ def diff_rows(
             path=exc.path,
         ) from exc
     report(READ_SHARE, f"comparing {old.num_rows + new.num_rows:,} rows")
-    net = net_rows(old, new)
+    kept = cancel_in_place(old, new)
+    net = net_rows(kept.old, kept.new, kept.order)
     report(0.9, f"{net.num_rows:,} rows differ" + (f": pairing them by {', '.join(plan.key)}" if plan.key else ""))
     out = shape_rows(net, plan.key, backwards=plan.backwards, meta=plan_meta(plan, "local"))
     report(1.0, f"{out.num_rows:,} changed rows")

@@ -7,14 +7,17 @@ import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
 from deltaexplore.errors import StorageError
 from deltaexplore.storage.base import FileInfo, Storage, check_relative, tree_table
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 __all__ = ["LocalStorage", "local_path_of", "walk_local"]
 
@@ -201,6 +204,8 @@ class LocalStorage(Storage):
         return FileInfo(path, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        import pyarrow.fs as pafs  # opening a table needs no Arrow filesystem (~20 ms of import with pyarrow.parquet)
+
         return pafs.LocalFileSystem(), self.root
 
     def open_input(self, path: str) -> pa.NativeFile:

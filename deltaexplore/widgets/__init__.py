@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import pyarrow as pa
+
 from deltaexplore.core.table import Table, open_table
 from deltaexplore.errors import MissingDependencyError
 from deltaexplore.widgets.dependencies import INSTALL, missing
@@ -75,11 +77,31 @@ register_display()
 
 def _register_table_display() -> None:
     """In an IPython session, show deltaexplore's Arrow tables as formatted HTML tables
-    (`widgets.tables`); outside one, nothing is imported."""
-    if "IPython" in sys.modules:
+    (`widgets.tables`); outside one, nothing is imported. What is registered here imports
+    `widgets.tables` (and with it inspection and polars) when the first Arrow table or schema is
+    shown, not when `deltaexplore` is imported: a notebook's first open does not wait for it."""
+    module = sys.modules.get("IPython")
+    ipython = module.get_ipython() if module is not None else None
+    if ipython is None:
+        return
+    formatters = ipython.display_formatter.formatters
+    for mime in ("text/html", "text/plain"):
+        for typ in (pa.Table, pa.Schema):
+            current = formatters[mime].type_printers.get(typ)
+            if getattr(current, "__module__", None) != "deltaexplore.widgets.tables":  # not registered already
+                formatters[mime].for_type(typ, _deferred_formatter(ipython, mime, typ))
+
+
+def _deferred_formatter(ipython: Any, mime: str, typ: type) -> Any:
+    """A formatter that registers `widgets.tables`' formatters, then formats with the one of `mime` and `typ`."""
+
+    def format_deferred(*args: Any) -> Any:
         from deltaexplore.widgets.tables import register_table_display
 
-        register_table_display()
+        register_table_display(ipython)
+        return ipython.display_formatter.formatters[mime].lookup_by_type(typ)(*args)
+
+    return format_deferred
 
 
 _register_table_display()

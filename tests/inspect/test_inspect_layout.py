@@ -51,6 +51,34 @@ def test_range_max_matches_slices():
         assert _range_max(values, lo, hi).tolist() == [int(values[a : b + 1].max()) for a, b in zip(lo, hi)]
 
 
+def test_argsort_equals_the_stable_argsort():
+    """`_argsort` (numpy's vectorized argsort, ties put back in index order) gives what a stable
+    argsort gives: ints with many ties, distinct floats, floats with -0.0 and 0.0 tied, wide
+    ints, runs of one value, tiny arrays, NaN (a stable sort); and `overlap_metrics` with it still equals brute force
+    (`test_overlap_metrics_match_brute_force`)."""
+    from deltaexplore.inspect.layout import _argsort
+
+    rng = np.random.default_rng(11)
+    nan = float("nan")
+    cases = [np.zeros(0, np.int64), np.array([3]), np.array([2, 2]), np.full(1000, 7), np.arange(500)[::-1]]
+    cases += [np.array([nan, 1.0, nan, 1.0, -np.inf, np.inf, nan]), np.array([nan, nan])]
+    for trial in range(120):
+        n = int(rng.integers(1, 5000))
+        kind = trial % 4
+        if kind == 0:
+            cases.append(rng.integers(0, n // 10 + 1, n))
+        elif kind == 1:
+            cases.append(rng.random(n))
+        elif kind == 2:
+            v = np.round(rng.normal(size=n), 1)
+            cases.append(np.where(v == 0, np.where(rng.random(n) < 0.5, -0.0, 0.0), v))
+        else:
+            cases.append(rng.integers(-(2**62), 2**62, n))
+    for v in cases:
+        assert _argsort(v).tolist() == np.argsort(v, kind="stable").tolist()
+        assert _argsort(v).dtype == np.int64
+
+
 def _ranges_table(root, ranges, *, schema=None, props=None, column="id"):
     actions = [commit_info("WRITE", T0), protocol(), metadata(schema=schema, configuration=props or {})]
     for i, r in enumerate(ranges):

@@ -10,20 +10,22 @@ import posixpath
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.arrow import empty, from_numpy, take_rows, to_numpy
 from deltaexplore.core.log.file_names import SIDECAR_DIR, LogFile, LogKind
 from deltaexplore.core.log.json_log import LogLines, read_log_files
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.errors import DeltaExploreError, InvalidCheckpointError
 from deltaexplore.storage import Storage
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 __all__ = ["Checkpoint", "CheckpointReader", "NonFileActions"]
 
@@ -71,6 +73,8 @@ class NonFileActions:
 
 
 def _parquet_file(storage: Storage, path: str) -> pq.ParquetFile:
+    import pyarrow.parquet as pq  # a log without checkpoints is read without it (~20 ms of import)
+
     try:
         # A buffered stream decodes page by page: peak memory is the result, not the column chunks.
         return pq.ParquetFile(storage.open_input(path), pre_buffer=False, buffer_size=1 << 20)
@@ -117,7 +121,7 @@ def _read_file_columns(
         for batch in pf.iter_batches(batch_size=FILE_BATCH_ROWS, row_groups=row_groups, columns=columns, use_threads=True):
             schema = batch.schema
             if keep is not None:
-                batch = batch.filter(pc.fill_null(keep(batch), False))
+                batch = batch.filter(keep(batch))  # a null drops the row
             batch.validate(full=True)  # parquet hands over strings unchecked: no invalid UTF-8 passes
             if batch.num_rows or keep is None:
                 batches.append(batch)
@@ -365,7 +369,7 @@ def _iter_file_actions_from_parquet(
 def _bool_array(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(mask, pa.ChunkedArray):
         mask = mask.combine_chunks()
-    return pc.fill_null(mask, False).to_numpy(zero_copy_only=False).astype(bool)
+    return to_numpy(mask, null=False)
 
 
 def select_rows(table: pa.Table, keep: np.ndarray) -> pa.Table:
@@ -381,12 +385,12 @@ def select_rows(table: pa.Table, keep: np.ndarray) -> pa.Table:
     if len(starts) == 0:
         return table.slice(0, 0)
     if len(starts) > max(64, len(keep) // 256):  # fragmented: one compact copy is cheaper later
-        return table.filter(pa.array(keep))
+        return table.filter(from_numpy(keep))
     return pa.concat_tables([table.slice(int(a), int(b - a)) for a, b in zip(starts, ends)])
 
 
 def _empty(kind: str, extra: tuple[str, ...] = ()) -> pa.Table:
-    return pa.table({f.name: pa.array([], f.type) for f in FILE_ACTION_FIELDS[kind]})
+    return pa.table({f.name: empty(f.type) for f in FILE_ACTION_FIELDS[kind]})
 
 
 class CheckpointReader:

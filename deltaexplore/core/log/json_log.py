@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from deltaexplore.core.arrow import text_buffers
+from deltaexplore.core.arrow import empty, from_numpy, from_pylist, scalar, text_buffers, to_numpy
 from deltaexplore.core.log.file_names import LogFile, LogKind
 from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRING_MAP
 from deltaexplore.errors import InvalidLogError
@@ -139,7 +139,7 @@ class LogLines:
         if hi > lo:
             first, last = order[lo:hi].min(), order[lo:hi].max()
             for key, table in self._file_action_cache.items():
-                line = table.column("line").to_numpy()
+                line = to_numpy(table.column("line"))
                 rows = np.flatnonzero((line >= first) & (line <= last))
                 out._file_action_cache[key] = table.slice(int(rows[0]), len(rows)) if len(rows) else table.slice(0, 0)
         else:
@@ -170,7 +170,7 @@ class LogLines:
             kind, _, columns = key.partition(":")
             other = newer.file_actions(kind, columns.split(",") if columns else None)
             other = other.set_column(
-                other.schema.get_field_index("line"), "line", pc.add(other.column("line"), pa.scalar(shift, pa.int64()))
+                other.schema.get_field_index("line"), "line", pc.add(other.column("line"), scalar(shift, pa.int64()))
             )
             out._file_action_cache[key] = pa.concat_tables([table, other.select(table.column_names).cast(table.schema)])
         return out
@@ -235,7 +235,7 @@ class LogLines:
         # two passes over the text: RE2 runs the paths' alternation and the escape pattern each
         # faster than the one alternation of both (~1.0 against ~1.6 ms on 0.5 MB)
         mask = pc.or_(pc.match_substring_regex(self.text, pattern), pc.match_substring_regex(self.text, _ESCAPED_PATH))
-        keep = np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+        keep = np.flatnonzero(to_numpy(mask, null=False))
         if len(keep) == len(self.text):
             return self
         return self.take(keep)
@@ -244,7 +244,7 @@ class LogLines:
         """The lines at `rows` (increasing positions) as their own `LogLines`, each keeping its
         file, version, line number and replay order."""
         order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
-        at = pa.array(rows, pa.int64())
+        at = from_numpy(rows, pa.int64())
         return LogLines(
             self.files,
             self.text.take(at),
@@ -293,16 +293,16 @@ class LogLines:
         if small is not None:
             cols = small[kind]
         elif len(idx) == 0:
-            cols = {f.name: pa.array([], f.type) for f in fields}
+            cols = {f.name: empty(f.type) for f in fields}
         else:
             try:
                 cols = self._fast_parse(idx, kind, fields, fields_by_kind)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, TypeError, AttributeError, RecursionError):
                 # anything unusual in the lines: the line-by-line parse names the bad line
                 cols = self._slow_parse(idx, kind, fields)
-        cols["version"] = pa.array(self.version[idx], pa.int64())
+        cols["version"] = from_numpy(self.version[idx], pa.int64())
         order = self.order if self.order is not None else np.arange(len(self.text), dtype=np.int64)
-        cols["line"] = pa.array(order[idx], pa.int64())
+        cols["line"] = from_numpy(order[idx], pa.int64())
         return pa.table(cols)
 
     def _parse_small(self, fields_by_kind: dict[str, list[pa.Field]]) -> dict[str, dict[str, pa.Array]] | None:
@@ -327,7 +327,7 @@ class LogLines:
         out: dict[str, dict[str, pa.Array]] = {}
         try:
             for kind, fields in fields_by_kind.items():
-                out[kind] = {f.name: pa.array([_plain(r.get(f.name), f.type) for r in rows[kind]], f.type) for f in fields}
+                out[kind] = {f.name: from_pylist([_plain(r.get(f.name), f.type) for r in rows[kind]], f.type) for f in fields}
         except (_Unusual, pa.ArrowException, OverflowError, TypeError, ValueError):
             return None
         return out
@@ -340,7 +340,7 @@ class LogLines:
         that have one; their text is cut out afterwards (`_extract_map`).
         """
         if self._parsed is None:
-            nonblank = np.flatnonzero(pc.is_valid(self.kind).to_numpy(zero_copy_only=False))
+            nonblank = np.flatnonzero(to_numpy(pc.is_valid(self.kind)))
             schema = pa.schema(
                 [
                     pa.field(kind, pa.struct([pa.field(f.name, pa.struct([])) if pa.types.is_map(f.type) else f for f in fields]))
@@ -383,7 +383,7 @@ class LogLines:
 
     def _extract_map(self, idx: np.ndarray, name: str, present: pa.BooleanArray) -> pa.Array:
         """The `name` string map of lines `idx` (null where `present` is false)."""
-        where = np.flatnonzero(present.to_numpy(zero_copy_only=False))
+        where = np.flatnonzero(to_numpy(present))
         if len(where) == 0:
             return pa.nulls(len(idx), STRING_MAP)
         lines = idx[where]
@@ -391,15 +391,15 @@ class LogLines:
             # Most lines have it: one regex pass over all lines beats copying them.
             if name not in self._map_text_cache:
                 self._map_text_cache[name] = _map_texts(self.text, name)
-            texts = self._map_text_cache[name].take(pa.array(lines, pa.int64()))
+            texts = self._map_text_cache[name].take(from_numpy(lines, pa.int64()))
         else:
-            texts = _map_texts(self.text.take(pa.array(lines, pa.int64())), name)
+            texts = _map_texts(self.text.take(from_numpy(lines, pa.int64())), name)
         values = _parse_maps(texts, self.text, lines, name)
         if len(where) == len(idx):
             return values
         index = np.full(len(idx), -1, dtype=np.int64)
         index[where] = np.arange(len(where))
-        return values.take(pa.array(index, mask=index < 0))
+        return values.take(from_numpy(index, mask=index < 0))
 
     def _slow_parse(self, idx: np.ndarray, kind: str, fields: list[pa.Field]) -> dict[str, pa.Array]:
         rows = []
@@ -438,13 +438,13 @@ def _rows_of(values: pa.ChunkedArray, keep: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _string_rows(values: pa.Array, keep: pa.BooleanArray) -> pa.Array:
     offsets, _ = text_buffers(values)
-    rows = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+    rows = np.flatnonzero(to_numpy(keep))
     if len(rows) == len(values) or not len(rows) or np.any(np.delete(np.diff(offsets), rows)):
         return values.filter(keep)
     gathered = np.empty(len(rows) + 1, dtype=np.int64 if pa.types.is_large_string(values.type) else np.int32)
     gathered[:-1] = offsets[rows]
     gathered[-1] = offsets[rows[-1] + 1]
-    valid = values.is_valid().to_numpy(zero_copy_only=False)[rows]
+    valid = to_numpy(values.is_valid())[rows]
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(values.type, len(rows), [bitmap, pa.py_buffer(gathered), values.buffers()[2]])
 
@@ -512,7 +512,7 @@ def _null_empty_struct(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chunked
     if len(col) == 0 or col.null_count == len(col):
         return col
     has = pc.is_valid(pc.struct_field(col, "storageType"))
-    return pc.if_else(has, col, pa.scalar(None, DV_TYPE))
+    return pc.if_else(has, col, scalar(None, DV_TYPE))
 
 
 def _map_texts(lines: pa.Array, name: str) -> pa.Array:
@@ -526,11 +526,11 @@ def _parse_maps(texts: pa.Array, all_lines: pa.Array, line_idx: np.ndarray, name
     if texts.null_count:
         # Values with braces defeat the flat pattern: parse those lines alone.
         values = texts.to_pylist()
-        for i in np.flatnonzero(pc.is_null(texts).to_numpy(zero_copy_only=False)):
+        for i in np.flatnonzero(to_numpy(pc.is_null(texts))):
             obj = json.loads(all_lines[int(line_idx[i])].as_py())
             body = next(iter(obj.values())) if len(obj) == 1 else {}
             values[int(i)] = json.dumps(body.get(name)) if isinstance(body, dict) else None
-        texts = pa.array(values, pa.large_string())
+        texts = from_pylist(values, pa.large_string())
     return parse_map_texts(texts)
 
 
@@ -538,7 +538,7 @@ def parse_map_texts(texts: pa.Array) -> pa.Array:
     """String maps from their JSON object texts (null where null), each distinct text parsed once."""
     encoded = texts.dictionary_encode()
     uniques = [_parse_map_text(t) for t in encoded.dictionary.to_pylist()]
-    return pa.array(uniques, STRING_MAP).take(encoded.indices)
+    return from_pylist(uniques, STRING_MAP).take(encoded.indices)
 
 
 def _parse_map_text(text: str | None) -> list[tuple[str, str | None]] | None:
@@ -615,7 +615,7 @@ def lines_from_parts(
         raise InvalidLogError("log files are not valid UTF-8 text") from None
     file_index = file_index.astype(np.int32, copy=False)
     version = np.asarray(versions, dtype=np.int64)[file_index] if n else np.array([], np.int64)
-    kind = pc.extract_regex(text, _KIND_RE).flatten()[0] if n else pa.array([], pa.string())
+    kind = pc.extract_regex(text, _KIND_RE).flatten()[0] if n else empty(pa.string())
     order = np.arange(n, dtype=np.int64)
     for i, f in enumerate(files):
         if f.kind is LogKind.COMPACTION:
@@ -632,7 +632,7 @@ def _check_unrecognised(lines: LogLines) -> None:
         return
     blank = pc.match_substring_regex(lines.text, r"^\s*$")
     bad = pc.and_(pc.is_null(lines.kind), pc.invert(blank))
-    bad_idx = np.flatnonzero(pc.fill_null(bad, False).to_numpy(zero_copy_only=False))
+    bad_idx = np.flatnonzero(to_numpy(bad, null=False))
     if len(bad_idx):
         i = int(bad_idx[0])
         snippet = lines.text[i].as_py().strip()[:80]

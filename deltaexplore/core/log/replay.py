@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.arrow import from_numpy, scalar, take_rows, to_numpy
 
 __all__ = ["align", "dv_unique_id", "newest_per_key", "reconcile", "replay", "superseded_by"]
 
@@ -29,16 +29,16 @@ def dv_unique_id(dv: pa.Array) -> pa.Array:
     st = dv.field("storageType")
     p = dv.field("pathOrInlineDv")
     off = pc.cast(dv.field("offset"), pa.string())
-    base = pc.binary_join_element_wise(st, p, "")
-    with_off = pc.binary_join_element_wise(base, off, "@")
+    base = pc.binary_join_element_wise(st, p, scalar("", pa.string()))
+    with_off = pc.binary_join_element_wise(base, off, scalar("@", pa.string()))
     out = pc.if_else(pc.is_valid(off), with_off, base)
-    return pc.if_else(pc.is_valid(dv), out, pa.scalar(None, pa.string()))
+    return pc.if_else(pc.is_valid(dv), out, scalar(None, pa.string()))
 
 
 def _bools(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(mask, pa.ChunkedArray):
         mask = mask.combine_chunks()
-    return mask.to_numpy(zero_copy_only=False).astype(bool)
+    return to_numpy(mask, null=False)
 
 
 def _keys(table: pa.Table) -> tuple[pa.Array, pa.Array]:
@@ -61,8 +61,8 @@ def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.
 
     def exclude(ck: pa.Table) -> pa.Array | None:
         path = ck.column("path")
-        candidate = pc.fill_null(pc.is_in(path, value_set=json_paths.cast(path.type)), False)
-        if not pc.any(candidate).as_py():
+        candidate = pc.is_in(path, value_set=json_paths.cast(path.type))
+        if not pc.any(candidate).as_py():  # is_in: false (never null) for a null path
             return None
         rows = np.flatnonzero(_bools(candidate))
         cand = take_rows(ck.select(["path", "deletionVector"]), rows)
@@ -71,7 +71,7 @@ def superseded_by(adds: pa.Table, removes: pa.Table) -> Callable[[pa.Table], pa.
         for row, key in zip(rows, zip(c_path.to_pylist(), c_dv.to_pylist())):
             if key in touched:
                 drop[row] = True
-        return pa.array(drop)
+        return from_numpy(drop)
 
     return exclude
 
@@ -112,14 +112,14 @@ def replay(
     """
     wanted = json_adds if want == "add" else json_removes
     out_columns = [c for c in wanted.column_names if c not in ("version", "line")]
-    survivors = _json_survivors(json_adds, json_removes, want).to_numpy()
-    lines = wanted.column("line").to_numpy() if wanted.num_rows else np.zeros(0, np.int64)
+    survivors = _json_survivors(json_adds, json_removes, want)
+    lines = to_numpy(wanted.column("line")) if wanted.num_rows else np.zeros(0, np.int64)
     if len(survivors) == wanted.num_rows:
         json_part = wanted.select(out_columns)  # every action survives: no copy
     else:
         keep = np.zeros(wanted.num_rows, dtype=bool)
         keep[survivors] = True  # a mask: filter is far cheaper than take on chunked columns
-        json_part = wanted.select(out_columns).filter(pa.array(keep))
+        json_part = wanted.select(out_columns).filter(from_numpy(keep))
         lines = lines[keep]
     if checkpoint_actions is None:
         return json_part, lines.astype(np.int64)
@@ -132,7 +132,7 @@ def replay(
 def newest_per_key(adds: pa.Table, removes: pa.Table) -> np.ndarray:
     """Row indices into `adds` of the adds that are the newest action of their key among both
     tables (each with `path`, `deletionVector` and `line`, the replay order)."""
-    return _json_survivors(adds, removes, "add").to_numpy()
+    return _json_survivors(adds, removes, "add")
 
 
 def _codes(values: pa.Array) -> tuple[np.ndarray, int]:
@@ -140,26 +140,26 @@ def _codes(values: pa.Array) -> tuple[np.ndarray, int]:
     encoded = pc.dictionary_encode(values, null_encoding="encode")
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary) + 1
+    return to_numpy(encoded.indices).astype(np.int64), len(encoded.dictionary) + 1
 
 
-def _json_survivors(adds: pa.Table, removes: pa.Table, want: str) -> pa.Array:
+def _json_survivors(adds: pa.Table, removes: pa.Table, want: str) -> np.ndarray:
     """Row indices (into the `want` table) of JSON actions that are the newest for their key.
 
     Keys become integer codes; rows sorted newest first; the first row of each key wins.
     """
     n_add, n_rem = adds.num_rows, removes.num_rows
     if (want == "add" and n_add == 0) or (want == "remove" and n_rem == 0):
-        return pa.array([], pa.int64())
+        return np.zeros(0, np.int64)
     a_path, a_dv = _keys(adds)
     r_path, r_dv = _keys(removes)
     path_codes, _ = _codes(pa.concat_arrays([a_path, r_path]))
     dv_codes, n_dv = _codes(pa.concat_arrays([a_dv, r_dv]))
     key = path_codes * n_dv + dv_codes
-    line = np.concatenate([adds.column("line").to_numpy(), removes.column("line").to_numpy()])
+    line = np.concatenate([to_numpy(adds.column("line")), to_numpy(removes.column("line"))])
     newest_first = np.argsort(-line, kind="stable")
     _, first = np.unique(key[newest_first], return_index=True)
     winners = np.sort(newest_first[first])  # replay order
     is_add = winners < n_add
     rows = winners[is_add] if want == "add" else winners[~is_add] - n_add
-    return pa.array(rows, pa.int64())
+    return rows.astype(np.int64, copy=False)

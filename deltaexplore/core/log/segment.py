@@ -11,13 +11,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from deltaexplore.core.arrow import warm_conversions
 from deltaexplore.core.log.checkpoint_reader import Checkpoint, group_checkpoints
 from deltaexplore.core.log.file_names import LOG_DIR, LogFile, LogKind, parse_log_file
 from deltaexplore.core.log.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltaexplore.errors import DeltaExploreError, InvalidLogError, TableNotFoundError, VersionNotFoundError
 from deltaexplore.storage import FileInfo, Storage
-from deltaexplore.storage.concurrency import in_background
 
 __all__ = ["MAX_VERSION", "LogListing", "LogSegment", "list_log"]
 
@@ -172,9 +170,7 @@ def list_log(storage: Storage) -> LogListing:
 
     try:
         if storage.max_concurrency > 1:
-            listed = in_background(lambda: _list_from_hint(storage))
-            warm_conversions()  # pyarrow's first conversion (pandas' import) while the requests are in flight
-            listing = listed()
+            listing = _list_from_hint(storage)
         else:
             listing = _classify(storage.root, storage.list_dir(LOG_DIR), lambda: _read_last_checkpoint(storage))
     except FileNotFoundError as exc:

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import take_rows
+from deltaexplore.core.arrow import empty_table, take_rows
 from deltaexplore.core.log.checkpoint_reader import CheckpointReader, select_rows
 from deltaexplore.core.log.json_log import LogLines
 from deltaexplore.core.log.replay import align, newest_per_key, replay, superseded_by
@@ -174,7 +174,7 @@ def _newest_adds(
     adds = _rows_touched_by(adds, touch_adds, touch_removes)
     removes = _rows_touched_by(removes, touch_adds, touch_removes)
     if before.num_rows == 0 and adds.num_rows == 0:
-        return schema.empty_table(), np.zeros(0, np.int64)
+        return empty_table(schema), np.zeros(0, np.int64)
     candidates = pa.concat_tables(
         [
             _key_table(before, pa.array(np.full(before.num_rows, -1, np.int64))),
@@ -194,7 +194,7 @@ def _joined(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     """`tables` one after the other with `schema`'s columns (missing ones null)."""
     parts = [t if t.schema == schema else align(t, schema) for t in tables if t.num_rows]
     if not parts:
-        return schema.empty_table()
+        return empty_table(schema)
     return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 

@@ -38,6 +38,7 @@ from deltaexplore.errors import WriteRefusedError
 __all__ = [
     "FileFacts",
     "OptimizePlan",
+    "by_group_then_size",
     "file_facts",
     "optimize",
     "pack_starts",
@@ -182,6 +183,21 @@ def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
     return size if 0 < size < 1 << 63 else DEFAULT_TARGET_FILE_SIZE
 
 
+def by_group_then_size(group: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """`np.lexsort((sizes, group))` (ties in position order): one stable argsort of the two
+    packed in one int64 when both are non-negative and fit (~2x faster on a million files)."""
+    if not len(group):
+        return np.zeros(0, np.int64)
+    if group.dtype.kind not in "iu" or sizes.dtype.kind not in "iu":
+        return np.lexsort((sizes, group))
+    g_top, s_top = int(group.max()), int(sizes.max())
+    size_bits = max(1, s_top.bit_length())
+    if int(group.min()) < 0 or int(sizes.min()) < 0 or g_top.bit_length() + size_bits > 63:
+        return np.lexsort((sizes, group))
+    key = (group.astype(np.int64) << np.int64(size_bits)) | sizes.astype(np.int64)
+    return np.argsort(key, kind="stable")
+
+
 def plan_optimize(
     snapshot: Snapshot,
     *,
@@ -238,7 +254,7 @@ def plan_optimize(
         plan.bin_ends = np.append(np.flatnonzero(np.diff(group[order])) + 1, n).astype(np.int64)
         return plan
     cand = np.flatnonzero(must | small)
-    cand = cand[np.lexsort((sizes[cand], group[cand]))]  # by partition, smallest first
+    cand = cand[by_group_then_size(group[cand], sizes[cand])]  # by partition, smallest first
     if len(cand):
         starts = pack_starts(sizes[cand], group[cand], target)
         lengths = np.diff(np.append(starts, len(cand)))

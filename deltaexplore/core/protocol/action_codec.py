@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import empty_table
 from deltaexplore.core.protocol.actions import FILE_ACTION_FIELDS
 from deltaexplore.errors import WriteRefusedError
 
@@ -52,7 +53,7 @@ def file_actions_table(kind: str, actions: pa.Table | list[dict[str, Any]] | Non
     fields = FILE_ACTION_FIELDS[kind]
     schema = pa.schema(fields)
     if actions is None:
-        return schema.empty_table()
+        return empty_table(schema)
     if isinstance(actions, pa.Table):
         n = actions.num_rows
         cols = []

@@ -368,7 +368,64 @@ static PyObject *locate(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* numRecords of each text that starts with `{"numRecords":` and 1-19 digits followed by a
+ * non-digit or its end, the value fitting an int64 (`scan.stats._LEADING_RE`); found 0 for
+ * every other text (the caller reads those another way). `starts`/`limits`: int64 byte
+ * bounds of each text in `data`; `has`: 1 where a text is present. */
+static PyObject *leading_records(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, starts, limits, has, values, found;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*", &data, &starts, &limits, &has, &values, &found)) return NULL;
+    Py_buffer *all[] = {&data, &starts, &limits, &has, &values, &found};
+    const Py_ssize_t count = sizeof(all) / sizeof(all[0]);
+    Py_ssize_t n = starts.len / 8;
+    if (starts.len != 8 * n || limits.len != 8 * n || has.len != n || values.len != 8 * n || found.len != n) {
+        for (Py_ssize_t b = 0; b < count; b++) PyBuffer_Release(all[b]);
+        PyErr_SetString(PyExc_ValueError, "leading_records: buffers of inconsistent sizes");
+        return NULL;
+    }
+    const uint8_t *text = data.buf, *hs = has.buf;
+    const int64_t *st = starts.buf, *li = limits.buf;
+    const Py_ssize_t size = data.len;
+    int64_t *out = values.buf;
+    uint8_t *got = found.buf;
+    int bad_bounds = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = st[i], limit = li[i];
+        out[i] = 0;
+        got[i] = 0;
+        if (!hs[i]) continue;
+        if (s < 0 || limit > size || s > limit) {
+            bad_bounds = 1;
+            continue;
+        }
+        if (limit - s <= LEAD_LEN || memcmp(text + s, LEAD, (size_t)LEAD_LEN) != 0) continue;
+        const uint8_t *p = text + s + LEAD_LEN, *end = text + limit;
+        uint64_t v = 0;
+        int digits = 0;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 20) {
+            v = v * 10 + (uint64_t)(*p - '0'); /* 19 digits fit a uint64 */
+            p++;
+            digits++;
+        }
+        if (digits == 0 || digits > 19 || v > (uint64_t)INT64_MAX) continue;
+        out[i] = (int64_t)v;
+        got[i] = 1;
+    }
+    Py_END_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < count; b++) PyBuffer_Release(all[b]);
+    if (bad_bounds) {
+        PyErr_SetString(PyExc_ValueError, "leading_records: a string lies outside the data buffer");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"leading_records", leading_records, METH_VARARGS,
+     "leading_records(data, starts, limits, has, values, found): numRecords of the texts that start with it "
+     "(see core.scan.stats)."},
     {"locate", locate, METH_VARARGS,
      "locate(data, starts, limits, has, needle, depth, first, length, quoted, unsure, head, at, redo): "
      "the four stats values of each file (see core.stats_search)."},

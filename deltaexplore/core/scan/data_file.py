@@ -10,12 +10,11 @@ deleted rows (deletion vectors) are dropped; partition values become constant co
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.partitions import months_interval
@@ -38,6 +37,9 @@ from deltaexplore.errors import (
     UnsupportedFeatureError,
 )
 from deltaexplore.storage import check_relative
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 __all__ = [
     "constant_column",
@@ -69,6 +71,8 @@ def open_parquet(storage: Any, location: str, *, path: str) -> pq.ParquetFile:
     Raises:
         StorageError: the file is missing or is not readable parquet.
     """
+    import pyarrow.parquet as pq  # opening a table reads no data file
+
     try:
         if "://" not in location and hasattr(storage, "open_input") and storage.__class__.__name__ == "LocalStorage":
             return pq.ParquetFile(storage.open_input(location))

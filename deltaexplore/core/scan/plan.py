@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltaexplore.core.arrow import empty_table
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from deltaexplore.core.protocol.predicates import Expr, lower_literals, parse_predicate
@@ -142,7 +143,7 @@ class ScanPlan:
         if tables:
             result = pa.concat_tables([t.select(full.names).cast(full) for t in tables])
         else:
-            result = full.empty_table()
+            result = empty_table(full)
         if self.predicate is not None:
             types = {f.name: to_arrow_type(f.type) for f in [*self.fields, *self.extra_fields]}
             if self.lowered:  # case-insensitive columns: compare lower-cased copies, keep the rows

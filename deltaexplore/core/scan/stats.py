@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaexplore.core.arrow import put_rows
+from deltaexplore.core.arrow import empty, from_numpy, put_rows, scalar, text_buffers, to_numpy
 from deltaexplore.core.log.state import TableState
 from deltaexplore.core.protocol.schema import leaf_paths
 from deltaexplore.core.scan import stats_search
@@ -33,6 +33,7 @@ __all__ = ["Bounds", "column_bounds", "column_limit", "file_stats", "num_records
 #: a stats text that starts with numRecords (writers put it first): its digits, not one more
 _LEADING_RE = r'^\{"numRecords":(?P<n>[0-9]{1,19})(?:[^0-9]|$)'
 _INT64_MAX = "9223372036854775807"  # compared as text with 19 digits
+_INT64_DIGITS = 18  # this many digits always fit
 
 
 def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
@@ -50,13 +51,13 @@ def num_records(adds: pa.Table, rows: np.ndarray | None = None) -> pa.Array:
         base += n
         if local is None or len(local):
             pieces.append(_chunk_records(chunk, local))
-    out = pa.concat_arrays(pieces) if pieces else pa.array([], pa.int64())
+    out = pa.concat_arrays(pieces) if pieces else empty(pa.int64())
     if out.null_count and "stats_parsed" in adds.column_names:
         parsed = adds.column("stats_parsed")
         if pa.types.is_struct(parsed.type) and parsed.type.get_field_index("numRecords") >= 0:
             counts = pc.struct_field(parsed, "numRecords")
             if rows is not None:
-                counts = counts.take(pa.array(rows, pa.int64()))
+                counts = counts.take(from_numpy(rows, pa.int64()))
             out = pc.coalesce(out, pc.cast(counts, pa.int64()).combine_chunks())
     return out
 
@@ -65,33 +66,42 @@ def _chunk_records(stats: pa.Array, rows: np.ndarray | None) -> pa.Array:
     """numRecords of one chunk of stats texts (of its `rows`, when given) from the text."""
     values, found = _leading_records(stats, rows)
     index = np.arange(len(stats)) if rows is None else rows
-    valid = pc.is_valid(stats).to_numpy(zero_copy_only=False) if stats.null_count else np.ones(len(stats), bool)
+    valid = to_numpy(pc.is_valid(stats)) if stats.null_count else np.ones(len(stats), bool)
     missed = np.flatnonzero(~found & valid[index])
-    out = pa.array(values, mask=~found)
+    out = from_numpy(values, mask=~found)
     if len(missed):
-        text = stats.take(pa.array(index[missed], pa.int64()))
+        text = stats.take(from_numpy(index[missed], pa.int64()))
         digits = pc.struct_field(pc.extract_regex(text, r'"numRecords"\s*:\s*(?P<n>-?\d+)'), "n")
-        fits = pc.less_equal(pc.utf8_length(digits), 18)  # beyond int64: not a usable count
-        counts = pc.cast(pc.if_else(fits, digits, pa.scalar(None, digits.type)), pa.int64())
+        fits = pc.less_equal(pc.utf8_length(digits), scalar(_INT64_DIGITS, pa.int32()))  # beyond int64: not a usable count
+        counts = pc.cast(pc.if_else(fits, digits, scalar(None, digits.type)), pa.int64())
         out = put_rows(out, missed, counts)
     return out
 
 
 def _leading_records(stats: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """numRecords of the stats texts that start with `{"numRecords":<digits>` (values, found):
-    one anchored RE2 match per text (it stops at the first byte that differs), at most 19
-    digits that fit an int64 (more digits are left to the regex reader, which refuses them)."""
+    at most 19 digits that fit an int64 (more digits are left to the regex reader, which
+    refuses them). The compiled kernel reads the texts in place (~0.1 s at 1M files); without
+    it, one anchored RE2 match per text (it stops at the first byte that differs; ~0.25 s)."""
     m = len(stats) if rows is None else len(rows)
     values = np.zeros(m, dtype=np.int64)
     found = np.zeros(m, dtype=bool)
     if m == 0 or stats.null_count == len(stats):
         return values, found
-    texts = stats if rows is None else stats.take(pa.array(rows, pa.int64()))
+    texts = stats if rows is None else stats.take(from_numpy(rows, pa.int64()))
+    read = getattr(stats_search.KERNEL, "leading_records", None)  # None: no kernel, or one built before it
+    if read is not None:
+        offsets, data = text_buffers(texts)
+        has = to_numpy(texts.is_valid()).view(np.uint8) if texts.null_count else np.ones(m, dtype=np.uint8)
+        hits = np.zeros(m, dtype=np.uint8)
+        read(data, np.ascontiguousarray(offsets[:-1]), np.ascontiguousarray(offsets[1:]), has, values, hits)
+        return values, hits.view(bool)
     digits = pc.struct_field(pc.extract_regex(texts, _LEADING_RE), "n")
-    fits = pc.or_(pc.less_equal(pc.utf8_length(digits), 18), pc.less_equal(digits, _INT64_MAX))
-    counts = pc.cast(pc.if_else(fits, digits, pa.scalar(None, digits.type)), pa.int64())
-    found = pc.is_valid(counts).to_numpy(zero_copy_only=False)
-    values = pc.fill_null(counts, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    short = pc.less_equal(pc.utf8_length(digits), scalar(_INT64_DIGITS, pa.int32()))
+    fits = pc.or_(short, pc.less_equal(digits, scalar(_INT64_MAX, digits.type)))
+    counts = pc.cast(pc.if_else(fits, digits, scalar(None, digits.type)), pa.int64())
+    found = to_numpy(pc.is_valid(counts))
+    values = to_numpy(counts, null=0)
     return values, found
 
 
