@@ -180,7 +180,7 @@ class LogLines:
         kinds, on the first call; read-only arrays, shared by the calls)."""
         if not self._where_cache and len(self.kind):
             encoded = self.kind.dictionary_encode()
-            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+            codes = to_numpy(encoded.indices, null=-1)
             order = np.argsort(codes, kind="stable")
             bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
             for code, name in enumerate(encoded.dictionary.to_pylist()):
