@@ -482,15 +482,43 @@ def _pairs_in_python(deleted: pa.Table, inserted: pa.Table, key: list[str]) -> t
 
 def _changed_columns(before: pa.Table, after: pa.Table, names: list[str]) -> pa.Array:
     """Per row, the columns of `names` whose values differ between `before` and `after`
-    (polars' `ne_missing`: a null differs from a value), in the order of `names`."""
+    (polars' `ne_missing`: a null differs from a value, NaN equals NaN, -0.0 equals 0.0), in
+    the order of `names`."""
     rows = before.num_rows
     if not names:
         return pa.array([[]] * rows, pa.list_(pa.string()))
-    bf, af = _frame(before.select(names)), _frame(after.select(names))
-    differs = np.column_stack([bf.get_column(c).ne_missing(af.get_column(c)).to_numpy() for c in names]).astype(bool)
+    differs = np.column_stack([_differs_per_row(before.column(c), after.column(c)) for c in names])
     flat = np.tile(np.array(names, dtype=object), rows)[differs.ravel()]
     offsets = np.concatenate([[0], np.cumsum(differs.sum(axis=1))]).astype(np.int32)
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.string()))
+
+
+def _arrow_compares(t: pa.DataType) -> bool:
+    """Whether Arrow's `equal` of this type is polars' (up to NaN, which `_differs_per_row` adds)."""
+    kinds = (
+        pa.types.is_integer,
+        pa.types.is_floating,
+        pa.types.is_string,
+        pa.types.is_large_string,
+        pa.types.is_boolean,
+        pa.types.is_date,
+        pa.types.is_timestamp,
+        pa.types.is_decimal,
+    )
+    return any(kind(t) for kind in kinds)
+
+
+def _differs_per_row(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Polars' `a.ne_missing(b)` as booleans: in Arrow for plain types, else in polars."""
+    if not _arrow_compares(a.type):
+        series = pl.Series(a), pl.Series(b)
+        return np.asarray(series[0].ne_missing(series[1]).to_numpy(), bool)
+    equal = pc.equal(a, b)
+    if pa.types.is_floating(a.type):
+        equal = pc.or_kleene(equal, pc.and_(pc.is_nan(a), pc.is_nan(b)))
+    if a.null_count or b.null_count:
+        equal = pc.if_else(pc.is_null(equal), pc.and_(pc.is_null(a), pc.is_null(b)), equal)
+    return ~np.asarray(equal.to_numpy(zero_copy_only=False), bool)
 
 
 def _frame(t: pa.Table) -> pl.DataFrame:

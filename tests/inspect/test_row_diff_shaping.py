@@ -160,6 +160,43 @@ def test_compound_keys_empty_sides_and_no_other_columns():
     same(net_of({"a": [], "b": [], "v": []}, {"a": [1], "b": ["x"], "v": [0.5]}, types), ["a"])
     same(net_of({"a": [2, 1], "b": ["x", "y"], "v": [0.5, 1.0]}, {"a": [], "b": [], "v": []}, types), ["a", "b"])
     same(net_of({"a": [], "b": [], "v": []}, {"a": [], "b": [], "v": []}, types), ["a"])
+    # every comparison kind: floats with NaN, -0.0 and nulls on either side, timestamps,
+    # decimals, booleans, binary and a struct (polars)
+    from datetime import datetime
+    from decimal import Decimal
+
+    kinds = {
+        "k": pa.int64(),
+        "f": pa.float32(),
+        "t": pa.timestamp("us", "UTC"),
+        "d": pa.decimal128(10, 2),
+        "b": pa.bool_(),
+        "raw": pa.binary(),
+        "s": pa.struct([("x", pa.float64())]),
+    }
+    day = datetime(2026, 1, 1)
+    olds = {
+        "k": [1, 2, 3, 4, 5, 6],
+        "f": [math_nan, None, math_nan, -0.0, None, 1.0],
+        "t": [day, None, day, None, day, day],
+        "d": [Decimal("1.10"), None, Decimal("2.00"), None, Decimal("3"), Decimal("4")],
+        "b": [True, None, False, None, True, False],
+        "raw": [b"a", None, b"b", None, b"c", b"d"],
+        "s": [{"x": math_nan}, None, {"x": 1.0}, {"x": None}, None, {"x": -0.0}],
+    }
+    news = {
+        "k": [1, 2, 3, 4, 5, 6],
+        "f": [math_nan, None, None, 0.0, math_nan, 1.5],
+        "t": [day, None, None, day, day, datetime(2026, 1, 2)],
+        "d": [Decimal("1.10"), None, None, Decimal("1"), Decimal("3.00"), Decimal("5")],
+        "b": [True, None, None, True, True, True],
+        "raw": [b"a", None, None, b"x", b"c", b"e"],
+        "s": [{"x": math_nan}, None, None, {"x": 2.0}, None, {"x": 0.0}],
+    }
+    got = same(net_of(olds, news, kinds), ["k"])
+    named = dict(zip(got.column("k").to_pylist(), got.column(CHANGED).to_pylist()))
+    assert named[1] == named[2] == [] and named[3] == ["f", "t", "d", "b", "raw", "s"]
+    assert named[5] == ["f"] and "f" not in named[4]
     keys_only = net_of({"a": [1, 2]}, {"a": [2, 3]}, {"a": pa.int64()})
     got = same(keys_only, ["a"])
     assert got.column(CHANGE).to_pylist() == ["delete", "update", "insert"] and got.column(CHANGED)[1].as_py() == []
