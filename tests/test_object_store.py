@@ -474,6 +474,45 @@ def test_s3_read_many_retries_what_failed_for_now_and_types_the_rest(s3, faults,
         storage.read_many(paths[:2])
 
 
+@pytest.mark.s3
+def test_s3_get_many_past_the_connect_ramp_stays_within_the_bound(s3, faults, corpus):
+    """More workers than `CONNECT_RAMP`: they start a batch at a time, answers equal one read at
+    a time, and the bound (40) holds while the second batch joins the first."""
+    from deltaexplore.storage.s3_requests import CONNECT_RAMP, S3Client
+
+    _, options = s3
+    rel = "delta-kernel-rs/cdf-table-with-cdc-and-dvs"
+    names = sorted(p.name for p in (corpus / rel / "_delta_log").glob("*.json"))
+    keys = [f"{rel}/_delta_log/{n}" for n in names] * 3
+    client = S3Client(
+        endpoint=options["client_kwargs"]["endpoint_url"], region="us-east-1", credentials=("testing", "testing", None)
+    )
+    bound = CONNECT_RAMP + 8
+    assert len(keys) > bound
+    # Each answer held long enough that the first batch is still in flight when the second joins,
+    # even on a loaded machine where connecting the second batch can take tens of milliseconds.
+    faults.latency_s = 0.3
+    got = client.get_many("lake", keys, max_in_flight=bound)
+    assert got == [(corpus / rel / "_delta_log" / k.rsplit("/", 1)[1]).read_bytes() for k in keys]
+    assert CONNECT_RAMP < faults.max_in_flight <= bound
+    assert sum(1 for r in faults.requests if r[0] == "GET") == len(keys)
+
+
+def test_s3_get_many_hands_back_connect_failures_past_the_ramp():
+    """Nothing listens: every read ends with a ConnectionError (no batch waits for ever)."""
+    import socket
+
+    from deltaexplore.storage.s3_requests import CONNECT_RAMP, S3Client
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again below: a port nothing listens on
+    client = S3Client(endpoint=f"http://127.0.0.1:{port}", region="us-east-1", credentials=None)
+    got = client.get_many("lake", [f"t/{i}" for i in range(3 * CONNECT_RAMP)], max_in_flight=2 * CONNECT_RAMP)
+    assert len(got) == 3 * CONNECT_RAMP
+    assert all(isinstance(g, ConnectionError) for g in got)
+
+
 def _run(coroutine):  # type: ignore[no-untyped-def]
     """`asyncio.run(coroutine)` on a thread of its own: this worker's thread may already run an
     event loop (Playwright's sync API, a kernel), where `asyncio.run` refuses to start."""

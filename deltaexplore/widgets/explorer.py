@@ -49,7 +49,7 @@ from deltaexplore.widgets import fallback, maintenance
 from deltaexplore.widgets.arrow_ipc import to_ipc
 from deltaexplore.widgets.frontend import bundle
 from deltaexplore.widgets.sources import RowSource
-from deltaexplore.widgets.views import TableView
+from deltaexplore.widgets.views import TableView, diff_key
 
 _log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ TABS = ("overview", "history", "files", "layout", "dv", "diff", "health", "maint
 #: tabs whose content depends on the shown version
 _PER_VERSION = ("overview", "files", "layout", "dv", "health")
 #: tabs whose data is sent before they are opened once the background preparation has it
-PREFETCHED = ("history", "files", "health", "layout")
+PREFETCHED = ("history", "files", "health", "layout", "diff")
 #: row sources kept (older ones are dropped; a grid asking for one then reloads its tab)
 _SOURCES_KEPT = 16
 #: commit summaries `follow_state` keeps (the newest)
@@ -291,6 +291,8 @@ class Explorer(anywidget.AnyWidget):
             return (view.listing.latest_version, "history")
         if tab in ("files", "health"):
             return (view.version, tab)
+        if tab == "diff":  # the pair shown, prepared when it is the default one
+            return (view.version, diff_key(self.diff_from, self.diff_to))
         if tab == "layout":
             column = view.default_layout_column()
             if not column or (self.layout_column and self.layout_column != column):
@@ -367,7 +369,8 @@ class Explorer(anywidget.AnyWidget):
         if a < 0 or b < 0:
             return
         # stale results go at once: the browser shows the pair being computed, not the old one
-        self.diff_data = {"from": a, "to": b, "state": "loading"}
+        if self.view.prepared_state((self.view.version, diff_key(a, b))) != "done":
+            self.diff_data = {"from": a, "to": b, "state": "loading"}
         try:
             data, source = self.view.diff(a, b)
         except DeltaExploreError as exc:

@@ -62,6 +62,11 @@ EAGER_SEGMENT_BYTES = 16 * 1024 * 1024
 PREFETCH_MAX_FILES = 4_000_000
 
 
+def diff_key(v1: int, v2: int) -> str:
+    """What a background job preparing the diff of `v1` -> `v2` is called (`TableView.prepare`)."""
+    return f"diff:{v1}-{v2}"
+
+
 def _segment_bytes(snap: Snapshot) -> int:
     """Bytes a replay of `snap` reads: its checkpoint and JSON commits."""
     seg = snap.segment
@@ -261,11 +266,13 @@ class TableView:
         """Once the first view is complete: prepare in the background what the user is likely to
         ask next: the previous version (the slider's step back, the diff's default pair), the
         files tab, the layout of the default column, the history and the log health of this
-        version. Each tab takes its result when it opens (`_take_prepared`), or computes it.
+        version, and the diff of the previous version to this one (the Diff tab's default pair).
+        Each tab takes its result when it opens (`_take_prepared`), or computes it.
 
-        A table past the streaming threshold is not replayed ahead of the user: only its
-        default column's layout, history and files are prepared (all three from the overview's
-        pass, which kept that column's bounds: `_pass_columns`); on Spark nothing is."""
+        A table past the streaming threshold is not replayed ahead of the user: its default
+        column's layout, history and files are prepared (from the overview's pass, which kept
+        that column's bounds: `_pass_columns`), the diff (the paths the commits between touch
+        alone) and the log health (one pass over the log's batches); on Spark nothing is."""
         snap = self.snap
         engine = self._preparing_allowed(snap)
         if engine is None:
@@ -291,21 +298,34 @@ class TableView:
             self.pause()
             return self.health(snap)
 
+        older = max(self.version_range()[0], snap.version - 1)
+
+        def diff() -> tuple[dict[str, Any], RowSource]:
+            self.pause()
+            out, source = self.diff(older, snap.version)
+            self.pause()
+            return out, source.warm()
+
         # in the order of their cost (a tab opened while its job still waits computes it at
         # once): the history (usually prepared already: `prepare_history`), the files (a
         # fraction of a second at 1M files, sorts included: a click on Files behind the
         # layout's job paid both and sorted its million rows for the first window), then
-        # replayed: the log health (under a second), this version's layout tab and the
-        # previous version (seconds each); streamed: the layout (about a second from the
-        # overview pass's bounds)
+        # replayed: the log health (under a second), the diff's default pair (the paths the
+        # commits between touch alone), this version's layout tab and the previous version
+        # (seconds each); streamed: the layout (about a second from the overview pass's
+        # bounds), the diff, then the log health (one pass over the log's batches, no replay)
         jobs: dict[tuple[Any, str], Callable[[], Any]] = {}
         jobs[(self.listing.latest_version, "history")] = self._history_job
         jobs[(snap.version, "files")] = files
         column = self.default_layout_column()
         if engine == "local":
             jobs[(snap.version, "health")] = health
+            jobs[(snap.version, diff_key(older, snap.version))] = diff
         if column:
             jobs[(snap.version, f"layout:{column}")] = lambda: layout(column)
+        if engine != "local":
+            jobs[(snap.version, diff_key(older, snap.version))] = diff
+            jobs[(snap.version, "health")] = health
         with self._preparing:
             for key, job in jobs.items():
                 if key not in self._prepared and key not in self._taken:
@@ -796,6 +816,9 @@ class TableView:
     # -- diff ------------------------------------------------------------------------------
     def diff(self, v1: int, v2: int) -> tuple[dict[str, Any], RowSource]:
         """`inspect.diff` (every change, by section) and `inspect.diff_files` of v1 -> v2."""
+        ready = self._take_prepared((self.snap.version, diff_key(v1, v2)))
+        if ready is not None:
+            return ready  # type: ignore[no-any-return]
         pending = self._pending
         if pending is not None and pending[0] in (v1, v2) and pending[1].done():
             self.snapshot(pending[0])  # prepared in the background: inspect keeps it (not waited for:

@@ -166,11 +166,14 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
    * built in idle time in its panel, laid out but not shown (`dxe-prerender`: invisible, no
    * height; inert and aria-hidden: no focus, out of the accessibility tree), so that its grids
    * and charts are drawn when the tab is clicked and the click only shows them. Data of a
-   * version left (a late reply) is not built: the tab waits for its version's. */
-  const PRERENDER = ['history', 'layout', 'files', 'dv', 'health'];
+   * version left (a late reply), or a diff of another pair than the one asked, is not built:
+   * the tab waits for its own. */
+  const PRERENDER = ['history', 'layout', 'files', 'dv', 'health', 'diff'];
   const current = (id: string): boolean => {
     const data = model.get(TRAITS[id][0]) || {};
     if (Object.keys(data).length === 0 || data.state === 'loading') return false;
+    // the diff's data is of a pair of versions: the pair the tab shows
+    if (id === 'diff') return data.state === 'ready' && data.from === model.get('diff_from') && data.to === model.get('diff_to');
     return id === 'history' || data.version === model.get('version');
   };
   function prerender(id: string): void {
@@ -299,7 +302,7 @@ export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () 
    * prerendered in idle time and a click only shows them. One round per version, widened to
    * the other tabs when the overview is complete: a round for a version left stops (the kernel
    * answers "stale" to a request for another version than its own). */
-  const EARLY = ['history', 'files', 'health', 'layout'];
+  const EARLY = ['history', 'files', 'health', 'layout', 'diff'];
   let prefetchedFor: number | null = null;
   let settled = new Set<string>();
   let asking = false;

@@ -215,7 +215,7 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
         } catch (err) {
           reject(err);
         }
-      }),
+      }, el),
     );
   const draw = async () => {
     const mine = ++token;
@@ -252,6 +252,12 @@ export function createChart(rootClass: string, opts: ChartOptions): ChartHandle 
         view.hover();
         try {
           await view.initialize(target).runAsync();
+          // vega-view's container observer keeps the size it saw at `initialize`, before the
+          // first draw (no height): its first notification then re-ran the dataflow and drew
+          // the chart again -- for a chart prerendered in a hidden panel, when the tab was
+          // shown (20-45 ms of the click's frame at 746-1,101 marks). A container stream asked
+          // for now observes it again from the size drawn: later resizes still re-draw it.
+          view.events('container', 'resize');
           el.dataset.drawn = renderer;
         } catch (err) {
           view.finalize();

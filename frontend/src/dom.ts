@@ -227,8 +227,16 @@ export function isTextInput(el: EventTarget | null): boolean {
 // Compiling a chart, drawing it, building a grid: each can take tens of milliseconds. Run
 // back to back they make one long task that freezes the page (and the notebook around it);
 // queued here, each runs in its own task, so the page stays responsive in between.
-const jobs: Array<() => void | Promise<void>> = [];
+// The user first: a job for what is shown (or of no element) runs before the jobs of tabs built
+// ahead in hidden panels (`dxe-prerender`): a click on a tab whose grid or chart is still to be
+// made no longer waits behind another hidden tab's chart (a 60-150 ms draw) queued before it.
+interface Job {
+  run: () => void | Promise<void>;
+  el?: Element;
+}
+const jobs: Job[] = [];
 let running = false;
+const ahead = (job: Job): boolean => !!job.el && job.el.closest('.dxe-prerender') !== null;
 
 function nextTask(): Promise<void> {
   // after a frame: the browser styles and lays out what the last job built in a task of its
@@ -249,9 +257,10 @@ function nextTask(): Promise<void> {
 async function drain(): Promise<void> {
   running = true;
   while (jobs.length) {
-    const job = jobs.shift() as () => void | Promise<void>;
+    const first = jobs.findIndex((j) => !ahead(j));
+    const [job] = jobs.splice(first >= 0 ? first : 0, 1);
     try {
-      await job();
+      await job.run();
     } catch (err) {
       console.warn('deltaexplore: a view update failed', err);
     }
@@ -260,9 +269,10 @@ async function drain(): Promise<void> {
   running = false;
 }
 
-/** Run `job` in a task of its own, after the jobs queued before it. */
-export function later(job: () => void | Promise<void>): void {
-  jobs.push(job);
+/** Run `job` in a task of its own, after the jobs queued before it; `el`: what it draws (its
+ * job waits for what is shown while it is in a tab built ahead). */
+export function later(job: () => void | Promise<void>, el?: Element): void {
+  jobs.push({ run: job, el });
   if (!running) void nextTask().then(drain);
 }
 

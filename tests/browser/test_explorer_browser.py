@@ -41,7 +41,7 @@ def shots() -> Path:
 
 
 def _open_and_run(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
-    for helper in ("xss_table.py",):
+    for helper in ("xss_table.py", "big_table.py"):
         shutil.copy(HERE / helper, lab.root / helper)
     (lab.root / name).write_text(notebook_json(cells))
     page.goto(lab.url(f"/lab/workspaces/{name.replace('.', '-')}/tree/{name}?reset"))
@@ -601,8 +601,8 @@ def test_the_tour_runs_in_jupyterlab(page, lab, shots):
 
 def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     """A big table (here: the thresholds of one): once the overview is complete the kernel
-    prepares History, Files, Log health and the default column's Layout in the background and
-    sends them; the browser builds those tabs in idle time, hidden (no focus, out of the
+    prepares History, Files, Log health, the default column's Layout and the Diff of the
+    previous version to this one in the background and sends them; the browser builds those tabs in idle time, hidden (no focus, out of the
     accessibility tree), and a click only shows them: no request for their data or rows reaches
     the kernel, and they look as a tab drawn on the click does (charts as wide as their panel)."""
     page.set_viewport_size({"width": 1500, "height": 1650})  # as the tour's screenshots
@@ -630,14 +630,15 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     explorer = page.locator(".dxe-explorer").first
     explorer.wait_for(timeout=120_000)
     settled(page, explorer)
-    tabs = {"History": "history", "Files": "files", "Layout": "layout", "Log health": "health"}
-    # built while hidden: charts drawn, grid rows there, the panel kept out of focus and the
-    # accessibility tree
+    tabs = {"History": "history", "Files": "files", "Layout": "layout", "Diff": "diff", "Log health": "health"}
+    # built while hidden: charts drawn (the diff has none: its cards), grid rows there, the panel
+    # kept out of focus and the accessibility tree
     page.wait_for_function(
         """ids => { const root = document.querySelector('.dxe-explorer');
             return ids.every(id => { const p = root.querySelector(`.dxe-panel[data-tab=${id}]`);
                 return p.hidden && p.classList.contains('dxe-prerender') && p.querySelector('.ag-row')
-                    && p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]'); }); }""",
+                    && (id === 'diff' ? p.querySelector('[aria-label="changed files"] .ag-row') && p.querySelectorAll('.dxe-diff-result:not([hidden]) .dxe-card').length >= 6
+                        : p.querySelector('.dxe-chart svg g.role-mark > [aria-roledescription]')); }); }""",
         arg=list(tabs.values()),
         timeout=120_000,
     )
@@ -663,18 +664,23 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
         assert panel.evaluate(
             "p => [...p.querySelectorAll('.ag-root-wrapper, .dxe-chart svg')].every(n => window.__dxeBuilt.includes(n))"
         )
-        widths = panel.evaluate(
-            "p => [...p.querySelectorAll('.dxe-chart')].filter(c => c.offsetParent).map(c => [Math.round(c.getBoundingClientRect().width), Math.round(c.querySelector('svg').getBoundingClientRect().width)])"
-        )
-        assert widths and all(chart > 200 and svg >= chart - 40 for chart, svg in widths), widths  # laid out at full width
+        if tab_id != "diff":
+            widths = panel.evaluate(
+                "p => [...p.querySelectorAll('.dxe-chart')].filter(c => c.offsetParent).map(c => [Math.round(c.getBoundingClientRect().width), Math.round(c.querySelector('svg').getBoundingClientRect().width)])"
+            )
+            assert widths and all(chart > 200 and svg >= chart - 40 for chart, svg in widths), widths  # laid out at full width
         assert _cut_grids(panel) == []
         explorer.screenshot(path=str(shots / f"prepared-{tab_id}.png"))
+        if tab_id == "diff":  # the default pair's, as computed on a click (`inspect.diff_files`)
+            assert panel.get_by_label("compare from version", exact=True).input_value() == "6"
+            assert panel.get_by_label("compare to version", exact=True).input_value() == "7"
+            assert panel.get_by_label("compare to version", exact=True).locator("option").count() == 8
+            changed = dx.open_table(str(lab.root / "sales_prepared")).inspect.diff_files(6, 7).num_rows
+            assert changed and _grid_rows(panel, "changed files") == changed
     assert _grid_rows(explorer.locator(".dxe-panel:not([hidden])"), "log health") >= 10
 
     # back to version 0, from the overview: the hidden tabs follow the version (sent again once
     # prepared for it), and opening Files then asks the kernel for nothing either
-    import deltaexplore as dx
-
     files_at_0 = dx.open_table(str(lab.root / "sales_prepared")).snapshot(0).num_files
     assert files_at_0 != 9
     open_tab(page, explorer, "Overview")
@@ -693,6 +699,59 @@ def test_prepared_tabs_are_drawn_before_they_are_opened(page, lab, shots):
     assert b'"files_data"' not in received and b"loading " not in received
     assert _grid_rows(panel, "files") == files_at_0
     explorer.screenshot(path=str(shots / "prepared-files-v0.png"))
+    assert watch.outside == [], watch.outside
+    assert watch.errors == [], watch.errors
+
+
+def test_diff_pickers_of_a_long_history_list_their_versions_when_reached(page, lab, shots):
+    """Over 100 versions (the big test table), a Diff picker holds the version chosen alone
+    until it is reached (a thousand options were half the elements styled when the tab is
+    shown); focused, it lists every version newest first with its time and operation, and a
+    version picked there is compared. The Diff and Log health tabs of that table, as shown."""
+    page.set_viewport_size({"width": 1500, "height": 1650})
+    watch = Watch(page)
+    cells = [
+        ("code", "import deltaexplore as dx, big_table\nbig = big_table.build_big('events_pickers')"),
+        ("code", "dx.explore(big)"),
+    ]
+    _open_and_run(page, lab, "explorer_pickers.ipynb", cells)
+    explorer = page.locator(".dxe-explorer").first
+    explorer.wait_for(timeout=120_000)
+    settled(page, explorer)
+    table = dx.open_table(str(lab.root / "events_pickers"))
+    hi = table.snapshot().version
+    lo = int(explorer.locator("input[type=range]").get_attribute("min") or 0)
+    assert hi - lo + 1 > 100
+    open_tab(page, explorer, "History").locator(".ag-row").first.wait_for(timeout=60_000)  # the pickers' labels
+    panel = open_tab(page, explorer, "Diff")
+    frm = panel.get_by_label("compare from version", exact=True)
+    to = panel.get_by_label("compare to version", exact=True)
+    panel.locator(".dxe-diff-result:not([hidden]) .dxe-card").first.wait_for(timeout=60_000)
+    assert frm.locator("option").count() == 1 and to.locator("option").count() == 1
+    assert (frm.input_value(), to.input_value()) == (str(hi - 1), str(hi))
+    operation = table.inspect.history().to_pylist()[0]["operation"]
+    assert to.locator("option").inner_text().startswith(f"{hi} · ") and operation in to.locator("option").inner_text()
+    explorer.screenshot(path=str(shots / "big-diff.png"))
+    assert _cut_grids(panel) == []
+    frm.focus()  # reached: every version listed, the one chosen still chosen
+    values = frm.locator("option").evaluate_all("os => os.map(o => o.value)")
+    assert values == [str(v) for v in range(hi, lo - 1, -1)]
+    assert frm.input_value() == str(hi - 1)
+    frm.select_option(str(hi - 10))
+    panel.get_by_text(f"Version {hi - 10} → {hi}", exact=True).wait_for(timeout=60_000)
+    changed = table.inspect.diff_files(hi - 10, hi).num_rows
+    count = panel.get_by_role("region", name="changed files", exact=True).locator(".dxe-grid-count")
+    page.wait_for_function(
+        "([el, n]) => el.textContent === `${n.toLocaleString('en-US')} files`",
+        arg=[count.element_handle(), changed],
+        timeout=60_000,
+    )
+    assert to.locator("option").count() == 1  # the other picker not reached yet
+    explorer.screenshot(path=str(shots / "big-diff-picked.png"))
+    panel = open_tab(page, explorer, "Log health")
+    panel.locator(".dxe-chart[data-drawn]").first.wait_for(timeout=60_000)  # (a canvas past 600 rows)
+    assert _grid_rows(panel, "log health") >= 10
+    explorer.screenshot(path=str(shots / "big-log-health.png"))
     assert watch.outside == [], watch.outside
     assert watch.errors == [], watch.errors
 

@@ -276,9 +276,10 @@ def test_a_streamed_table_prepares_its_layout_from_the_overviews_one_pass(sales,
         w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
         w._counting.result(WAIT)  # counted on the jobs thread
         assert view.engine()["name"] == "streaming" and w.overview_data["complete"]
-        # never a replay ahead of the user (no previous version, no health); the history was
-        # queued with the first view, then the files (a fraction of a second), the layout
-        assert list(view._prepared) == [(7, "history"), (7, "files"), key]
+        # never a replay ahead of the user (no previous version); the history was queued with
+        # the first view, then the files (a fraction of a second), the layout, the diff's default
+        # pair (the paths its commits touch) and the log health (one pass over the log's batches)
+        assert list(view._prepared) == [(7, "history"), (7, "files"), key, (7, "diff:6-7"), (7, "health")]
         assert view._pending is None
         prepared = view._prepared[key]
         threading.Event().wait(0.2)

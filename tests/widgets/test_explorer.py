@@ -100,11 +100,12 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     w._on_custom_msg(w, {"type": "complete_overview", "version": 7}, [])
     w._counting.result(WAIT)  # counted on the jobs thread
     view = w.view
-    # the previous version, the files, history, log health and layout tab of this one: one worker
+    # the previous version, the files, history, log health, layout tab and the diff of the
+    # previous version to this one (the Diff tab's default pair): one worker
     assert view._pending is not None and view._pending[0] == 6
     column = view.default_layout_column()
     assert column
-    expected = {(7, "files"), (7, "history"), (7, "health"), (7, f"layout:{column}")}
+    expected = {(7, "files"), (7, "history"), (7, "health"), (7, "diff:6-7"), (7, f"layout:{column}")}
     assert {key for key in view._prepared} == expected
     # already submitted when the complete overview goes out: the browser's prefetch, sent when it
     # sees it (and handled, with ipykernel's subshells, maybe on another thread), finds the jobs;
@@ -122,10 +123,20 @@ def test_the_next_steps_are_prepared_in_the_background(sales, monkeypatch):
     assert w.files_data["files"]["total"] == prepared[0]["files"]["total"] == dx.open_table(sales).snapshot().num_files
     w.tab = "history"
     assert w.history_data["commits"] and (7, "history") not in view._prepared
+    diffed = view._prepared[(7, "diff:6-7")].result()
+    assert (w.diff_from, w.diff_to) == (6, 7)
+    w.tab = "diff"
+    assert (7, "diff:6-7") not in view._prepared  # taken, not computed again
+    assert w.diff_data["changes"] == diffed[0]["changes"] and w.diff_data["state"] == "ready"
     # what was prepared agrees with what is computed on the spot
     fresh = views.TableView(dx.open_table(sales))
     monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")
     assert table(fresh.health()["metrics"]).to_pylist() == table(view.health()["metrics"]).to_pylist()
+    on_the_spot, files = fresh.diff(6, 7)
+    assert table(w.diff_data["changes"]).to_pylist() == table(on_the_spot["changes"]).to_pylist()
+    assert w.diff_data["columns"] == on_the_spot["columns"]
+    assert diffed[1].window(0, 100)[1].to_pylist() == files.window(0, 100)[1].to_pylist()
+    assert table(on_the_spot["changes"]).to_pylist() == inspect.diff(dx.open_table(sales), 6, 7).to_pylist()
     # moving to another version drops what was prepared for the version left
     view._prepared[(7, "health")] = view._background(lambda: view.health(view.snap))
     w.version = 6
@@ -166,17 +177,23 @@ def test_prepared_tabs_are_sent_before_they_open(sales, monkeypatch):
     replies = Replies(w)
     view = w.view
     column = view.default_layout_column()
-    keys = {"history": (7, "history"), "files": (7, "files"), "health": (7, "health"), "layout": (7, f"layout:{column}")}
+    keys = {
+        "history": (7, "history"),
+        "files": (7, "files"),
+        "health": (7, "health"),
+        "layout": (7, f"layout:{column}"),
+        "diff": (7, "diff:6-7"),  # the Diff tab's default pair: the previous version -> this one
+    }
     tabs = list(keys)
     reply, _ = replies.ask("prefetch", version=7, tabs=tabs)
     assert reply["states"] == dict.fromkeys(tabs, "none") and reply["version"] == 7  # nothing prepares them yet
-    assert (w.history_data, w.files_data, w.health_data, w.layout_data) == ({}, {}, {}, {})
+    assert (w.history_data, w.files_data, w.health_data, w.layout_data, w.diff_data) == ({}, {}, {}, {}, {})
     running = {tab: Future() for tab in tabs}  # the background jobs, still running
     for tab, future in running.items():
         future.set_running_or_notify_cancel()
         view._prepared[keys[tab]] = future
     assert replies.ask("prefetch", version=7, tabs=tabs)[0]["states"] == dict.fromkeys(tabs, "pending")
-    assert (w.history_data, w.files_data, w.health_data, w.layout_data) == ({}, {}, {}, {})
+    assert (w.history_data, w.files_data, w.health_data, w.layout_data, w.diff_data) == ({}, {}, {}, {}, {})
     assert calls == [] and all(key in view._prepared for key in keys.values())  # never computed on this thread
     # the jobs finish (computed as the background thread does, by a view of its own)
     other = views.TableView(dx.open_table(sales))
@@ -184,6 +201,7 @@ def test_prepared_tabs_are_sent_before_they_open(sales, monkeypatch):
     running["files"].set_result(other.files())
     running["health"].set_result(other.health())
     running["layout"].set_result(other.layout(column))
+    running["diff"].set_result(other.diff(6, 7))
     calls.clear()
     reply, _ = replies.ask("prefetch", version=7, tabs=tabs)
     assert reply["states"] == dict.fromkeys(tabs, "sent") and reply["req"]
@@ -193,6 +211,7 @@ def test_prepared_tabs_are_sent_before_they_open(sales, monkeypatch):
     assert [c["version"] for c in table(w.history_data["commits"]).to_pylist()] == [7, 6, 5, 4, 3, 2, 1, 0]
     assert w.files_data["version"] == w.health_data["version"] == w.layout_data["version"] == 7
     assert w.layout_column == column == w.layout_data["column"]
+    assert (w.diff_data["from"], w.diff_data["to"], w.diff_data["state"]) == (6, 7, "ready")
     # the same data a click loads (a second explorer that prepares nothing)
     monkeypatch.setenv("DELTAEXPLORE_PREFETCH", "0")
     clicked = explore(sales)
@@ -216,7 +235,8 @@ def test_prepared_tabs_are_sent_before_they_open(sales, monkeypatch):
     assert reply["states"] == dict.fromkeys(tabs, "stale") and reply["version"] == 6
     assert w.files_data["version"] == 7 and w.layout_data["version"] == 7
     reply, _ = replies.ask("prefetch", version=6, tabs=tabs)
-    assert reply["states"] == {"history": "sent", "files": "none", "health": "none", "layout": "none"}
+    # (the diff's pair did not move with the version: what was sent is still its data)
+    assert reply["states"] == {"history": "sent", "files": "none", "health": "none", "layout": "none", "diff": "sent"}
     w.tab = "files"  # opening it loads this version's files
     assert w.files_data["version"] == 6
 

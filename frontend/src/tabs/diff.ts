@@ -19,9 +19,15 @@ const AUTO_ROWS_BYTES = 16 * 1024 * 1024;
  * time and operation beside it): a select of 100,000 options is slow to build and to use. */
 const MAX_LISTED = 3000;
 
+/** Versions a picker lists at once; a longer list holds the chosen version alone until the
+ * picker is first reached (pointer or focus): 1,101 options were half the elements the Diff
+ * tab's panel styles when it is shown. */
+const EAGER_LISTED = 100;
+
 interface Picker {
   el: HTMLElement;
   value: number;
+  /** List versions lo..hi (newest first) labelled by `label`. */
   setVersions(lo: number, hi: number, label: (v: number) => string): void;
 }
 
@@ -32,6 +38,19 @@ function versionPicker(name: string, onChange: () => void): Picker {
   const el = h('span', { class: 'dxe-picker' }, select, box, about);
   let label: (v: number) => string = String;
   let listed = true;
+  let range: [number, number] = [0, -1];
+  let whole = false; // every version of the range is an option
+  let chosen = NaN;
+  const listAll = () => {
+    if (whole || !listed) return;
+    whole = true;
+    const out: HTMLOptionElement[] = [];
+    for (let v = range[1]; v >= range[0]; v--) out.push(h('option', { value: v }, label(v)));
+    fill(select, out);
+    if (Number.isFinite(chosen)) select.value = String(chosen);
+  };
+  // before the list opens (mousedown's default action) or a key moves in it
+  for (const type of ['pointerdown', 'mousedown', 'focus']) select.addEventListener(type, listAll);
   select.addEventListener('change', onChange);
   box.addEventListener('keydown', (ev: KeyboardEvent) => {
     if (ev.key === 'Enter') {
@@ -46,24 +65,24 @@ function versionPicker(name: string, onChange: () => void): Picker {
       return Number(listed ? select.value : box.value);
     },
     set value(v: number) {
+      chosen = v;
+      if (listed && !whole && select.value !== String(v)) fill(select, h('option', { value: v }, label(v)));
       select.value = String(v);
       box.value = String(v);
       about.textContent = label(v);
     },
     setVersions(lo, hi, text) {
       label = text;
+      range = [lo, hi];
       listed = hi - lo + 1 <= MAX_LISTED;
       select.hidden = !listed;
       box.hidden = about.hidden = listed;
       box.min = String(lo);
       box.max = String(hi);
-      if (listed) {
-        const out: HTMLOptionElement[] = [];
-        for (let v = hi; v >= lo; v--) out.push(h('option', { value: v }, text(v)));
-        fill(select, out);
-      } else {
-        select.replaceChildren();
-      }
+      whole = false;
+      select.replaceChildren();
+      if (listed && (hi - lo + 1 <= EAGER_LISTED || document.activeElement === select)) listAll();
+      else if (listed && Number.isFinite(chosen)) picker.value = chosen;
     },
   };
   return picker;
@@ -332,18 +351,24 @@ export function diffTab(ctx: Ctx): Tab {
   });
   shown.addEventListener('click', () => apply(Number(model.get('version')), Number(model.get('max_version'))));
 
+  /** What the pickers list (the versions and the history labelling them): listed again only
+   * when it changes (the tab hears several traits at once when it is built, and once shown). */
+  let listedFor: [number, number, unknown] | null = null;
   function versionOptions(): void {
     const lo = Number(model.get('min_version'));
     const hi = Number(model.get('max_version'));
-    const commits = decode((model.get('history_data') || {}).commits);
-    const byVersion = new Map<number, Row>();
-    for (const r of commits?.rows || []) byVersion.set(Number(r.version), r);
-    const label = (v: number) => {
-      const r = byVersion.get(v);
-      return r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
-    };
-    fromSel.setVersions(lo, hi, label);
-    toSel.setVersions(lo, hi, label);
+    const history = (model.get('history_data') || {}).commits;
+    if (!listedFor || listedFor[0] !== lo || listedFor[1] !== hi || listedFor[2] !== history) {
+      listedFor = [lo, hi, history];
+      const byVersion = new Map<number, Row>();
+      for (const r of decode(history)?.rows || []) byVersion.set(Number(r.version), r);
+      const label = (v: number) => {
+        const r = byVersion.get(v);
+        return r ? `${v} · ${formatValue('timestamp', r.timestamp)} · ${r.operation ?? '?'}` : String(v);
+      };
+      fromSel.setVersions(lo, hi, label);
+      toSel.setVersions(lo, hi, label);
+    }
     fromSel.value = Number(model.get('diff_from'));
     toSel.value = Number(model.get('diff_to'));
   }
@@ -352,13 +377,19 @@ export function diffTab(ctx: Ctx): Tab {
     return rows.find((r) => r.section === section && (change === undefined || r.change === change));
   }
 
+  /** What was drawn last (the data and the pair): the tab hears several traits at once when it
+   * is built, and a trait that changes nothing drawn draws nothing again. */
+  let drawnFor: [unknown, number, number, number] | null = null;
   function draw(): void {
     const data = model.get('diff_data') || {};
     const a = Number(model.get('diff_from'));
     const b = Number(model.get('diff_to'));
+    const lo = Number(model.get('min_version'));
+    if (drawnFor && drawnFor[0] === data && drawnFor[1] === a && drawnFor[2] === b && drawnFor[3] === lo) return;
+    drawnFor = [data, a, b, lo];
     fromSel.value = a;
     toSel.value = b;
-    withPrev.disabled = b <= Number(model.get('min_version'));
+    withPrev.disabled = b <= lo;
     if (data.state !== 'ready' || data.from !== a || data.to !== b) {
       result.hidden = true;
       if (data.state === 'error' && data.from === a && data.to === b) fill(state, note(`Cannot compare ${a} → ${b}: ${data.error}`, 'error'));
