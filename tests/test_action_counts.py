@@ -295,3 +295,346 @@ def test_a_mutated_line_the_scanner_reads_is_json_with_the_values_it_read(kernel
         dv = body.get("deletionVector")
         assert bool(flags[0] & 8) == (dv is not None) and (dv is None or card[0] == (dv.get("cardinality") or 0))
     assert accepted > 1000
+
+
+# -- the compiled read of whole commit files (`commit_counts`, the kernel's `count_files`) -----
+class _ScanOnly:
+    """A kernel built before `count_files`: the files are read by `read_log_files`, the lines
+    scanned by `scan`."""
+
+    def __init__(self, kernel) -> None:
+        self.scan = kernel.scan
+
+
+def _histories(path: str, monkeypatch, kernel) -> dict[str, pa.Table]:
+    """History by the three paths: files read by the kernel, lines scanned by it, plain parse."""
+    out = {}
+    for name, compiled in (("files", kernel), ("lines", _ScanOnly(kernel)), ("parse", None)):
+        with monkeypatch.context() as m:
+            m.setattr(ac, "KERNEL", compiled)
+            out[name] = dx.open_table(path).history()
+    return out
+
+
+def _counted(path: str) -> ac.CommitCounts | None:
+    table = dx.open_table(path)
+    versions = table.listing().versions()
+    return ac._compiled_commit_counts(table.storage, [table.listing().commit(v) for v in versions], versions)
+
+
+def _write_raw(root, version: int, data: bytes) -> None:
+    log = root / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    (log / f"{version:020d}.json").write_bytes(data)
+
+
+_PLAIN = '{"add":{"path":"p%d","size":%d,"stats":"{\\"numRecords\\":%d}","dataChange":true}}'
+
+
+def test_odd_files_count_the_same_read_by_the_kernel(tmp_path, monkeypatch, kernel):
+    """Commit files with CRLF endings, blank lines, no newline at the end, an empty commit, escaped
+    and non-ASCII strings, `\\n` escapes inside strings, a 3 MB line and files of many lines: the
+    history is the same whether the kernel reads the files, scans the split lines or nothing is
+    compiled; and the kernel did count the plain lines itself."""
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    info = json.dumps(commit_info())
+    plain = [_PLAIN % (i, 10 + i, i) for i in range(50)]
+    escaped = [
+        '{"add":{"path":"a\\"b\\\\c\\u00e9 é ✓","size":7,"stats":"{\\"numRecords\\":3,\\"minValues\\":{\\"s\\":\\"x\\\\ny\\"}}"}}',
+        '{"remove":{"path":"r\\n1","size":5,"stats":"{\\"numRecords\\":2,\\"minValues\\":{\\"s\\":\\"é\\\\u00e9\\"}}"}}',
+    ]
+    # escapes at every position of a 64-byte block (the kernel reads strings a block at a time)
+    escaped += [
+        '{"add":{"path":"' + "q" * k + "\\\\" + "r" * k + '\\"","size":1,"stats":"{\\"numRecords\\":1}"}}' for k in range(130)
+    ]
+    escaped += ['{"add":{"path":"s","size":1,"stats":"{\\"numRecords\\":1,\\"%s\\":1}"}}' % ("k" * k) for k in range(130)]
+    huge = (
+        '{"add":{"path":"big","size":1,"stats":"{\\"numRecords\\":9,\\"minValues\\":{'
+        + ",".join(f'\\"c{i}\\":\\"{"v" * 40}\\"' for i in range(60_000))
+        + '}}"}}'
+    )
+    files = [
+        "\r\n".join([info, *plain]) + "\r\n",  # CRLF
+        "\n".join([info, "", *plain[:5], "   ", "\t", *plain[5:]]) + "\n\n",  # blank lines
+        "\n".join([info, *plain]),  # no newline at the end
+        "",  # an empty commit
+        "\n".join([info, *escaped]) + "\n",
+        "\n".join([info, huge, *plain]) + "\n",
+        "\n".join([info, *(_PLAIN % (i, i, i) for i in range(20_000))]) + "\n",  # larger than one read buffer
+        "\n".join([info, *plain, json.dumps({"cdc": {"path": "c", "size": 3, "partitionValues": {}, "dataChange": False}})]),
+    ]
+    for version, text in enumerate(files, start=1):
+        _write_raw(tmp_path, version, text.encode())
+    got = _histories(str(tmp_path), monkeypatch, kernel)
+    assert got["files"].equals(got["parse"]) and got["lines"].equals(got["parse"])
+    counted = _counted(str(tmp_path))
+    assert counted is not None
+    assert counted.sums[:, 0, 0].sum() > 20_000  # the adds were summed by the kernel...
+    assert len(counted.lines) < 100  # ...only the other lines (and none of the plain ones) left to parse
+    history = got["files"].sort_by("version")
+    assert history.column("files_added").to_pylist()[1:5] == [50, 50, 50, 0]
+    assert history.column("rows_added").to_pylist()[5] == 3 + 260 and history.column("rows_removed").to_pylist()[5] == 2
+    assert history.column("cdc_files").to_pylist()[8] == 1
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_generated_odd_lines_in_odd_files_count_the_same(tmp_path, monkeypatch, seed, kernel):
+    """`_action`'s odd lines written with CRLF or LF, blank lines between, with or without the last
+    newline: the three paths give the same history."""
+    rng = random.Random(seed)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    i = 0
+    for version in range(1, 15):
+        lines = [json.dumps(commit_info())]
+        for _ in range(rng.randint(0, 40)):
+            lines.append(_action(rng, i) if rng.random() < 0.9 else rng.choice(["", " ", "\r"]))
+            i += 1
+        text = rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n", "\r\n", "\n\n"])
+        _write_raw(tmp_path, version, text.encode())
+    got = _histories(str(tmp_path), monkeypatch, kernel)
+    assert got["files"].equals(got["parse"]) and got["lines"].equals(got["parse"])
+    assert _counted(str(tmp_path)) is not None
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b'{"add":{"path":"a\xff","size":1}}', "not valid UTF-8"),  # bad bytes in a line the kernel would read
+        (b'{"add":{"path":"a","size":1,"stats":"{\\"numRecords\\":1,\\"s\\":\\"\xed\xa0\x80\\"}"}}', "not valid UTF-8"),
+        (b'{"commitInfo":{"x":"\xc3"}}', "not valid UTF-8"),
+        (b'{"add":{"path":"a","size":1,"stats":"{\\"numRecords\\":1}"', "00000000000000000001.json:2"),  # truncated
+        (b'{"add":{"path":"a\nb","size":1}}', "00000000000000000001.json:3: malformed"),  # a newline in a string
+        (b"not json", "00000000000000000001.json:2: malformed log line"),
+    ],
+)
+def test_bad_text_fails_alike_on_every_path(tmp_path, monkeypatch, kernel, line, error):
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    _write_raw(tmp_path, 1, json.dumps(commit_info()).encode() + b"\n" + line + b"\n" + (_PLAIN % (1, 1, 1)).encode())
+    messages = []
+    for compiled in (kernel, _ScanOnly(kernel), None):
+        monkeypatch.setattr(ac, "KERNEL", compiled)
+        with pytest.raises(dx.InvalidLogError, match=error) as info:
+            dx.open_table(str(tmp_path)).history()
+        messages.append(str(info.value))
+    assert len(set(messages)) == 1, messages
+
+
+@pytest.mark.parametrize("damage", ["deleted", "a directory"])
+def test_a_commit_gone_or_unreadable_after_the_listing_fails_alike(tmp_path, monkeypatch, kernel, damage):
+    """A commit file deleted (or replaced by what cannot be read) between the listing and the read:
+    the kernel reports it and the plain read raises its typed error, as without the kernel."""
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    _write_raw(tmp_path, 1, (_PLAIN % (1, 1, 1)).encode())
+    table = dx.open_table(str(tmp_path))
+    files = [table.listing().commit(v) for v in (0, 1)]
+    target = tmp_path / "_delta_log" / f"{1:020d}.json"
+    target.unlink()
+    if damage == "a directory":
+        target.mkdir()
+    outcomes = []
+    for compiled in (kernel, None):
+        monkeypatch.setattr(ac, "KERNEL", compiled)
+        with pytest.raises(dx.DeltaExploreError) as info:
+            ac.commit_counts(table.storage, files, [0, 1])
+        outcomes.append((type(info.value), str(info.value)))
+    assert outcomes[0] == outcomes[1] and "00000000000000000001.json" in outcomes[0][1]
+    status = np.frombuffer(kernel.count_files([str(target).encode()])[1], np.int32)
+    assert status[0] != 0  # the errno: ENOENT, or EISDIR from the read
+
+
+def test_an_object_store_reads_the_plain_way_with_the_same_history(tmp_path, monkeypatch, kernel):
+    """On an object store (fsspec memory) the files are read through the storage, not by the
+    kernel: the history equals the local one."""
+    import fsspec
+
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    _write_raw(tmp_path, 1, ("\r\n".join(_PLAIN % (i, i, i) for i in range(30)) + "\n").encode())
+    fs = fsspec.filesystem("memory")
+    for f in (tmp_path / "_delta_log").iterdir():
+        fs.pipe_file(f"/count-files-{kernel.__name__}/_delta_log/{f.name}", f.read_bytes())
+    remote = dx.open_table(f"memory://count-files-{kernel.__name__}")
+    assert remote.storage.local_root is None
+    listing = remote.listing()
+    assert ac._compiled_commit_counts(remote.storage, [listing.commit(v) for v in (0, 1)], [0, 1]) is None
+    columns = [c for c in remote.history().column_names if c != "timestamp"]  # file times differ
+    try:
+        assert remote.history().select(columns).equals(dx.open_table(str(tmp_path)).history().select(columns))
+        assert remote.history().column("rows_added").to_pylist() == [sum(range(30)), 0]
+    finally:
+        fs.rm(f"/count-files-{kernel.__name__}", recursive=True)
+
+
+def test_mutated_commit_files_give_the_same_history_or_the_same_error(tmp_path, monkeypatch, kernel):
+    """Commit files with random bytes changed (newlines, CR, form feeds, quotes, backslashes,
+    bytes that are not UTF-8...): the kernel's read gives the history the plain path gives, or
+    the same typed error."""
+    rng = random.Random(11)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    base = b"\n".join([json.dumps(commit_info()).encode(), *_BASE_LINES, (_PLAIN % (1, 2, 3)).encode()]) + b"\n"
+    same = failed = 0
+    for _ in range(150):
+        text = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            text[rng.randrange(len(text))] = rng.choice(b'\n\r\x0c\t "\\{}:,0\xc3\xa9\xff')
+        _write_raw(tmp_path, 1, bytes(text))
+        outcomes = []
+        for compiled in (kernel, None):
+            monkeypatch.setattr(ac, "KERNEL", compiled)
+            try:
+                outcomes.append(dx.open_table(str(tmp_path)).history())
+            except dx.DeltaExploreError as exc:
+                outcomes.append((type(exc), str(exc)))
+        if isinstance(outcomes[0], tuple):
+            assert outcomes[0] == outcomes[1]
+            failed += 1
+        else:
+            assert not isinstance(outcomes[1], tuple) and outcomes[0].equals(outcomes[1]), bytes(text)
+            same += 1
+    assert same > 10 and failed > 10
+
+
+# -- the timeline's rows (`scan.action_rows`, the kernel's `action_rows`) ----------------------
+def _rows_both(path: str, monkeypatch, kernel):
+    """`action_rows` of every commit of the table: read by the kernel, and parsed (no kernel)."""
+    from deltaexplore.core.scan import action_rows as ar
+
+    table = dx.open_table(path)
+    versions = [v for v in table.listing().versions() if table.listing().commit(v) is not None]
+    files = [table.listing().commit(v) for v in versions]
+    out = []
+    for compiled in (kernel, None):
+        with monkeypatch.context() as m:
+            m.setattr(ac, "KERNEL", compiled)
+            out.append(ar.action_rows(table.storage, files, versions))
+    return out
+
+
+def _canonical(rows) -> list:
+    """The rows as comparable values, in replay order (the two paths list the kernel's rows
+    first, then the parsed ones)."""
+    order = np.argsort(rows.order, kind="stable")
+    return [
+        rows.key.take(pa.array(order)).to_pylist(),
+        *(np.asarray(x)[order].tolist() for x in (rows.version, rows.order, rows.size, rows.records, rows.deleted)),
+        rows.partition_maps().take(pa.array(order)).to_pylist(),
+    ]
+
+
+def _assert_rows_equal(path: str, monkeypatch, kernel, where: object) -> tuple[int, int]:
+    (adds, removes, lines), (p_adds, p_removes, p_lines) = _rows_both(path, monkeypatch, kernel)
+    assert _canonical(adds) == _canonical(p_adds), where
+    assert _canonical(removes) == _canonical(p_removes), where
+    for kind in ("commitInfo", "metaData", "protocol", "cdc"):  # what the caller reads from the lines
+        assert [b for _, _, b in lines.objects(kind)] == [b for _, _, b in p_lines.objects(kind)], (where, kind)
+    return len(adds.version) + len(removes.version), len(lines)
+
+
+def test_the_rows_read_by_the_kernel_are_the_parsed_rows_on_every_corpus_log(corpus, monkeypatch, kernel):
+    from corpus_paths import corpus_catalog
+
+    checked = rows = 0
+    for row in corpus_catalog():
+        path = str(corpus / row["table_root"])
+        try:
+            got = _assert_rows_equal(path, monkeypatch, kernel, row["table_root"])
+        except dx.DeltaExploreError:
+            continue
+        checked += 1
+        rows += got[0]
+    assert checked > 100 and rows > 1000
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_odd_lines_give_the_same_rows_read_by_the_kernel(tmp_path, monkeypatch, seed, kernel):
+    """`_action`'s odd lines (escaped paths, odd DVs, partition values with braces or nulls,
+    extra fields, CRLF, blank lines) and DVs with offsets, nested "partitionValues" keys: the
+    same rows, and the kernel read some of them itself."""
+    rng = random.Random(seed)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    extra = [
+        '{"add":{"path":"n1","partitionValues":{"d":"1"},"size":1,"tags":{"partitionValues":"x"}}}',
+        '{"add":{"path":"n2","size":1,"x":{"partitionValues":{"d":"2"}},"partitionValues":{"d":"1"}}}',
+        '{"add":{"path":"n3","partitionValues":{ "d" : "1" , "e" : null },"size":1,'
+        '"deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":7,"sizeInBytes":3,"cardinality":2}}}',
+        '{"remove":{"path":"n3","deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":null,'
+        '"sizeInBytes":3,"cardinality":2}}}',
+        '{"add":{"path":"n4","partitionValues":{"d":"1","d":"2"},"size":1}}',
+        '{"add":{"path":"n5","partitionValues":{"d":1},"size":1,"deletionVector":{"storageType":"p","pathOrInlineDv":null}}}',
+    ]
+    i = 0
+    for version in range(1, 13):
+        lines = [json.dumps(commit_info())]
+        for _ in range(rng.randint(0, 40)):
+            lines.append(_action(rng, i) if rng.random() < 0.85 else rng.choice([*extra, ""]))
+            i += 1
+        text = rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n"])
+        _write_raw(tmp_path, version, text.encode())
+    (adds, removes, lines), _ = _rows_both(str(tmp_path), monkeypatch, kernel)
+    _assert_rows_equal(str(tmp_path), monkeypatch, kernel, seed)
+    parsed = len(lines.where("add")) + len(lines.where("remove"))
+    assert len(adds.version) + len(removes.version) > parsed > 0  # both the kernel and the parse had lines
+
+
+def _rows_outcome(path: str, monkeypatch, compiled) -> object:
+    """The rows and the other lines' actions by one path, or its error (type and message)."""
+    from deltaexplore.core.scan import action_rows as ar
+
+    with monkeypatch.context() as m:
+        m.setattr(ac, "KERNEL", compiled)
+        try:
+            table = dx.open_table(path)
+            versions = table.listing().versions()
+            adds, removes, lines = ar.action_rows(table.storage, [table.listing().commit(v) for v in versions], versions)
+            objects = [[b for _, _, b in lines.objects(k)] for k in ("commitInfo", "metaData", "protocol", "cdc")]
+            return _canonical(adds), _canonical(removes), objects
+        except dx.DeltaExploreError as exc:
+            return type(exc), str(exc)
+
+
+def test_mutated_commit_files_give_the_same_rows_or_the_same_error(tmp_path, monkeypatch, kernel):
+    rng = random.Random(13)
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    base = b"\n".join(
+        [
+            json.dumps(commit_info()).encode(),
+            *_BASE_LINES,
+            b'{"add":{"path":"x","partitionValues":{"d":"1"},"size":3,"deletionVector":'
+            b'{"storageType":"u","pathOrInlineDv":"ab","offset":1,"sizeInBytes":3,"cardinality":1}}}',
+        ]
+    )
+    same = failed = 0
+    for _ in range(150):
+        text = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            text[rng.randrange(len(text))] = rng.choice(b'\n\r\x0c\t "\\{}:,0\xc3\xa9\xff')
+        _write_raw(tmp_path, 1, bytes(text))
+        got, want = _rows_outcome(str(tmp_path), monkeypatch, kernel), _rows_outcome(str(tmp_path), monkeypatch, None)
+        assert got == want, bytes(text)
+        if len(got) == 2:
+            failed += 1
+        else:
+            same += 1
+    assert same > 10 and failed > 10
+
+
+def test_where_finds_each_kinds_lines_as_a_comparison_over_all_lines_does(corpus, tmp_path):
+    """`LogLines.where` (every kind found in one pass, on the first call) gives what comparing
+    each line's kind does, blank and unknown-kind lines included, on every corpus log."""
+    import pyarrow.compute as pc
+    from corpus_paths import corpus_catalog
+
+    write_commit(tmp_path, 0, [commit_info(), protocol(), metadata()])
+    _write_raw(tmp_path, 1, b'\n{"add":{"path":"a"}}\n  \n{"newKind":{}}\n{"remove":{"path":"a"}}\n')
+    roots = [str(tmp_path), *(str(corpus / row["table_root"]) for row in corpus_catalog())]
+    checked = 0
+    for root in roots:
+        try:
+            lines = _lines(dx.open_table(root))
+        except dx.DeltaExploreError:
+            continue
+        kinds = {k for k in lines.kind.to_pylist() if k is not None} | {"cdc", "nothing"}
+        for kind in sorted(kinds):
+            want = np.flatnonzero(pc.fill_null(pc.equal(lines.kind, kind), False).to_numpy(zero_copy_only=False))
+            assert np.array_equal(lines.where(kind), want), (root, kind)
+        checked += 1
+    assert checked > 100

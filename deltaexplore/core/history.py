@@ -34,7 +34,7 @@ from deltaexplore.core.log.segment import LogListing
 from deltaexplore.core.log.state import read_log
 from deltaexplore.core.log.timestamps import CommitClock, IctConfig, ict_config
 from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
-from deltaexplore.core.scan.action_counts import COUNT_FIELDS, ActionCounts, action_counts
+from deltaexplore.core.scan.action_counts import COUNT_FIELDS, SUMS, commit_counts
 from deltaexplore.errors import DeltaExploreError, VersionNotFoundError
 from deltaexplore.storage import Storage
 
@@ -158,9 +158,15 @@ def read_history(
     if limit is not None:
         versions = versions[-limit:] if limit > 0 else []
     files = [listing.commit(v) for v in versions]
-    lines = read_log_files(storage, [f for f in files if f is not None], versions)
+    # the add/remove lines are summed per commit (by the compiled pass where it is built); the
+    # other lines (commitInfo, metaData, protocol, cdc) are here
+    present = [i for i, f in enumerate(files) if f is not None]
+    counted = commit_counts(storage, [f for f in files if f is not None], [versions[i] for i in present])
+    lines = counted.lines
     n = len(versions)
     index = {v: i for i, v in enumerate(versions)}
+    sums = np.zeros((n, *counted.sums.shape[1:]), np.int64)
+    sums[present] = counted.sums
 
     infos: dict[int, dict[str, Any]] = {}
     for _, version, body in lines.objects("commitInfo"):
@@ -190,11 +196,8 @@ def read_history(
     clock = CommitClock(storage, listing, ict, known_ict=known)
     timestamps = [clock.timestamp(v) for v in versions]
 
-    # the counts need sizes, numRecords and DV cardinalities only (not partition values or tags)
-    adds = action_counts(lines, "add")
-    removes = action_counts(lines, "remove")
     cdc_idx = lines.where("cdc")
-    cols = _action_counts(adds, removes, lines.version[cdc_idx], np.asarray(versions, dtype=np.int64), n)
+    cols = _count_columns(sums, _group_sum(lines.version[cdc_idx], None, np.asarray(versions, dtype=np.int64), n))
 
     def info(v: int, *keys: str) -> Any:
         body = infos.get(v) or {}
@@ -232,28 +235,20 @@ def read_history(
     return pa.table(data, schema=HISTORY_SCHEMA)
 
 
-def _action_counts(
-    adds: ActionCounts, removes: ActionCounts, cdc_versions: np.ndarray, order: np.ndarray, n: int
-) -> dict[str, pa.Array]:
-    av, rv = adds.version, removes.version
-    files_added = _group_sum(av, None, order, n)
-    files_removed = _group_sum(rv, None, order, n)
-    bytes_added = _group_sum(av, adds.size, order, n)
-    bytes_removed = _group_sum(rv, removes.size, order, n)
-    rows_added = _group_sum(av, adds.rows, order, n)
-    rows_removed = _group_sum(rv, removes.rows, order, n)
-    unknown_a = _group_sum(av, (~adds.rows_known).astype(np.int64), order, n)
-    unknown_r = _group_sum(rv, (~removes.rows_known).astype(np.int64), order, n)
-    r_size_unknown = _group_sum(rv, (~removes.size_known).astype(np.int64), order, n)
-    dv_added = _group_sum(av, adds.dv.astype(np.int64), order, n)
-    cdc = _group_sum(cdc_versions, None, order, n)
+def _count_columns(sums: np.ndarray, cdc: np.ndarray) -> dict[str, pa.Array]:
+    """History's count columns from `CommitCounts.sums` (per commit, kind, `SUMS`)."""
+
+    def sum_of(kind: int, name: str) -> np.ndarray:
+        return sums[:, kind, SUMS.index(name)]
+
+    add, remove = 0, 1
     return {
-        "files_added": pa.array(files_added, pa.int64()),
-        "files_removed": pa.array(files_removed, pa.int64()),
-        "bytes_added": pa.array(bytes_added, pa.int64()),
-        "bytes_removed": pa.array(bytes_removed, mask=r_size_unknown > 0, type=pa.int64()),
-        "rows_added": pa.array(rows_added, mask=unknown_a > 0, type=pa.int64()),
-        "rows_removed": pa.array(rows_removed, mask=unknown_r > 0, type=pa.int64()),
-        "dv_files_added": pa.array(dv_added, pa.int64()),
+        "files_added": pa.array(sum_of(add, "files"), pa.int64()),
+        "files_removed": pa.array(sum_of(remove, "files"), pa.int64()),
+        "bytes_added": pa.array(sum_of(add, "bytes"), pa.int64()),
+        "bytes_removed": pa.array(sum_of(remove, "bytes"), mask=sum_of(remove, "bytes_unknown") > 0, type=pa.int64()),
+        "rows_added": pa.array(sum_of(add, "rows"), mask=sum_of(add, "rows_unknown") > 0, type=pa.int64()),
+        "rows_removed": pa.array(sum_of(remove, "rows"), mask=sum_of(remove, "rows_unknown") > 0, type=pa.int64()),
+        "dv_files_added": pa.array(sum_of(add, "dvs"), pa.int64()),
         "cdc_files": pa.array(cdc, pa.int64()),
     }

@@ -179,6 +179,8 @@ class ZorderWhatIf:
 
 #: integers up to this magnitude are exact as float64
 EXACT_INT = float(1 << 53)
+#: decimals of at most this many digits are distinct, ordered floats (a double keeps 15 digits)
+EXACT_DECIMAL_DIGITS = 15
 
 
 def _bounds(snap: Snapshot, columns: list[str]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pa.Table]:
@@ -209,13 +211,14 @@ def _bounds_and_depths(
 
 def _depth_if_exact(lay: pa.Table, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
     """`lay`'s overlap depths when the float bounds order as the typed ones: NaN only where a
-    bound is missing, integers (and dates, times) within 2**53, no decimals."""
+    bound is missing, integers (and dates, times) within 2**53, decimals of at most 15 digits
+    (`EXACT_DECIMAL_DIGITS`: distinct ones stay distinct floats, in order)."""
     t = lay.schema.field("min").type
-    if pa.types.is_decimal(t):
+    if pa.types.is_decimal(t) and t.precision > EXACT_DECIMAL_DIGITS:
         return None
     if int(np.isnan(lo).sum()) != lay.column("min").null_count or int(np.isnan(hi).sum()) != lay.column("max").null_count:
         return None
-    if not pa.types.is_floating(t):
+    if not (pa.types.is_floating(t) or pa.types.is_decimal(t)):
         finite = np.concatenate([lo[~np.isnan(lo)], hi[~np.isnan(hi)]])
         if len(finite) and float(np.abs(finite).max()) > EXACT_INT:
             return None

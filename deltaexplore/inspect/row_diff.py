@@ -411,30 +411,17 @@ def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str
         raise InspectError(f"key {key} is not unique among the changed rows: {shown} has {abs(int(count[i].as_py()))} copies")
     deleted = values.filter(pc.less(count, 0))
     inserted = values.filter(pc.greater(count, 0))
-    d = _frame(deleted.select(key)).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("__d"))
-    n = _frame(inserted.select(key)).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("__n"))
-    for side, frame in (("older", d), ("newer", n)):
-        dup = frame.group_by(key).len().filter(pl.col("len") > 1)
-        if dup.height:
-            raise InspectError(f"key {key} is not unique among the changed rows of the {side} version: {dup.row(0)[:-1]} repeats")
-    pairs = d.join(n, on=key, how="full", nulls_equal=True, coalesce=True).sort(key, nulls_last=True)
-    di = pairs.get_column("__d").to_arrow()
-    ni = pairs.get_column("__n").to_arrow()
+    if deleted.num_rows + inserted.num_rows <= SMALL_PAIRING and all(_plain_key(deleted.schema.field(k).type) for k in key):
+        di, ni = _pairs_in_python(deleted.select(key), inserted.select(key), key)
+    else:
+        di, ni = _pairs(deleted.select(key), inserted.select(key), key)
     before = deleted.take(di)
     after = inserted.take(ni)
     has_b, has_a = pc.is_valid(di), pc.is_valid(ni)
     change = pc.if_else(pc.and_(has_b, has_a), "update", pc.if_else(has_b, "delete", "insert"))
     others = [f for f in fields if f.name not in key]
-    diffs = []
-    bf, af = _frame(before.select([f.name for f in others])), _frame(after.select([f.name for f in others]))
-    for f in others:
-        diffs.append(pl.when(bf.get_column(f.name).ne_missing(af.get_column(f.name))).then(pl.lit(f.name)))
-    if others:
-        flags = pl.DataFrame({"__x": [0] * pairs.height}).select(pl.concat_list(diffs).list.drop_nulls().alias("c"))
-        changed = flags.get_column("c").to_arrow().cast(pa.list_(pa.string()))
-    else:
-        changed = pa.array([[]] * pairs.height, pa.list_(pa.string()))
-    changed = pc.if_else(pc.equal(change, "update"), changed, pa.nulls(pairs.height, pa.list_(pa.string())))
+    changed = _changed_columns(before, after, [f.name for f in others])
+    changed = pc.if_else(pc.equal(change, "update"), changed, pa.nulls(len(di), pa.list_(pa.string())))
     out: dict[str, Any] = {CHANGE: change, CHANGED: changed}
     for k in key:
         out[k] = pc.coalesce(before.column(k), after.column(k))
@@ -443,6 +430,95 @@ def shape_rows(net: pa.Table, key: list[str], *, backwards: bool, meta: dict[str
         out[f"after.{f.name}"] = after.column(f.name)
     key_fields = [f for f in fields if f.name in key]
     return _conform(out, diff_rows_schema(key_fields + others, key), meta, order=None)
+
+
+#: at most this many changed rows (both sides) are paired by key in Python (`_pairs_in_python`):
+#: a few polars queries on a handful of rows cost more than the pairing itself
+SMALL_PAIRING = 2000
+
+
+def _plain_key(t: pa.DataType) -> bool:
+    """Whether Python's equality and order of this type's values are polars' (join and sort)."""
+    kinds = (pa.types.is_integer, pa.types.is_string, pa.types.is_large_string, pa.types.is_date, pa.types.is_boolean)
+    return any(kind(t) for kind in kinds)
+
+
+def _key_error(key: list[str], side: str, shown: tuple[Any, ...]) -> InspectError:
+    return InspectError(f"key {key} is not unique among the changed rows of the {side} version: {shown} repeats")
+
+
+def _pairs(deleted: pa.Table, inserted: pa.Table, key: list[str]) -> tuple[pa.Array, pa.Array]:
+    """(row of `deleted`, row of `inserted`) of each key of either side, sorted by key, nulls
+    last (a null where a side lacks the key): a full join in polars.
+
+    Raises:
+        InspectError: a key repeated at one side.
+    """
+    d = _frame(deleted).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("__d"))
+    n = _frame(inserted).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("__n"))
+    for side, frame in (("older", d), ("newer", n)):
+        dup = frame.group_by(key).len().filter(pl.col("len") > 1)
+        if dup.height:
+            raise _key_error(key, side, dup.row(0)[:-1])
+    pairs = d.join(n, on=key, how="full", nulls_equal=True, coalesce=True).sort(key, nulls_last=True)
+    return pairs.get_column("__d").to_arrow(), pairs.get_column("__n").to_arrow()
+
+
+def _pairs_in_python(deleted: pa.Table, inserted: pa.Table, key: list[str]) -> tuple[pa.Array, pa.Array]:
+    """`_pairs` for a few rows of plain key types (`_plain_key`), in Python: the same pairs,
+    order and errors."""
+    sides = []
+    for side, t in (("older", deleted), ("newer", inserted)):
+        rows: dict[tuple[Any, ...], int] = {}
+        for i, k in enumerate(zip(*(t.column(c).to_pylist() for c in key))):
+            if k in rows:
+                raise _key_error(key, side, k)
+            rows[k] = i
+        sides.append(rows)
+    old, new = sides
+    keys = sorted(old.keys() | new.keys(), key=lambda k: tuple((v is None, v) for v in k))
+    return pa.array([old.get(k) for k in keys], pa.int64()), pa.array([new.get(k) for k in keys], pa.int64())
+
+
+def _changed_columns(before: pa.Table, after: pa.Table, names: list[str]) -> pa.Array:
+    """Per row, the columns of `names` whose values differ between `before` and `after`
+    (polars' `ne_missing`: a null differs from a value, NaN equals NaN, -0.0 equals 0.0), in
+    the order of `names`."""
+    rows = before.num_rows
+    if not names:
+        return pa.array([[]] * rows, pa.list_(pa.string()))
+    differs = np.column_stack([_differs_per_row(before.column(c), after.column(c)) for c in names])
+    flat = np.tile(np.array(names, dtype=object), rows)[differs.ravel()]
+    offsets = np.concatenate([[0], np.cumsum(differs.sum(axis=1))]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.string()))
+
+
+def _arrow_compares(t: pa.DataType) -> bool:
+    """Whether Arrow's `equal` of this type is polars' (up to NaN, which `_differs_per_row` adds)."""
+    kinds = (
+        pa.types.is_integer,
+        pa.types.is_floating,
+        pa.types.is_string,
+        pa.types.is_large_string,
+        pa.types.is_boolean,
+        pa.types.is_date,
+        pa.types.is_timestamp,
+        pa.types.is_decimal,
+    )
+    return any(kind(t) for kind in kinds)
+
+
+def _differs_per_row(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Polars' `a.ne_missing(b)` as booleans: in Arrow for plain types, else in polars."""
+    if not _arrow_compares(a.type):
+        series = pl.Series(a), pl.Series(b)
+        return np.asarray(series[0].ne_missing(series[1]).to_numpy(), bool)
+    equal = pc.equal(a, b)
+    if pa.types.is_floating(a.type):
+        equal = pc.or_kleene(equal, pc.and_(pc.is_nan(a), pc.is_nan(b)))
+    if a.null_count or b.null_count:
+        equal = pc.if_else(pc.is_null(equal), pc.and_(pc.is_null(a), pc.is_null(b)), equal)
+    return ~np.asarray(equal.to_numpy(zero_copy_only=False), bool)
 
 
 def _frame(t: pa.Table) -> pl.DataFrame:

@@ -21,10 +21,9 @@ import pyarrow.compute as pc
 
 from deltaexplore.core.log.checkpoint_reader import CheckpointReader
 from deltaexplore.core.log.json_log import LogLines, read_log_files
-from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.log.segment import LogListing, build_segment
-from deltaexplore.core.protocol.actions import Metadata, Protocol
-from deltaexplore.core.scan.stats import num_records
+from deltaexplore.core.protocol.actions import STRING_MAP, Metadata, Protocol
+from deltaexplore.core.scan.action_rows import action_rows, key_hashes, replay_keys, rows_of_table
 from deltaexplore.core.snapshot import Snapshot
 from deltaexplore.core.table import Table
 from deltaexplore.errors import DeltaExploreError
@@ -97,12 +96,24 @@ def _partition_codes(maps: pa.ChunkedArray) -> np.ndarray:
     return pc.dictionary_encode(joined).indices.to_numpy().astype(np.int64)
 
 
-def _keys(adds: pa.Table) -> pa.Array:
-    """`path` + deletion vector id per action (the replay key), as one string."""
-    path = adds.column("path").combine_chunks().cast(pa.large_string())
-    dv = adds.column("deletionVector")
-    dv_id = pc.fill_null(dv_unique_id(dv.combine_chunks() if isinstance(dv, pa.ChunkedArray) else dv), "")
-    return pc.binary_join_element_wise(path, dv_id.cast(pa.large_string()), pa.scalar("\x00", pa.large_string()))
+def _replay_order(keys: pa.ChunkedArray, order_in_log: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The actions sorted by key, then by their order in the log (`np.lexsort`), and per sorted
+    action whether the next one has the same key. Sorted by the keys' 64-bit hashes where the
+    kernel is built (no hash table of 2M strings): equal keys hash alike, and every two
+    neighbours of equal hash are checked to be equal keys (then every run of one hash is one
+    key); any that are not (a collision) and the keys are dictionary-encoded instead."""
+    hashes = key_hashes(keys)
+    if hashes is not None:
+        order = np.lexsort((order_in_log, hashes))
+        sorted_hashes = hashes[order]
+        same = sorted_hashes[1:] == sorted_hashes[:-1]
+        pairs = np.flatnonzero(same)
+        equal = pc.equal(keys.take(pa.array(order[pairs])), keys.take(pa.array(order[pairs + 1])))
+        if not len(pairs) or pc.all(equal).as_py():
+            return order, np.r_[same, False]
+    codes = pc.dictionary_encode(keys).combine_chunks().indices.to_numpy()
+    order = np.lexsort((order_in_log, codes))
+    return order, np.r_[codes[order][1:] == codes[order][:-1], False]
 
 
 def _per_version(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, first: int, n: int) -> np.ndarray:
@@ -120,7 +131,8 @@ def _partition_counts(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
     keys = np.concatenate([codes, codes])
     versions = np.concatenate([starts, ends]) - first
     steps = np.concatenate([np.ones(len(codes), np.int64), -np.ones(len(codes), np.int64)])
-    order = np.lexsort((versions, keys))
+    # by partition, then version (`np.lexsort((versions, keys))`: one stable sort of one number)
+    order = np.argsort(keys * (n + 2) + versions, kind="stable")
     keys, versions, steps = keys[order], versions[order], steps[order]
     files = np.cumsum(steps)
     group_start = np.r_[True, keys[1:] != keys[:-1]]
@@ -179,51 +191,40 @@ def timeline(
     n = hi - lo + 1
     base = table.snapshot(version=lo)
     listing = table.listing(refresh=False)
-    lines = read_log_files(table.storage, [listing.commit(v) for v in range(lo + 1, hi + 1)])  # type: ignore[misc]
+    commits = list(range(lo + 1, hi + 1))
+    # the commits' actions as rows (read by the compiled pass where it applies); all their lines
+    # are parsed only when the column's bounds need the stats
+    files = [listing.commit(v) for v in commits]  # all there: `_first_version` checked the gaps
+    json_adds, json_removes, lines = action_rows(table.storage, files, commits, all_lines=column is not None)  # type: ignore[arg-type]
     base_adds = base.add_actions()
     base_removes = base.tombstones()
-    needed = ["size", "partitionValues", "deletionVector", "stats"]  # one parse of only these, for both kinds
-    json_adds, json_removes = lines.file_actions("add", needed), lines.file_actions("remove", needed)
-
-    # every action: its key, version and replay order (the first state's actions first)
-    keys = pa.chunked_array([_keys(base_adds), _keys(base_removes), _keys(json_adds), _keys(json_removes)], pa.large_string())
-    encoded = pc.dictionary_encode(keys).combine_chunks()
-    codes = encoded.indices.to_numpy()
     in_base = base_adds.num_rows + base_removes.num_rows
-    versions = np.concatenate(
-        [
-            np.full(in_base, lo, np.int64),
-            json_adds.column("version").to_numpy().astype(np.int64),
-            json_removes.column("version").to_numpy().astype(np.int64),
-        ]
+    before = np.arange(-in_base, 0, dtype=np.int64) - 1  # the first state's actions come first
+    first_adds = rows_of_table(base_adds, np.full(base_adds.num_rows, lo, np.int64), before[: base_adds.num_rows])
+    first_removes = rows_of_table(
+        base_removes, np.full(base_removes.num_rows, lo, np.int64), before[base_adds.num_rows :], adds=False
     )
-    order_in_log = np.concatenate(
-        [
-            np.arange(-in_base, 0, dtype=np.int64) - 1,
-            json_adds.column("line").to_numpy().astype(np.int64),
-            json_removes.column("line").to_numpy().astype(np.int64),
-        ]
+    every = (first_adds, first_removes, json_adds, json_removes)
+
+    # every action: its key, version and replay order
+    keys = pa.chunked_array(
+        [c for r in every for c in (r.key.chunks if isinstance(r.key, pa.ChunkedArray) else [r.key])], pa.large_string()
     )
-    order = np.lexsort((order_in_log, codes))
-    next_same = np.r_[codes[order][1:] == codes[order][:-1], False]
+    versions = np.concatenate([r.version for r in every])
+    order, next_same = _replay_order(keys, np.concatenate([r.order for r in every]))
     ends_sorted = np.where(next_same, np.r_[versions[order][1:], 0], hi + 1)
     ends = np.empty_like(ends_sorted)
     ends[order] = ends_sorted
-    is_add = np.zeros(len(codes), bool)
+    is_add = np.zeros(len(keys), bool)
     is_add[: base_adds.num_rows] = True
-    is_add[in_base : in_base + json_adds.num_rows] = True
+    is_add[in_base : in_base + len(json_adds.version)] = True
     starts, ends, r_starts, r_ends = versions[is_add], ends[is_add], versions[~is_add], ends[~is_add]  # adds: base, then JSON
     adds_n = len(starts)
 
     # the values each add counts with
-    def ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        return pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
-
-    size = np.concatenate([ints(base_adds.column("size")), ints(json_adds.column("size"))])
-    records_arr = pa.concat_arrays([num_records(base_adds), num_records(json_adds)])
-    records = pc.fill_null(records_arr, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    deleted = np.concatenate([ints(pc.struct_field(t.column("deletionVector"), "cardinality")) for t in (base_adds, json_adds)])
+    size = np.concatenate([first_adds.size, json_adds.size])
+    records = np.concatenate([first_adds.records, json_adds.records])
+    deleted = np.concatenate([first_adds.deleted, json_adds.deleted])
     with_dv = (deleted > 0).astype(np.int64)
     threshold = small_file_threshold(latest_snap, small_file_bytes)
     small = (size < threshold).astype(np.int64)
@@ -235,15 +236,19 @@ def timeline(
     deleted_n = _per_version(starts, ends, deleted, lo, n)
     dv_files_n = _per_version(starts, ends, with_dv, lo, n)
     small_n = _per_version(starts, ends, small, lo, n)
-    r_keys = encoded.dictionary.take(pa.array(codes[~is_add]))
-    r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys)
+    r_keys = keys.take(pa.array(np.flatnonzero(~is_add)))
+    readers: dict[int, CheckpointReader | None] = {}  # one reader per checkpoint: its columns read once
+    r_ends = _checkpoint_tombstones(table, listing, lo, hi, r_starts, r_ends, r_keys, readers)
     tombstones_n = _per_version(r_starts, r_ends, np.ones(len(r_starts), np.int64), lo, n)
-    schema_changed, protocol_changed, partitioned = _changes(table, listing, base, lines, first, lo, hi)
+    schema_changed, protocol_changed, partitioned = _changes(table, listing, base, lines, first, lo, hi, readers)
 
     partitions_n: np.ndarray | None = None
     if partitioned.any():
-        maps = [t.column("partitionValues") for t in (base_adds, json_adds)]
-        pcodes = _partition_codes(pa.chunked_array([c for m in maps for c in m.chunks], maps[0].type))
+        # the codes of the distinct maps (and of no map), then per add
+        distinct = pa.concat_arrays([first_adds.partitions, json_adds.partitions, pa.nulls(1, STRING_MAP)])
+        index = np.concatenate([first_adds.partition_index, json_adds.partition_index + len(first_adds.partitions)])
+        index[np.concatenate([first_adds.partition_index, json_adds.partition_index]) < 0] = len(distinct) - 1
+        pcodes = _partition_codes(pa.chunked_array([distinct]))[index]
         partitions_n = _partition_counts(pcodes, starts, ends, lo, n)
     depth_mean = depth_max = None
     if column is not None:
@@ -283,7 +288,14 @@ _ALWAYS = ("version", "timestamp", "schema_changed", "protocol_changed")
 
 
 def _changes(
-    table: Table, listing: LogListing, base: Snapshot, lines: LogLines, first: int, lo: int, hi: int
+    table: Table,
+    listing: LogListing,
+    base: Snapshot,
+    lines: LogLines,
+    first: int,
+    lo: int,
+    hi: int,
+    readers: dict[int, CheckpointReader | None],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per version lo..hi: schema changed, protocol changed, partitioned — from the commits'
     actions, then (as a cold read of that version does) the metadata a checkpoint of it holds."""
@@ -294,9 +306,9 @@ def _changes(
     for _, version, body in lines.objects("metaData"):
         changes.setdefault(version, []).append(Metadata.from_json(body))
     for version in sorted(v for v in listing.checkpoints if lo < v <= hi):
-        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
-        if checkpoint is not None and checkpoint.version == version:  # a complete one: its non-file columns only
-            held = CheckpointReader(table.storage, checkpoint).non_file_actions()
+        reader = _complete_checkpoint(table, listing, version, readers)
+        if reader is not None:  # a complete one: its non-file columns only
+            held = reader.non_file_actions()
             if held.protocol is not None:
                 changes.setdefault(version, []).append(Protocol.from_json(held.protocol))
             if held.metadata is not None:
@@ -327,8 +339,26 @@ def _changes(
     return schema_changed, protocol_changed, partitioned
 
 
+def _complete_checkpoint(
+    table: Table, listing: LogListing, version: int, readers: dict[int, CheckpointReader | None]
+) -> CheckpointReader | None:
+    """The reader of the complete checkpoint of `version` (None: none), one per version."""
+    if version not in readers:
+        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
+        complete = checkpoint is not None and checkpoint.version == version
+        readers[version] = CheckpointReader(table.storage, checkpoint) if complete else None  # type: ignore[arg-type]
+    return readers[version]
+
+
 def _checkpoint_tombstones(
-    table: Table, listing: LogListing, lo: int, hi: int, starts: np.ndarray, ends: np.ndarray, keys: pa.Array
+    table: Table,
+    listing: LogListing,
+    lo: int,
+    hi: int,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    keys: pa.Array,
+    readers: dict[int, CheckpointReader | None],
 ) -> np.ndarray:
     """The removes' ends, as a cold read sees them: a checkpoint may drop tombstones (expired
     ones, or all, as old writers did), and a version read through that checkpoint has only the
@@ -339,10 +369,13 @@ def _checkpoint_tombstones(
         active = np.flatnonzero((starts <= version) & (ends > version))
         if not len(active):
             continue
-        checkpoint = build_segment(listing, version, root=table.uri).checkpoint
-        if checkpoint is None or checkpoint.version != version:
+        reader = _complete_checkpoint(table, listing, version, readers)
+        if reader is None:
             continue
-        kept = _keys(CheckpointReader(table.storage, checkpoint).file_actions("remove"))
+        # the removes' keys only: path and deletion vector, batch by batch (not every field of them)
+        kept = pa.concat_arrays(
+            [replay_keys(t) for t in reader.iter_file_actions("remove", fields=())] or [pa.array([], pa.large_string())]
+        )
         held = pc.is_in(keys.take(pa.array(active, pa.int64())), value_set=kept).to_numpy(zero_copy_only=False)
         ends[active[~held]] = version
     return ends

@@ -379,22 +379,40 @@ def test_zorder_order_of_one_column_equals_the_z_values():
 
 def test_depths_before_from_layout_equal_the_float_measure(small_files, tmp_path):
     """The what-if's depths before come from `layout`'s measure when the float bounds are exact:
-    the same numbers as `overlap_metrics` of the floats; not taken for decimals."""
+    the same numbers as `overlap_metrics` of the floats; taken for decimals of at most 15
+    digits (distinct ones are distinct floats), not for wider ones."""
     from decimal import Decimal
 
     from deltaexplore.inspect.advise import _bounds_and_depths, layout_measures
+    from deltaexplore.inspect.layout import overlap_metrics
 
-    big = str(tmp_path / "big")
+    big, wide = str(tmp_path / "big"), str(tmp_path / "wide")
     for i in range(6):
         ids = pa.array([Decimal(i * 7 + j) / 4 for j in range(5)], pa.decimal128(10, 2))
-        write_table(big, pa.table({"id": ids, "d": [1.5 * i + 0.25 * j for j in range(5)]}))
-    for table, cols in ((small_files, ["id"]), (small_files, ["id", "v"]), (dx.open_table(big), ["id", "d"])):
+        # 15 digits: neighbours one cent apart near 10**13, and ties between files
+        cents = pa.array([Decimal(10**13 - 1) - Decimal(i * 3 + j) / 100 for j in range(5)], pa.decimal128(15, 2))
+        write_table(big, pa.table({"id": ids, "d": [1.5 * i + 0.25 * j for j in range(5)], "cents": cents}))
+        digits = pa.array([Decimal(10**17) + Decimal(i * 3 + j) / 100 for j in range(5)], pa.decimal128(20, 2))
+        write_table(wide, pa.table({"id": digits}))
+    found = {}
+    for name, table, cols in (
+        ("small", small_files, ["id"]),
+        ("small", small_files, ["id", "v"]),
+        ("big", dx.open_table(big), ["id", "d", "cents"]),
+        ("wide", dx.open_table(wide), ["id"]),
+    ):
         snap = table.snapshot()
         bounds, _, depths = _bounds_and_depths(snap, cols)
+        found[name] = depths
         rng = np.random.default_rng(0)
         points = {c: rng.uniform(np.nanmin(lo), np.nanmax(hi), 500) for c, (lo, hi) in bounds.items()}
         assert layout_measures(bounds, points, depths) == layout_measures(bounds, points)
-    assert depths["id"] is None and depths["d"] is not None
+        for c, (lo, hi) in bounds.items():
+            if depths[c] is not None:  # per file, not only on average
+                ok = ~(np.isnan(lo) | np.isnan(hi))
+                assert depths[c][ok].tolist() == overlap_metrics(lo[ok], hi[ok])["overlap_depth"].tolist()
+    assert all(found["big"][c] is not None for c in ("id", "d", "cents"))
+    assert found["wide"]["id"] is None
 
 
 def test_ids_beyond_two_to_the_53_are_advised_on(tmp_path):

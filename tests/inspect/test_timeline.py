@@ -9,6 +9,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from corpus_paths import CORPUS, corpus_catalog
@@ -129,6 +130,59 @@ def test_a_table_through_deletes_updates_optimize_schema_change_checkpoint_and_c
     _check(root)
     with pytest.raises(inspect.InspectError):
         dx.open_table(root).inspect.timeline(0, 1)
+
+
+def _timelines(root: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """The timeline by the compiled rows and key hashes, by the plain parse (no kernel), and
+    with every key hash colliding (the keys dictionary-encoded after the check); or the error."""
+    import importlib
+
+    from deltaexplore.core.scan import action_counts
+
+    timeline_module = importlib.import_module("deltaexplore.inspect.timeline")  # the package's `timeline` is the function
+
+    def one() -> object:
+        try:
+            return dx.open_table(root).inspect.timeline()
+        except dx.DeltaExploreError as exc:
+            return type(exc).__name__
+
+    out = {"kernel": one()}
+    with monkeypatch.context() as m:
+        m.setattr(action_counts, "KERNEL", None)
+        out["plain"] = one()
+    with monkeypatch.context() as m:
+        m.setattr(timeline_module, "key_hashes", lambda keys: np.zeros(len(keys), np.uint64))
+        out["colliding"] = one()
+    return out
+
+
+@pytest.mark.corpus
+def test_the_timeline_is_the_same_without_the_kernel_and_when_key_hashes_collide(monkeypatch, tmp_path: Path) -> None:
+    """The compiled rows (`scan.action_rows`) and the hash sort of the keys give the timeline the
+    plain parse and the dictionary of keys give, on every corpus table and on a written one."""
+    root = str(tmp_path / "t")
+    ops.write_table(
+        root,
+        pa.table({"id": pa.array(range(20), pa.int64()), "p": [f"p{i % 4}" for i in range(20)]}),
+        partition_by=["p"],
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    ops.delete(root, "id < 3")
+    ops.optimize(root)
+    ops.update(root, {"id": "id + 100"}, "id = 7", use_deletion_vectors=False)
+    compared = 0
+    for entry in [{"table_root": None}, *TABLES]:
+        path = root if entry["table_root"] is None else str(CORPUS / entry["table_root"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dx.CatalogManagedWarning)
+            got = _timelines(path, monkeypatch)
+        if isinstance(got["kernel"], pa.Table):
+            assert got["kernel"].equals(got["plain"]) and got["kernel"].equals(got["colliding"]), path
+            compared += 1
+        else:
+            assert got["kernel"] == got["plain"] == got["colliding"], path
+    assert compared > 100
 
 
 def test_a_columns_overlap_depth_per_version_is_the_layouts(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from deltaexplore.core.protocol.actions import DV_TYPE, FILE_ACTION_FIELDS, STRI
 from deltaexplore.errors import InvalidLogError
 from deltaexplore.storage import Storage
 
-__all__ = ["LogLines", "lines_from_bytes", "read_log_files"]
+__all__ = ["LogLines", "lines_from_buffer", "lines_from_bytes", "lines_from_parts", "parse_map_texts", "read_log_files"]
 
 #: The pool of the one big parse of all file actions (for a 10k-commit log, ~100 MB of columns
 #: allocated at once). Arrow's default pool (mimalloc) hands such memory back and re-faults it
@@ -90,6 +90,7 @@ class LogLines:
     _parsed: tuple[pa.Table, np.ndarray] | None = field(default=None, repr=False)
     _file_action_cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
     _map_text_cache: dict[str, pa.Array] = field(default_factory=dict, repr=False)
+    _where_cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.text)
@@ -175,8 +176,19 @@ class LogLines:
         return out
 
     def where(self, kind: str) -> np.ndarray:
-        """Indices of the lines holding `kind` actions."""
-        return np.flatnonzero(to_numpy(pc.equal(self.kind, scalar(kind, pa.string())), null=False))
+        """Indices of the lines holding `kind` actions (every kind's found in one pass over the
+        kinds, on the first call; read-only arrays, shared by the calls)."""
+        if not self._where_cache and len(self.kind):
+            encoded = self.kind.dictionary_encode()
+            codes = to_numpy(encoded.indices, null=-1)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+            for code, name in enumerate(encoded.dictionary.to_pylist()):
+                rows = order[bounds[code] : bounds[code + 1]]
+                rows.flags.writeable = False
+                self._where_cache[name] = rows
+        found = self._where_cache.get(kind)
+        return found if found is not None else np.zeros(0, np.int64)
 
     def location(self, i: int) -> str:
         return f"{self.files[int(self.file_index[i])].path}:{int(self.line_number[i]) + 1}"
@@ -519,6 +531,11 @@ def _parse_maps(texts: pa.Array, all_lines: pa.Array, line_idx: np.ndarray, name
             body = next(iter(obj.values())) if len(obj) == 1 else {}
             values[int(i)] = json.dumps(body.get(name)) if isinstance(body, dict) else None
         texts = from_pylist(values, pa.large_string())
+    return parse_map_texts(texts)
+
+
+def parse_map_texts(texts: pa.Array) -> pa.Array:
+    """String maps from their JSON object texts (null where null), each distinct text parsed once."""
     encoded = texts.dictionary_encode()
     uniques = [_parse_map_text(t) for t in encoded.dictionary.to_pylist()]
     return from_pylist(uniques, STRING_MAP).take(encoded.indices)
@@ -551,8 +568,6 @@ def lines_from_buffer(
     files: Sequence[LogFile], buf: bytes | bytearray, sizes: Sequence[int], versions: Sequence[int] | None = None
 ) -> LogLines:
     """Split one buffer holding the files back to back (each ending with a newline) into lines."""
-    if versions is None:
-        versions = [f.end_version for f in files]
     raw = np.frombuffer(buf, dtype=np.uint8)
     step = 1 << 22  # in pieces: no temporary as large as the log
     newlines = np.concatenate(
@@ -562,23 +577,43 @@ def lines_from_buffer(
     offsets[0] = 0
     offsets[1:] = newlines + 1
     n = len(newlines)
-    text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
     file_ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
-    try:
-        text.validate(full=True)
-    except pa.ArrowInvalid:
-        start = 0
-        for f, end in zip(files, file_ends):
-            try:
-                bytes(buf[start:end]).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidLogError(f"{f.path} is not valid UTF-8 text: {exc}", path=f.path) from None
-            start = int(end)
-        raise InvalidLogError("log files are not valid UTF-8 text") from None
     starts = offsets[:-1]
     file_index = np.searchsorted(file_ends, starts, side="right").astype(np.int32)
     file_starts_line = np.searchsorted(starts, np.concatenate([[0], file_ends[:-1]])) if len(files) else np.array([], np.int64)
     line_number = np.arange(n, dtype=np.int64) - file_starts_line[file_index] if n else np.array([], np.int64)
+    return lines_from_parts(files, buf, offsets, file_index, line_number, versions)
+
+
+def lines_from_parts(
+    files: Sequence[LogFile],
+    buf: bytes | bytearray | memoryview,
+    offsets: np.ndarray,
+    file_index: np.ndarray,
+    line_number: np.ndarray,
+    versions: Sequence[int] | None = None,
+) -> LogLines:
+    """The lines at `offsets` (n + 1 increasing positions; each line ending with a newline) of
+    `buf`, line i from file `file_index[i]` (non-decreasing) at its `line_number[i]`: a file's
+    lines in order, not necessarily all of them (`scan.action_counts` passes the lines it did
+    not count). Raises `InvalidLogError` on text that is not UTF-8 and on a malformed line."""
+    if versions is None:
+        versions = [f.end_version for f in files]
+    n = len(offsets) - 1
+    text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf))
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        for i, f in enumerate(files):
+            rows = np.flatnonzero(file_index == i)
+            if not len(rows):
+                continue
+            try:
+                bytes(buf[int(offsets[rows[0]]) : int(offsets[rows[-1] + 1])]).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidLogError(f"{f.path} is not valid UTF-8 text: {exc}", path=f.path) from None
+        raise InvalidLogError("log files are not valid UTF-8 text") from None
+    file_index = file_index.astype(np.int32, copy=False)
     version = np.asarray(versions, dtype=np.int64)[file_index] if n else np.array([], np.int64)
     kind = pc.extract_regex(text, _KIND_RE).flatten()[0] if n else empty(pa.string())
     order = np.arange(n, dtype=np.int64)
@@ -586,7 +621,7 @@ def lines_from_buffer(
         if f.kind is LogKind.COMPACTION:
             sel = file_index == i
             order[sel] = order[sel][::-1]
-    lines = LogLines(list(files), text, version, file_index, line_number, kind, order)
+    lines = LogLines(list(files), text, version, file_index, np.asarray(line_number, np.int64), kind, order)
     _check_unrecognised(lines)
     return lines
 

@@ -14,19 +14,49 @@
  *
  * Output per line i: flags[i] (bit 0 read, bit 1 size known, bit 2 numRecords known, bit 3 DV
  * present), size[i], records[i], cardinality[i] (0 when the DV has none). GIL released.
+ *
+ * `count_files` does the reading too (local commit files, `action_counts.commit_counts`): each
+ * file is read whole into one reused buffer, split at its newlines, each line's kind read as
+ * `json_log._KIND_RE` does, and each add/remove line `scan` reads is summed into its file's
+ * counts (no per-line output); every other line, and the lines `scan` is unsure of, are copied
+ * out for the caller to parse. Strings are checked to be UTF-8 (the Arrow split's check).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
+#if !defined(_WIN32)
+#define HAVE_FILES 1 /* count_files: POSIX open/read */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #define MAX_DEPTH 64
 
+/* what `action_rows` reads of a line besides the counts (raw spans of the line; escapes refused) */
 typedef struct {
-    const uint8_t *p, *end;
+    const uint8_t *path_s, *path_e;
+    const uint8_t *st_s, *st_e, *dv_s, *dv_e; /* the DV's storageType, pathOrInlineDv (dv_s NULL: null) */
+    int64_t offset;
+    int has_offset;
+    const uint8_t *pv_s, *pv_e; /* the partitionValues object's text (NULL: absent or null) */
+    int nested_pv;              /* a "partitionValues" key inside another value: the regex could take it */
+} Extra;
+
+typedef struct {
+    const uint8_t *p, *end; /* the line left to read */
+    const uint8_t *lim;     /* bytes up to here may be loaded (>= end): blocks look past the line */
+    Extra *x;               /* NULL: counts only */
 } Cur;
 
 static inline void ws(Cur *c) {
@@ -43,52 +73,103 @@ static inline int next_item(Cur *c, uint8_t close) {
 
 static inline int hexd(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
+/* [p, end) is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF) */
+static int utf8_ok(const uint8_t *p, const uint8_t *end) {
+    while (p < end) {
+        uint8_t c = *p;
+        if (c < 0x80) {
+            p++;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            if (end - p < 2 || (p[1] & 0xC0) != 0x80) return 0;
+            p += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (end - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+            if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F)) return 0;
+            p += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (end - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+            if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) return 0;
+            p += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#if defined(__SSE2__)
+/* bit i of each mask: byte p[i] is a quote, a backslash, a control character (< 0x20) or >= 0x80
+ * (one signed comparison finds both: rare, told apart only when there) */
+static inline void block_masks(const uint8_t *p, uint64_t *q, uint64_t *b, uint64_t *odd) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    uint64_t Q = 0, B = 0, O = 0;
+    for (int k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        Q |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, quote)) << (16 * k);
+        B |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, slash)) << (16 * k);
+        O |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(x, space)) << (16 * k);
+    }
+    *q = Q;
+    *b = B;
+    *odd = O;
+}
+
+/* bit i: byte p[i] is >= 0x80 */
+static inline uint64_t block_high(const uint8_t *p) {
+    uint64_t H = 0;
+    for (int k = 0; k < 4; k++) H |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * k))) << (16 * k);
+    return H;
+}
+#endif
+
 /* a string at c->p (the opening quote); sets [*s, *e) to its raw inside and *esc to 0 (no
  * escapes), 1 (only \" escapes) or 2 (others); 0 when malformed (control characters, bad
- * escapes, unterminated). Runs of plain bytes are skipped 16 at a time where SSE2 is there. */
+ * escapes, unterminated, not UTF-8). Where SSE2 is there, 64 bytes at a time while every
+ * backslash escapes a quote (the stats text: `\"` around each key); any other escape and any
+ * control character is read by the byte loop, which then hands back to the blocks. */
 static int string(Cur *c, const uint8_t **s, const uint8_t **e, int *esc) {
     if (c->p >= c->end || *c->p != '"') return 0;
     const uint8_t *p = c->p + 1, *end = c->end;
+    int high = 0;
     *s = p;
     *esc = 0;
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), low = _mm_set1_epi8(0x1F);
-#endif
     while (p < end) {
 #if defined(__SSE2__)
-        while (end - p >= 16) {
-            __m128i x = _mm_loadu_si128((const __m128i *)p);
-            __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, slash)),
-                                       _mm_cmpeq_epi8(_mm_max_epu8(x, low), low));
-            unsigned mask = (unsigned)_mm_movemask_epi8(hit);
-            if (!mask) {
-                p += 16;
-                continue;
+        while (c->lim - p >= 64 && p < end) {
+            uint64_t q, b, odd, ctl = 0, hi = 0;
+            block_masks(p, &q, &b, &odd);
+            ptrdiff_t left = end - p;
+            uint64_t valid = left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
+            q &= valid, b &= valid, odd &= valid;
+            if (odd) {
+                hi = block_high(p) & valid;
+                ctl = odd & ~hi;
             }
-            unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, quote));
-            unsigned b = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, slash));
-            unsigned stop = mask & ~q & ~b; /* control characters */
-            stop |= q & ~(b << 1);          /* a quote not escaped: the end */
-            stop |= b & ~(q >> 1);          /* a backslash not before a quote (or last): done byte by byte */
+            /* a backslash at bit 63 is left to the next block, which starts at it */
+            const uint64_t last = (uint64_t)1 << 63;
+            uint64_t bad = (b & ~(q >> 1) & ~last) | ctl;
+            uint64_t closing = q & ~(b << 1);
+            uint64_t stop = closing | bad;
             if (!stop) {
                 if (b && !*esc) *esc = 1;
-                p += 16;
+                high |= hi != 0;
+                p += (b & last) ? 63 : 64;
                 continue;
             }
-            unsigned first = (unsigned)__builtin_ctz(stop);
-            if ((b & ((1u << first) - 1)) && !*esc) *esc = 1;
+            unsigned first = (unsigned)__builtin_ctzll(stop);
+            uint64_t before = ((uint64_t)1 << first) - 1;
+            if ((b & before) && !*esc) *esc = 1;
+            high |= (hi & before) != 0;
             p += first;
-            break;
+            if (closing & ((uint64_t)1 << first)) goto closed;
+            break; /* an escape other than \" or a control character: the byte loop */
         }
         if (p >= end) return 0;
 #endif
         uint8_t ch = *p;
-        if (ch == '"') {
-            *e = p;
-            c->p = p + 1;
-            return 1;
-        }
+        if (ch == '"') goto closed;
         if (ch < 0x20) return 0;
+        if (ch >= 0x80) high = 1;
         if (ch == '\\') {
             if (p + 1 >= end) return 0;
             uint8_t x = p[1];
@@ -107,6 +188,11 @@ static int string(Cur *c, const uint8_t **s, const uint8_t **e, int *esc) {
         p++;
     }
     return 0;
+closed:
+    if (high && !utf8_ok(*s, p)) return 0;
+    *e = p;
+    c->p = p + 1;
+    return 1;
 }
 
 /* a JSON number by the grammar; *integer says it was -?digits only, *digits how many */
@@ -143,6 +229,11 @@ static int literal(Cur *c, const char *word) {
     return 1;
 }
 
+static inline int key_is(const uint8_t *s, const uint8_t *e, const char *name) {
+    size_t n = strlen(name);
+    return (size_t)(e - s) == n && memcmp(s, name, n) == 0;
+}
+
 /* any JSON value, checked and skipped */
 static int skip(Cur *c, int depth) {
     if (depth > MAX_DEPTH || c->p >= c->end) return 0;
@@ -167,6 +258,7 @@ static int skip(Cur *c, int depth) {
         for (;;) {
             ws(c);
             if (!string(c, &s, &e, &esc)) return 0;
+            if (c->x && key_is(s, e, "partitionValues")) c->x->nested_pv = 1;
             ws(c);
             if (c->p >= c->end || *c->p != ':') return 0;
             c->p++;
@@ -193,10 +285,6 @@ static int skip(Cur *c, int depth) {
     }
 }
 
-static inline int key_is(const uint8_t *s, const uint8_t *e, const char *name) {
-    size_t n = strlen(name);
-    return (size_t)(e - s) == n && memcmp(s, name, n) == 0;
-}
 
 /* an integer value (at most 17 digits) or null: 1 integer, 2 null, 0 anything else */
 static int int_or_null(Cur *c, int64_t *out) {
@@ -265,13 +353,24 @@ static int dv_object(Cur *c, int64_t *card) {
         int vesc;
         if (bit == 1) {
             if (!string(c, &vs, &ve, &vesc)) return 0;
+            if (c->x) {
+                if (vesc) return 0;
+                c->x->st_s = vs, c->x->st_e = ve;
+            }
         } else if (bit == 2) {
             if (c->p < c->end && *c->p == 'n') {
                 if (!literal(c, "null")) return 0;
-            } else if (!string(c, &vs, &ve, &vesc)) return 0;
+            } else {
+                if (!string(c, &vs, &ve, &vesc)) return 0;
+                if (c->x) {
+                    if (vesc) return 0;
+                    c->x->dv_s = vs, c->x->dv_e = ve;
+                }
+            }
         } else if (bit == 4 || bit == 8) {
             got = int_or_null(c, &v);
             if (!got || (got == 1 && (v < INT32_MIN || v > INT32_MAX))) return 0;
+            if (bit == 4 && got == 1 && c->x) c->x->offset = v, c->x->has_offset = 1;
         } else if (bit == 16) {
             got = int_or_null(c, &v);
             if (!got) return 0;
@@ -284,8 +383,10 @@ static int dv_object(Cur *c, int64_t *card) {
     }
 }
 
-static uint8_t scan_line(const uint8_t *p, const uint8_t *end, int64_t *size, int64_t *records, int64_t *card) {
-    Cur c = {p, end};
+static uint8_t scan_line(const uint8_t *p, const uint8_t *end, const uint8_t *lim, int64_t *size, int64_t *records,
+                         int64_t *card, Extra *x) {
+    Cur c = {p, end, lim, x};
+    if (x) memset(x, 0, sizeof(*x));
     const uint8_t *s, *e;
     int esc, seen = 0, got;
     uint8_t flags = 1;
@@ -312,13 +413,28 @@ static uint8_t scan_line(const uint8_t *p, const uint8_t *end, int64_t *size, in
         c.p++;
         ws(&c);
         int bit = key_is(s, e, "path") ? 1 : key_is(s, e, "size") ? 2 : key_is(s, e, "stats") ? 4
-                : key_is(s, e, "deletionVector") ? 8 : 0;
+                : key_is(s, e, "deletionVector") ? 8 : (x && key_is(s, e, "partitionValues")) ? 16 : 0;
         if (bit & seen) return 0;
         seen |= bit;
         const uint8_t *vs, *ve;
         int vesc;
         if (bit == 1) {
             if (!string(&c, &vs, &ve, &vesc)) return 0;
+            if (x) {
+                if (vesc) return 0;
+                x->path_s = vs, x->path_e = ve;
+            }
+        } else if (bit == 16) {
+            /* the text `json_log._map_texts` cuts out: a flat object (no braces, no escapes) */
+            if (c.p < c.end && *c.p == 'n') {
+                if (!literal(&c, "null")) return 0;
+            } else {
+                const uint8_t *from = c.p;
+                if (from >= c.end || *from != '{' || !skip(&c, 1)) return 0;
+                for (const uint8_t *q = from + 1; q < c.p - 1; q++)
+                    if (*q == '{' || *q == '}' || *q == '\\') return 0;
+                x->pv_s = from, x->pv_e = c.p;
+            }
         } else if (bit == 2) {
             got = int_or_null(&c, size);
             if (!got) return 0;
@@ -346,7 +462,7 @@ static uint8_t scan_line(const uint8_t *p, const uint8_t *end, int64_t *size, in
         if (next == 2) break;
         if (next != 1) return 0;
     }
-    if (!(seen & 1)) return 0;
+    if (!(seen & 1) || (x && x->nested_pv)) return 0;
     ws(&c);
     if (c.p >= c.end || *c.p != '}') return 0; /* another top-level key: the ordinary parse */
     c.p++;
@@ -380,10 +496,366 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             sz[i] = rc[i] = cd[i] = 0;
             continue;
         }
-        fl[i] = scan_line(text + st[i], text + en[i], &sz[i], &rc[i], &cd[i]);
+        fl[i] = scan_line(text + st[i], text + en[i], text + total, &sz[i], &rc[i], &cd[i], NULL);
     }
     Py_END_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < count; b++) PyBuffer_Release(all[b]);
+    Py_RETURN_NONE;
+}
+
+/* ---- whole commit files: read, split into lines, counted per file ------------------------ */
+#if defined(HAVE_FILES)
+
+/* the kind of a line as `json_log._KIND_RE` reads it (`^\s*\{\s*"([A-Za-z_][A-Za-z0-9_]*)"`,
+ * RE2's \s: [\t\n\f\r ]): 1 add, 2 remove, 0 any other or none */
+static int line_kind(const uint8_t *p, const uint8_t *end) {
+#define RE_WS(x) ((x) == ' ' || (x) == '\t' || (x) == '\n' || (x) == '\f' || (x) == '\r')
+    while (p < end && RE_WS(*p)) p++;
+    if (p >= end || *p++ != '{') return 0;
+    while (p < end && RE_WS(*p)) p++;
+    if (p >= end || *p++ != '"') return 0;
+    const uint8_t *s = p;
+    while (p < end && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' || (p > s && *p >= '0' && *p <= '9')))
+        p++;
+    if (p >= end || *p != '"') return 0;
+    if (p - s == 3 && memcmp(s, "add", 3) == 0) return 1;
+    if (p - s == 6 && memcmp(s, "remove", 6) == 0) return 2;
+    return 0;
+#undef RE_WS
+}
+
+/* per file, for adds (k = 0) then removes (k = 1), at [file * NCOUNTS + k * 6 + j]: */
+enum { FILES, BYTES, BYTES_UNKNOWN, ROWS, ROWS_UNKNOWN, DVS, NCOUNTS = 12 };
+#define PAD 64 /* bytes after a file's text that block loads may touch */
+
+typedef struct {
+    uint8_t *buf;
+    size_t len, cap;
+} Bytes;
+
+static int grow(Bytes *b, size_t need) {
+    if (b->len + need <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + need) cap *= 2;
+    uint8_t *buf = realloc(b->buf, cap);
+    if (!buf) return 0;
+    b->buf = buf;
+    b->cap = cap;
+    return 1;
+}
+
+static int append(Bytes *b, const void *data, size_t n) {
+    if (!grow(b, n)) return 0;
+    memcpy(b->buf + b->len, data, n);
+    b->len += n;
+    return 1;
+}
+
+/* the whole file at `path` into `text` (from 0, PAD zero bytes after): 0, or an errno */
+static int read_file(const char *path, Bytes *text) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno ? errno : EIO;
+    struct stat st;
+    size_t want = (fstat(fd, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size : 0;
+    text->len = 0;
+    for (;;) {
+        if (!grow(text, (want > text->len ? want - text->len : 0) + 1 + PAD)) {
+            close(fd);
+            return ENOMEM;
+        }
+        ssize_t got = read(fd, text->buf + text->len, text->cap - text->len - PAD);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            int err = errno ? errno : EIO;
+            close(fd);
+            return err;
+        }
+        if (got == 0) break;
+        text->len += (size_t)got; /* a file that grew since its stat is read to its end */
+    }
+    close(fd);
+    memset(text->buf + text->len, 0, PAD);
+    return 0;
+}
+
+/* one file's lines: add/remove lines the scanner reads are counted into `counts`; every other
+ * line (and every line it is unsure of) goes to `rest`, with (file, line number, end offset in
+ * rest) in `index`. 0, or ENOMEM. */
+static int count_text(const uint8_t *text, size_t len, int64_t file, int64_t *counts, Bytes *rest, Bytes *index) {
+    const uint8_t *p = text, *end = text + len, *lim = text + len + PAD;
+    int64_t line = 0;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *stop = nl ? nl + 1 : end;
+        int kind = line_kind(p, stop);
+        uint8_t flags = 0;
+        int64_t size, records, card;
+        if (kind) flags = scan_line(p, stop, lim, &size, &records, &card, NULL);
+        if (flags) {
+            int64_t *k = counts + file * NCOUNTS + (kind - 1) * 6;
+            k[FILES] += 1;
+            k[BYTES] += size; /* 0 where null */
+            k[BYTES_UNKNOWN] += !(flags & 2);
+            if (flags & 4) k[ROWS] += records - card;
+            k[ROWS_UNKNOWN] += !(flags & 4);
+            k[DVS] += (flags & 8) != 0;
+        } else {
+            if (!append(rest, p, (size_t)(stop - p))) return ENOMEM;
+            if (!nl && !append(rest, "\n", 1)) return ENOMEM; /* a last line without one: as the split adds */
+            int64_t row[3] = {file, line, (int64_t)rest->len};
+            if (!append(index, row, sizeof(row))) return ENOMEM;
+        }
+        line++;
+        p = stop;
+    }
+    return 0;
+}
+
+static PyObject *count_files(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list)) return NULL;
+    PyObject *paths = PySequence_Tuple(list); /* ours: the list may change while the GIL is free */
+    if (!paths) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(paths);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(paths, i))) {
+            Py_DECREF(paths);
+            PyErr_SetString(PyExc_TypeError, "count_files: paths must be bytes");
+            return NULL;
+        }
+    }
+    int64_t *counts = calloc((size_t)n * NCOUNTS + 1, sizeof(int64_t));
+    int32_t *status = calloc((size_t)n + 1, sizeof(int32_t));
+    Bytes text = {0}, rest = {0}, index = {0};
+    int oom = !counts || !status;
+    if (!oom) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && !oom; i++) {
+            int err = read_file(PyBytes_AS_STRING(PyTuple_GET_ITEM(paths, i)), &text);
+            if (err == ENOMEM) oom = 1;
+            else if (err) status[i] = err; /* the caller reads the log the ordinary way (typed errors) */
+            else if (count_text(text.buf, text.len, i, counts, &rest, &index)) oom = 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_DECREF(paths);
+    PyObject *out = NULL;
+    if (oom) {
+        PyErr_NoMemory();
+    } else {
+        out = Py_BuildValue("(y#y#y#y#)", (const char *)counts, (Py_ssize_t)(n * NCOUNTS * sizeof(int64_t)),
+                            (const char *)status, (Py_ssize_t)(n * sizeof(int32_t)), (const char *)(rest.buf ? rest.buf : (uint8_t *)""),
+                            (Py_ssize_t)rest.len, (const char *)(index.buf ? index.buf : (uint8_t *)""), (Py_ssize_t)index.len);
+    }
+    free(counts);
+    free(status);
+    free(text.buf);
+    free(rest.buf);
+    free(index.buf);
+    return out;
+}
+
+/* action_rows: per add/remove line read, a row (kind, file, line, size, records, cardinality,
+ * flags), its replay key `path \0 dv id` (`replay.dv_unique_id`: storageType pathOrInlineDv
+ * [@offset]) and its partitionValues text; other and unsure lines to `rest` as in count_files */
+enum { ROW_KIND, ROW_FILE, ROW_LINE, ROW_SIZE, ROW_RECORDS, ROW_CARD, ROW_FLAGS, ROW_WIDTH };
+
+typedef struct {
+    Bytes rows[2], keys[2], key_ends[2], parts, part_ends, rest, index; /* [0] adds, [1] removes */
+} Rows;
+
+static int rows_of_text(const uint8_t *text, size_t len, int64_t file, Rows *o) {
+    const uint8_t *p = text, *end = text + len, *lim = text + len + PAD;
+    int64_t line = 0;
+    Extra x;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *stop = nl ? nl + 1 : end;
+        int kind = line_kind(p, stop);
+        uint8_t flags = 0;
+        int64_t size, records, card;
+        if (kind) flags = scan_line(p, stop, lim, &size, &records, &card, &x);
+        if (flags) {
+            int k = kind - 1;
+            Bytes *keys = &o->keys[k];
+            int64_t row[ROW_WIDTH] = {kind, file, line, size, (flags & 4) ? records : 0, card, flags | (x.pv_s ? 16 : 0)};
+            if (!append(&o->rows[k], row, sizeof(row))) return ENOMEM;
+            if (!append(keys, x.path_s, (size_t)(x.path_e - x.path_s)) || !append(keys, "", 1)) return ENOMEM;
+            if ((flags & 8) && x.dv_s) {
+                if (!append(keys, x.st_s, (size_t)(x.st_e - x.st_s)) || !append(keys, x.dv_s, (size_t)(x.dv_e - x.dv_s)))
+                    return ENOMEM;
+                if (x.has_offset) {
+                    char digits[32];
+                    int n = snprintf(digits, sizeof(digits), "@%lld", (long long)x.offset);
+                    if (!append(keys, digits, (size_t)n)) return ENOMEM;
+                }
+            }
+            int64_t key_end = (int64_t)keys->len;
+            if (!append(&o->key_ends[k], &key_end, sizeof(key_end))) return ENOMEM;
+            if (k == 0) {
+                if (x.pv_s && !append(&o->parts, x.pv_s, (size_t)(x.pv_e - x.pv_s))) return ENOMEM;
+                int64_t part_end = (int64_t)o->parts.len;
+                if (!append(&o->part_ends, &part_end, sizeof(part_end))) return ENOMEM;
+            }
+        } else {
+            if (!append(&o->rest, p, (size_t)(stop - p))) return ENOMEM;
+            if (!nl && !append(&o->rest, "\n", 1)) return ENOMEM;
+            int64_t row[3] = {file, line, (int64_t)o->rest.len};
+            if (!append(&o->index, row, sizeof(row))) return ENOMEM;
+        }
+        line++;
+        p = stop;
+    }
+    return 0;
+}
+
+/* a read-only buffer owning a malloc'd block: the kernel's outputs handed over without a copy
+ * (a copy of 200 MB costs as much as a third of the pass: fresh pages, zeroed, then filled) */
+typedef struct {
+    PyObject_HEAD
+    uint8_t *buf;
+    Py_ssize_t len;
+} Owned;
+
+static void owned_dealloc(Owned *self) {
+    free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int owned_getbuffer(Owned *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->buf ? self->buf : (uint8_t *)"", self->len, 1, flags);
+}
+
+static Py_ssize_t owned_length(Owned *self) { return self->len; }
+
+static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
+static PySequenceMethods owned_as_sequence = {.sq_length = (lenfunc)owned_length};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_count_kernel.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+    .tp_as_sequence = &owned_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A read-only buffer the count kernel filled (its memory freed with it).",
+};
+
+/* `b`'s block as an `Owned` (b is emptied: the object frees it) */
+static PyObject *as_bytes(Bytes *b) {
+    Owned *o = PyObject_New(Owned, &OwnedType);
+    if (!o) return NULL;
+    o->buf = b->buf;
+    o->len = (Py_ssize_t)b->len;
+    b->buf = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
+static PyObject *action_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list)) return NULL;
+    PyObject *paths = PySequence_Tuple(list);
+    if (!paths) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(paths);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(paths, i))) {
+            Py_DECREF(paths);
+            PyErr_SetString(PyExc_TypeError, "action_rows: paths must be bytes");
+            return NULL;
+        }
+    }
+    int32_t *status = calloc((size_t)n + 1, sizeof(int32_t));
+    Bytes text = {0};
+    Rows o;
+    memset(&o, 0, sizeof(o));
+    int oom = !status;
+    if (!oom) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && !oom; i++) {
+            int err = read_file(PyBytes_AS_STRING(PyTuple_GET_ITEM(paths, i)), &text);
+            if (err == ENOMEM) oom = 1;
+            else if (err) status[i] = err;
+            else if (rows_of_text(text.buf, text.len, i, &o)) oom = 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_DECREF(paths);
+    PyObject *out = NULL;
+    if (oom) {
+        PyErr_NoMemory();
+    } else {
+        Bytes st = {(uint8_t *)status, (size_t)n * sizeof(int32_t), 0};
+        status = NULL; /* handed over with `st` */
+        Bytes *parts[11] = {&o.rows[0], &o.keys[0], &o.key_ends[0], &o.parts, &o.part_ends, &o.rows[1], &o.keys[1],
+                            &o.key_ends[1], &st, &o.rest, &o.index};
+        out = PyTuple_New(11);
+        for (int k = 0; out && k < 11; k++) {
+            PyObject *item = as_bytes(parts[k]);
+            if (!item) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyTuple_SET_ITEM(out, k, item);
+        }
+        free(st.buf); /* NULL once handed over */
+    }
+    free(status);
+    free(text.buf);
+    Bytes *all[] = {&o.rows[0], &o.rows[1], &o.keys[0], &o.keys[1], &o.key_ends[0], &o.key_ends[1], &o.parts, &o.part_ends, &o.rest, &o.index};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->buf);
+    return out;
+}
+
+#endif /* HAVE_FILES */
+
+/* ---- hash_strings: a 64-bit hash per string (the timeline's replay keys) ------------------- */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ mix64(w)) * 0x9e3779b97f4a7c15ULL;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p + i, n - i);
+    return mix64(h ^ mix64(tail ^ (n - i)));
+}
+
+static PyObject *hash_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer offsets, data, out;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &offsets, &data, &out)) return NULL;
+    Py_ssize_t n = out.len / 8;
+    const int64_t *off = offsets.buf;
+    int ok = out.len == 8 * n && offsets.len == 8 * (n + 1);
+    for (Py_ssize_t i = 0; ok && i < n; i++) ok = off[i] >= 0 && off[i] <= off[i + 1] && off[i + 1] <= data.len;
+    if (ok) {
+        const uint8_t *text = data.buf;
+        uint64_t *h = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) h[i] = hash_bytes(text + off[i], (size_t)(off[i + 1] - off[i]));
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&out);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "hash_strings: offsets (int64, n + 1) do not fit the data and the output (uint64, n)");
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -391,6 +863,17 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, starts, ends, flags, size, records, cardinality): the counts of each add/remove line "
      "(see core.scan.action_counts)."},
+#if defined(HAVE_FILES)
+    {"count_files", count_files, METH_VARARGS,
+     "count_files(paths): read each commit file (bytes paths) and count its add/remove lines: (counts int64[n, 12], "
+     "status int32[n] (0 or an errno), rest (the lines not counted), index int64[m, 3] (file, line, end in rest))."},
+    {"action_rows", action_rows, METH_VARARGS,
+     "action_rows(paths): read each commit file (bytes paths) and return its add/remove actions: (add rows int64[m, 7] "
+     "(kind, file, line, size, records, cardinality, flags), their keys, key ends int64[m], partition texts, their ends, "
+     "remove rows, keys, key ends, status int32[n], rest, index int64[k, 3]) (see scan.action_rows)."},
+#endif
+    {"hash_strings", hash_strings, METH_VARARGS,
+     "hash_strings(offsets, data, out): a 64-bit hash of each string (int64 offsets, n + 1) into out (uint64, n)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -399,4 +882,9 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__count_kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__count_kernel(void) {
+#if defined(HAVE_FILES)
+    if (PyType_Ready(&OwnedType) < 0) return NULL;
+#endif
+    return PyModule_Create(&module);
+}
