@@ -126,25 +126,43 @@ def _add_sums(sums: np.ndarray, lines: LogLines, versions: Sequence[int]) -> Non
             np.add.at(sums[:, k, j], at, 1 if values is None else values.astype(np.int64))
 
 
+def kernel_paths(storage: Storage, files: Sequence[LogFile]) -> list[bytes] | None:
+    """The local paths of commit `files` for a compiled pass over whole files; None where it does
+    not apply (an object store, no files, inline or compaction files)."""
+    root = storage.local_root
+    if root is None or not files:
+        return None
+    if any(f.inline is not None or f.kind is LogKind.COMPACTION or f.fmt != "json" for f in files):
+        return None
+    return [os.fsencode(os.path.join(root, f.path)) for f in files]
+
+
+def lines_left(
+    files: Sequence[LogFile], rest: bytes | memoryview, index: bytes | memoryview, versions: Sequence[int]
+) -> LogLines:
+    """The lines a compiled pass left to Python (`rest`, placed by `index`: a (file, line, end)
+    row each) as `LogLines`. Raises `InvalidLogError` as the plain parse does."""
+    at = np.frombuffer(index, np.int64).reshape(-1, 3)
+    offsets = np.zeros(len(at) + 1, np.int64)
+    offsets[1:] = at[:, 2]
+    return lines_from_parts(files, rest, offsets, at[:, 0], at[:, 1], versions)
+
+
 def _compiled_commit_counts(storage: Storage, files: Sequence[LogFile], versions: Sequence[int]) -> CommitCounts | None:
     """`commit_counts` by the kernel's `count_files`; None where it does not apply (no kernel,
     an object store, inline or compaction files) or a file could not be read or held text
     that is not UTF-8 (the plain path then raises its typed error)."""
-    root = storage.local_root
     count_files = getattr(KERNEL, "count_files", None)
-    if count_files is None or root is None or not files:
+    if count_files is None:
         return None
-    if any(f.inline is not None or f.kind is LogKind.COMPACTION or f.fmt != "json" for f in files):
+    paths = kernel_paths(storage, files)
+    if paths is None:
         return None
-    paths = [os.fsencode(os.path.join(root, f.path)) for f in files]
     counts, status, rest, index = count_files(paths)
     if np.frombuffer(status, np.int32).any():
         return None
-    rows = np.frombuffer(index, np.int64).reshape(-1, 3)
-    offsets = np.zeros(len(rows) + 1, np.int64)
-    offsets[1:] = rows[:, 2]
     try:
-        lines = lines_from_parts(files, rest, offsets, rows[:, 0], rows[:, 1], versions)
+        lines = lines_left(files, rest, index, versions)
     except InvalidLogError:
         return None
     sums = np.frombuffer(counts, np.int64).reshape(len(files), len(KINDS), len(SUMS)).copy()

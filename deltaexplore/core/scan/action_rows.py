@@ -14,7 +14,6 @@ give the same rows (tests compare them on every corpus log and on generated odd 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -23,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaexplore.core.arrow import text_buffers
-from deltaexplore.core.log.file_names import LogFile, LogKind
-from deltaexplore.core.log.json_log import LogLines, lines_from_parts, parse_map_texts, read_log_files
+from deltaexplore.core.log.file_names import LogFile
+from deltaexplore.core.log.json_log import LogLines, parse_map_texts, read_log_files
 from deltaexplore.core.log.replay import dv_unique_id
 from deltaexplore.core.protocol.actions import STRING_MAP
 from deltaexplore.core.scan import action_counts
@@ -154,21 +153,18 @@ def _compiled_rows(
 ) -> tuple[ActionRows, ActionRows, LogLines] | None:
     """`action_rows` by the kernel's `action_rows`; None where it does not apply (as
     `action_counts._compiled_commit_counts`)."""
-    root = storage.local_root
     read = getattr(action_counts.KERNEL, "action_rows", None)
-    if read is None or root is None or not files:
+    if read is None:
         return None
-    if any(f.inline is not None or f.kind is LogKind.COMPACTION or f.fmt != "json" for f in files):
+    paths = action_counts.kernel_paths(storage, files)
+    if paths is None:
         return None
-    got = [memoryview(b) for b in read([os.fsencode(os.path.join(root, f.path)) for f in files])]  # the kernel's memory
+    got = [memoryview(b) for b in read(paths)]  # the kernel's memory
     add_rows, add_keys, add_key_ends, parts, part_ends, remove_rows, remove_keys, remove_key_ends, status, rest, index = got
     if np.frombuffer(status, np.int32).any():
         return None
-    at = np.frombuffer(index, np.int64).reshape(-1, 3)
-    offsets = np.zeros(len(at) + 1, np.int64)
-    offsets[1:] = at[:, 2]
     try:
-        lines = lines_from_parts(files, rest, offsets, at[:, 0], at[:, 1], versions)
+        lines = action_counts.lines_left(files, rest, index, versions)
         adds = _kernel_rows(add_rows, add_keys, add_key_ends, versions, (parts, part_ends))
         removes = _kernel_rows(remove_rows, remove_keys, remove_key_ends, versions, None)
     except (InvalidLogError, pa.ArrowInvalid):
