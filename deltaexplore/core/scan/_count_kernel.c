@@ -611,20 +611,28 @@ static int count_text(const uint8_t *text, size_t len, int64_t file, int64_t *co
     return 0;
 }
 
-static PyObject *count_files(PyObject *self, PyObject *args) {
-    (void)self;
+/* The one argument of `name`, a list of bytes paths, as a tuple of our own (the list may change
+   while the GIL is free); NULL with a TypeError set if it is not one. */
+static PyObject *path_tuple(PyObject *args, const char *name) {
     PyObject *list;
     if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list)) return NULL;
-    PyObject *paths = PySequence_Tuple(list); /* ours: the list may change while the GIL is free */
+    PyObject *paths = PySequence_Tuple(list);
     if (!paths) return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(paths);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(paths); i++) {
         if (!PyBytes_Check(PyTuple_GET_ITEM(paths, i))) {
             Py_DECREF(paths);
-            PyErr_SetString(PyExc_TypeError, "count_files: paths must be bytes");
+            PyErr_Format(PyExc_TypeError, "%s: paths must be bytes", name);
             return NULL;
         }
     }
+    return paths;
+}
+
+static PyObject *count_files(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *paths = path_tuple(args, "count_files");
+    if (!paths) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(paths);
     int64_t *counts = calloc((size_t)n * NCOUNTS + 1, sizeof(int64_t));
     int32_t *status = calloc((size_t)n + 1, sizeof(int32_t));
     Bytes text = {0}, rest = {0}, index = {0};
@@ -755,18 +763,9 @@ static PyObject *as_bytes(Bytes *b) {
 
 static PyObject *action_rows(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *list;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &list)) return NULL;
-    PyObject *paths = PySequence_Tuple(list);
+    PyObject *paths = path_tuple(args, "action_rows");
     if (!paths) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(paths);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(paths, i))) {
-            Py_DECREF(paths);
-            PyErr_SetString(PyExc_TypeError, "action_rows: paths must be bytes");
-            return NULL;
-        }
-    }
     int32_t *status = calloc((size_t)n + 1, sizeof(int32_t));
     Bytes text = {0};
     Rows o;
